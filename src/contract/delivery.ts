@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { HookTypeSchema } from './hookTypes.ts';
+
+/** Q12: ledger statuses. */
+export const DELIVERY_STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'accepted_by_qstash'] as const;
+export const DeliveryStatusSchema = z.enum(DELIVERY_STATUSES);
+export type DeliveryStatus = z.infer<typeof DeliveryStatusSchema>;
+
+/** Error classes recorded in the ledger and returned by transports (D7, R5, W2, Q4, Q5). */
+export const DELIVERY_ERROR_CLASSES = [
+  'configuration',
+  'http_error',
+  'network_error',
+  'timeout',
+  'cancelled',
+  'ssrf_blocked',
+  'payload_too_large',
+  'CriticalHookDeliveryError',
+] as const;
+export type DeliveryErrorClass = (typeof DELIVERY_ERROR_CLASSES)[number];
+
+/** One attempt as recorded in the ledger. */
+export const DeliveryAttemptSchema = z.object({
+  attempt: z.number().int().min(1),
+  at: z.string(),
+  transport: z.enum(['fetch', 'qstash']),
+  outcome: z.enum(['delivered', 'accepted_by_qstash', 'failed']),
+  errorClass: z.string().nullable(),
+  httpStatus: z.number().int().nullable(),
+  durationMs: z.number(),
+  responseExcerpt: z.string().nullable(),
+  generation: z.number().int().min(0),
+});
+export type DeliveryAttempt = z.infer<typeof DeliveryAttemptSchema>;
+
+/** A ledger row as the public API returns it (`producer.getDelivery`). */
+export const DeliverySchema = z.object({
+  id: z.string(),
+  operationId: z.string(),
+  eventType: HookTypeSchema,
+  hookId: z.string(),
+  transport: z.enum(['fetch', 'qstash']),
+  status: DeliveryStatusSchema,
+  attemptCount: z.number().int(),
+  generation: z.number().int(),
+  lastErrorClass: z.string().nullable(),
+  lastHttpStatus: z.number().int().nullable(),
+  nextAttemptAt: z.date().nullable(),
+  leaseExpiresAt: z.date().nullable(),
+  idempotencyKey: z.string().nullable(),
+  attempts: z.array(DeliveryAttemptSchema),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+  deliveredAt: z.date().nullable(),
+});
+export type Delivery = z.infer<typeof DeliverySchema>;

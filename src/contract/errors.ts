@@ -1,0 +1,35 @@
+import type { z } from 'zod';
+
+export type ConfigIssue = { path: string; message: string };
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+}
+
+/**
+ * A hook configuration was rejected (§14). The message names the hook id and every failing
+ * field path; it never contains header values, so a secret cannot leak through it.
+ */
+export class HookConfigError extends Error {
+  override readonly name = 'HookConfigError';
+  readonly hookId: string | undefined;
+  readonly index: number | undefined;
+  readonly issues: ConfigIssue[];
+
+  constructor(hookId: string | undefined, index: number | undefined, issues: ConfigIssue[]) {
+    const who = hookId !== undefined ? `hook "${hookId}"` : `hook at index ${index ?? '?'}`;
+    super(`Invalid ${who}: ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`);
+    this.hookId = hookId;
+    this.index = index;
+    this.issues = issues;
+  }
+
+  static fromZod(raw: unknown, index: number | undefined, error: z.ZodError): HookConfigError {
+    const id = raw !== null && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : undefined;
+    return new HookConfigError(
+      id,
+      index,
+      error.issues.map((i) => ({ path: formatPath(i.path), message: i.message })),
+    );
+  }
+}

@@ -1,0 +1,97 @@
+import { z } from 'zod';
+import { ENV_HOOK_ID_PREFIX, HookTypeSchema, isToolHookType, type HookType } from './hookTypes.ts';
+import { controlTypeProblem, WebhookConfigSchema, type WebhookConfig, type WebhookConfigInput } from './webhook.ts';
+
+/** A handler: any function. Return values are ignored; a thrown error is logged (D5). */
+export type HookHandler = (event: Record<string, unknown> & { operationId: string }) => unknown;
+
+/** D4: absent, `''` or `'*'` match every tool; anything else must compile as a RegExp. */
+export function matcherProblem(matcher: string): string | undefined {
+  if (matcher === '' || matcher === '*') return undefined;
+  try {
+    new RegExp(matcher);
+    return undefined;
+  } catch {
+    return 'is not a valid regular expression';
+  }
+}
+
+const MatcherSchema = z.string().superRefine((m, ctx) => {
+  const problem = matcherProblem(m);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+const HandlerSchema = z.custom<HookHandler>((v) => typeof v === 'function', { message: 'must be a function' });
+
+type HookShape = { id: string; type: HookType; matcher?: string; webhook?: WebhookConfig };
+
+/** Rules that cross fields (D4 matcher placement, W1a control type, E4 reserved ids). */
+function crossFieldRules(hook: HookShape, ctx: z.RefinementCtx): void {
+  if (hook.id.startsWith(ENV_HOOK_ID_PREFIX)) {
+    ctx.addIssue({ code: 'custom', path: ['id'], message: `ids starting with "${ENV_HOOK_ID_PREFIX}" are reserved for environment hooks` });
+  }
+  if (hook.id.length === 0) ctx.addIssue({ code: 'custom', path: ['id'], message: 'must not be empty' });
+  if (hook.matcher !== undefined && !isToolHookType(hook.type)) {
+    ctx.addIssue({ code: 'custom', path: ['matcher'], message: 'is only allowed on beforeToolCall, afterToolCall and onToolCallError' });
+  }
+  if (hook.webhook) {
+    const problem = controlTypeProblem(hook.type, hook.webhook);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['webhook', 'responseHandling'], message: problem });
+  }
+}
+
+/** The persisted form (D3, §12): `{ id, type, matcher?, webhook }`; templates stay unresolved. */
+export const SerializedHookSchema = z
+  .strictObject({
+    id: z.string(),
+    type: HookTypeSchema,
+    matcher: MatcherSchema.optional(),
+    webhook: WebhookConfigSchema,
+  })
+  .superRefine(crossFieldRules);
+
+/** A serialized hook as written by callers: the webhook's defaulted fields are optional. */
+export type SerializedHook = z.input<typeof SerializedHookSchema>;
+/** A serialized hook after validation: defaults applied. */
+export type ParsedSerializedHook = z.output<typeof SerializedHookSchema>;
+
+/** A hook registered in code (D3): a handler, a webhook, or both. */
+export const AgentHookSchema = z
+  .strictObject({
+    id: z.string(),
+    type: HookTypeSchema,
+    matcher: MatcherSchema.optional(),
+    handler: HandlerSchema.optional(),
+    webhook: WebhookConfigSchema.optional(),
+  })
+  .superRefine((hook, ctx) => {
+    crossFieldRules(hook, ctx);
+    if (!hook.handler && !hook.webhook) {
+      ctx.addIssue({ code: 'custom', path: ['handler'], message: 'a hook needs a handler, a webhook, or both' });
+    }
+    if (hook.handler && hook.webhook?.responseHandling === 'toolCall') {
+      ctx.addIssue({ code: 'custom', path: ['handler'], message: "a control (responseHandling 'toolCall') cannot also have a handler" });
+    }
+  });
+
+export type AgentHook = {
+  id: string;
+  type: HookType;
+  matcher?: string;
+  handler?: HookHandler;
+  webhook?: WebhookConfigInput;
+};
+export type ParsedAgentHook = z.output<typeof AgentHookSchema>;
+
+/** A control is a webhook whose HTTP answer can allow or deny a tool call (R1). */
+export function isControlHook(hook: { webhook?: Pick<WebhookConfig, 'responseHandling'> }): boolean {
+  return hook.webhook?.responseHandling === 'toolCall';
+}
+
+/** The serialized form of a parsed hook; undefined when it has no webhook (handlers do not survive a restart). */
+export function serializeHook(hook: ParsedAgentHook): ParsedSerializedHook | undefined {
+  if (!hook.webhook) return undefined;
+  const out: ParsedSerializedHook = { id: hook.id, type: hook.type, webhook: structuredClone(hook.webhook) };
+  if (hook.matcher !== undefined) out.matcher = hook.matcher;
+  return out;
+}

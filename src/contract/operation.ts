@@ -1,0 +1,16 @@
+import { z } from 'zod';
+
+export const OPERATION_STATUSES = ['running', 'parked', 'completed', 'error', 'interrupted'] as const;
+
+/** An operation record as stored (SPEC §7, issue 5). */
+export const OperationRecordSchema = z.object({
+  id: z.string(),
+  parentOperationId: z.string().nullable(),
+  userId: z.string().nullable(),
+  status: z.string(),
+  completionReason: z.string().nullable(),
+  criticalDeliveryFailure: z.boolean(),
+  createdAt: z.date(),
+  updatedAt: z.date(),
+});
+export type OperationRecord = z.infer<typeof OperationRecordSchema>;

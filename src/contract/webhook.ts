@@ -1,0 +1,121 @@
+import { z } from 'zod';
+import { isControlHookType } from './hookTypes.ts';
+
+/** Largest timeout in seconds: setTimeout's 2^31-1 ms ceiling (W1). */
+export const MAX_TIMEOUT_SECONDS = 2_147_483.647;
+export const DEFAULT_TIMEOUT_SECONDS = 30;
+
+const ENV_VAR_NAME = /^[A-Z_][A-Z0-9_]*$/;
+/** `${NAME}` templates inside header values (W2). */
+export const TEMPLATE_PATTERN = /\$\{([^}]*)\}/g;
+/** RFC 9110 token characters for a header field name. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const FORBIDDEN_HEADER_NAMES = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'trailer', 'upgrade']);
+const FORBIDDEN_HEADER_PREFIXES = ['proxy-', 'sec-', 'upstash-'];
+const UNSAFE_HEADER_VALUE = /[\r\n\0]/;
+
+/** W1b: names a caller may never set (hop-by-hop, framing, browser-reserved, QStash control). */
+export function isForbiddenHeaderName(name: string): boolean {
+  const lower = name.toLowerCase();
+  return FORBIDDEN_HEADER_NAMES.has(lower) || FORBIDDEN_HEADER_PREFIXES.some((p) => lower.startsWith(p));
+}
+
+export function hasUnsafeHeaderValue(value: string): boolean {
+  return UNSAFE_HEADER_VALUE.test(value);
+}
+
+/** Template names used in a header value, in order of appearance. */
+export function templateNames(value: string): string[] {
+  return [...value.matchAll(TEMPLATE_PATTERN)].map((m) => m[1] ?? '');
+}
+
+/**
+ * W1: an http(s) URL without credentials, or a path starting with exactly one `/`
+ * (resolved against APP_URL at send time).
+ */
+export function checkWebhookUrl(url: string): string | undefined {
+  if (url.length === 0) return 'must not be empty';
+  if (url.includes('\\')) return 'must not contain a backslash';
+  if (url.startsWith('/')) {
+    if (url.startsWith('//')) return 'a relative URL must start with exactly one "/"';
+    return undefined;
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'must be an http(s) URL or a path starting with "/"';
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'must use http or https';
+  if (parsed.username !== '' || parsed.password !== '') return 'must not contain credentials';
+  return undefined;
+}
+
+const WebhookUrlSchema = z.string().superRefine((url, ctx) => {
+  const problem = checkWebhookUrl(url);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+const TimeoutSchema = z
+  .number()
+  .refine(Number.isFinite, { message: 'must be a finite number of seconds' })
+  .refine((t) => t > 0, { message: 'must be greater than 0' })
+  .refine((t) => t <= MAX_TIMEOUT_SECONDS, { message: `must be at most ${MAX_TIMEOUT_SECONDS} seconds` });
+
+const HeadersSchema = z.record(z.string(), z.string()).superRefine((headers, ctx) => {
+  for (const [name, value] of Object.entries(headers)) {
+    if (!HEADER_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid header name' });
+    else if (isForbiddenHeaderName(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'is a forbidden header name' });
+    if (hasUnsafeHeaderValue(value)) ctx.addIssue({ code: 'custom', path: [name], message: 'value contains CR, LF or NUL' });
+  }
+});
+
+/** The webhook config (W1), strict: unknown keys are rejected; combinations per W1a; templates per W2. */
+export const WebhookConfigSchema = z
+  .strictObject({
+    url: WebhookUrlSchema,
+    delivery: z.enum(['fetch', 'qstash']).default('fetch'),
+    timeout: TimeoutSchema.default(DEFAULT_TIMEOUT_SECONDS),
+    headers: HeadersSchema.optional(),
+    allowedEnvVars: z.array(z.string().regex(ENV_VAR_NAME, { message: 'must match ^[A-Z_][A-Z0-9_]*$' })).optional(),
+    body: z.record(z.string(), z.unknown()).optional(),
+    eventFields: z.array(z.string()).optional(),
+    fallback: z.enum(['fetch', 'none']).default('fetch'),
+    responseHandling: z.enum(['ignore', 'toolCall']).default('ignore'),
+    onError: z.enum(['continue', 'block']).default('continue'),
+  })
+  .superRefine((w, ctx) => {
+    if (w.responseHandling === 'toolCall') {
+      if (w.delivery === 'qstash') ctx.addIssue({ code: 'custom', path: ['delivery'], message: "responseHandling 'toolCall' requires delivery 'fetch'" });
+      if (w.body !== undefined) ctx.addIssue({ code: 'custom', path: ['body'], message: "is not allowed with responseHandling 'toolCall'" });
+      if (w.eventFields !== undefined) ctx.addIssue({ code: 'custom', path: ['eventFields'], message: "is not allowed with responseHandling 'toolCall'" });
+    } else if (w.onError === 'block') {
+      ctx.addIssue({ code: 'custom', path: ['onError'], message: "'block' requires responseHandling 'toolCall'" });
+    }
+    const allowed = new Set(w.allowedEnvVars ?? []);
+    for (const [name, value] of Object.entries(w.headers ?? {})) {
+      for (const variable of templateNames(value)) {
+        if (!allowed.has(variable)) {
+          ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template \${${variable}} is not listed in allowedEnvVars` });
+        }
+      }
+    }
+  });
+
+/** What callers write (defaults optional). */
+export type WebhookConfigInput = z.input<typeof WebhookConfigSchema>;
+/** What the library works with (defaults applied). */
+export type WebhookConfig = z.output<typeof WebhookConfigSchema>;
+
+/** The webhook's timeout in milliseconds: ceil(seconds × 1000) (W1). */
+export function timeoutMs(webhook: Pick<WebhookConfig, 'timeout'>): number {
+  return Math.ceil(webhook.timeout * 1000);
+}
+
+/** A control webhook on a type that cannot be a control (W1a) is checked where the type is known. */
+export function controlTypeProblem(type: string, webhook: Pick<WebhookConfig, 'responseHandling'>): string | undefined {
+  if (webhook.responseHandling === 'toolCall' && !isControlHookType(type)) {
+    return "responseHandling 'toolCall' is only allowed on beforeToolCall and afterToolCall";
+  }
+  return undefined;
+}

@@ -1,0 +1,187 @@
+/**
+ * The direct HTTP transport: one pooled keep-alive undici Agent whose connector is guarded by
+ * the SSRF guard (Q5), plus an unguarded one for operator-trusted targets. `send` POSTs once,
+ * never follows a redirect, bounds the whole attempt by one deadline (W4) and never throws for
+ * an HTTP status or a network problem: it returns a typed outcome.
+ */
+import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { collectExcerpt, discardBody, readCapped } from './bodyReader.ts';
+import { startDeadline, type Deadline } from './deadline.ts';
+import { describeError, isSsrfBlockedError } from './errors.ts';
+import { createGuardedConnector, createTrustedConnector } from './guardedConnector.ts';
+import { checkDestination, ipLiteralHost, isAddressAllowed, parseAllowedCidrs, type Cidr, type DestinationCheck, type ResolveHost } from './ssrfGuard.ts';
+import type { TransportErrorClass } from './types.ts';
+
+/** Largest timer Node accepts (2^31-1 ms, W1). */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
+/** Q8: a notification response is kept as at most this many bytes. */
+export const MAX_EXCERPT_BYTES = 2048;
+/** How long a notification waits for its excerpt once the status is known. */
+export const EXCERPT_WAIT_MS = 1000;
+/** A discarded body is drained (to keep the connection) up to this size, else the socket is dropped. */
+export const DISCARD_LIMIT_BYTES = 1024 * 1024;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
+export const DEFAULT_KEEP_ALIVE_MAX_TIMEOUT_MS = 60_000;
+export const DEFAULT_CONNECTIONS_PER_ORIGIN = 64;
+export const USER_AGENT = 'hookrelay/0.1';
+
+export type FetchTransportOptions = {
+  /** HOOKRELAY_ALLOWED_CIDRS (string, parsed here) or already-parsed ranges; default none. */
+  allowedCidrs?: string | readonly Cidr[];
+  /** DNS resolution for guarded requests (tests inject a stub). */
+  resolve?: ResolveHost;
+  connectTimeoutMs?: number;
+  keepAliveTimeoutMs?: number;
+  keepAliveMaxTimeoutMs?: number;
+  connectionsPerOrigin?: number;
+};
+
+export type SendRequest = {
+  url: string;
+  body: string;
+  /** Already resolved (templates expanded, forbidden names rejected). */
+  headers: Record<string, string>;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Operator-trusted target: skips the SSRF guard (env hooks, APP_URL, QSTASH_URL). */
+  trusted?: boolean;
+  /** 'discard': the body is not interpreted (notifications); else a capped read of a 2xx body. */
+  read: 'discard' | { maxBytes: number };
+  /** With 'discard': keep up to this many bytes (≤ 2048) of the body as an excerpt (Q8). */
+  excerptBytes?: number;
+};
+
+export type ResponseHeaders = Record<string, string | string[] | undefined>;
+
+export type SendOutcome =
+  | {
+      kind: 'response';
+      status: number;
+      headers: ResponseHeaders;
+      /** The 2xx body, in capped mode, when not over the cap. */
+      body?: Uint8Array;
+      /** Capped mode: more than maxBytes arrived; reading stopped. */
+      tooLarge?: boolean;
+      /** Discard mode with excerptBytes: the first bytes of the body. */
+      excerpt?: Uint8Array;
+      durationMs: number;
+    }
+  | { kind: 'error'; errorClass: TransportErrorClass; durationMs: number; /** error code only, never remote text */ detail?: string };
+
+const TIMEOUT_ERROR_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+export class FetchTransport {
+  readonly #allowed: readonly Cidr[];
+  readonly #resolve: ResolveHost | undefined;
+  readonly #guarded: Agent;
+  readonly #trusted: Agent;
+  #closed = false;
+
+  constructor(options: FetchTransportOptions = {}) {
+    this.#allowed = typeof options.allowedCidrs === 'string' ? parseAllowedCidrs(options.allowedCidrs) : [...(options.allowedCidrs ?? [])];
+    this.#resolve = options.resolve;
+    const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    const pool = {
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+      keepAliveMaxTimeout: options.keepAliveMaxTimeoutMs ?? DEFAULT_KEEP_ALIVE_MAX_TIMEOUT_MS,
+      connections: options.connectionsPerOrigin ?? DEFAULT_CONNECTIONS_PER_ORIGIN,
+      pipelining: 1,
+      // The per-attempt deadline (W4) governs; undici's own idle timers are off.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    };
+    this.#guarded = new Agent({ ...pool, connect: createGuardedConnector({ allowed: this.#allowed, resolve: this.#resolve, connectTimeoutMs }) });
+    this.#trusted = new Agent({ ...pool, connect: createTrustedConnector(connectTimeoutMs) });
+  }
+
+  /** Q5: checks a destination without connecting (used before a QStash publish). */
+  checkDestination(url: string, trusted = false): Promise<DestinationCheck> {
+    if (trusted) return Promise.resolve({ ok: true });
+    return checkDestination(url, this.#allowed, this.#resolve);
+  }
+
+  async send(req: SendRequest): Promise<SendOutcome> {
+    const startedAt = performance.now();
+    const elapsed = () => performance.now() - startedAt;
+    const fail = (errorClass: TransportErrorClass, detail?: string): SendOutcome => ({ kind: 'error', errorClass, durationMs: elapsed(), ...(detail ? { detail } : {}) });
+
+    const target = this.#checkTarget(req);
+    if (target !== undefined) return fail(target);
+    if (req.signal?.aborted) return fail('cancelled');
+
+    const deadline = startDeadline(req.timeoutMs, req.signal);
+    try {
+      const response = await (req.trusted ? this.#trusted : this.#guarded).request({
+        origin: new URL(req.url).origin,
+        path: pathOf(req.url),
+        method: 'POST',
+        headers: { 'user-agent': USER_AGENT, ...req.headers },
+        body: req.body,
+        signal: deadline.signal,
+      });
+      return await this.#readResponse(req, response, deadline, elapsed);
+    } catch (error) {
+      return fail(classify(error, deadline), describeError(error));
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([this.#guarded.close(), this.#trusted.close()]);
+  }
+
+  /** Refuses a bad URL or a blocked IP literal before anything touches the network. */
+  #checkTarget(req: SendRequest): TransportErrorClass | undefined {
+    if (this.#closed) return 'configuration';
+    if (!Number.isFinite(req.timeoutMs) || req.timeoutMs <= 0 || req.timeoutMs > MAX_TIMEOUT_MS) return 'configuration';
+    let url: URL;
+    try {
+      url = new URL(req.url);
+    } catch {
+      return 'configuration';
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'configuration';
+    if (url.username !== '' || url.password !== '') return 'configuration';
+    if (req.trusted) return undefined;
+    const literal = ipLiteralHost(url.hostname);
+    if (literal !== undefined && !isAddressAllowed(literal, this.#allowed)) return 'ssrf_blocked';
+    return undefined;
+  }
+
+  async #readResponse(req: SendRequest, response: Dispatcher.ResponseData, deadline: Deadline, elapsed: () => number): Promise<SendOutcome> {
+    const base = { kind: 'response' as const, status: response.statusCode, headers: response.headers as ResponseHeaders };
+    const is2xx = response.statusCode >= 200 && response.statusCode < 300;
+    if (req.read === 'discard') {
+      const excerptBytes = Math.min(Math.max(0, Math.floor(req.excerptBytes ?? 0)), MAX_EXCERPT_BYTES);
+      const excerpt = excerptBytes > 0 ? collectExcerpt(response.body, excerptBytes, Math.min(EXCERPT_WAIT_MS, deadline.remainingMs())) : undefined;
+      discardBody(response.body, DISCARD_LIMIT_BYTES, deadline.remainingMs());
+      return { ...base, ...(excerpt ? { excerpt: await excerpt } : {}), durationMs: elapsed() };
+    }
+    if (!is2xx) {
+      // R5-order: a non-2xx body is not read.
+      discardBody(response.body, DISCARD_LIMIT_BYTES, deadline.remainingMs());
+      return { ...base, durationMs: elapsed() };
+    }
+    const read = await readCapped(response.body, req.read.maxBytes);
+    return read.tooLarge ? { ...base, tooLarge: true, durationMs: elapsed() } : { ...base, body: read.bytes, durationMs: elapsed() };
+  }
+}
+
+function pathOf(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.pathname}${parsed.search}`;
+}
+
+function classify(error: unknown, deadline: Deadline): TransportErrorClass {
+  const cause = deadline.cause();
+  if (cause !== undefined) return cause;
+  if (isSsrfBlockedError(error)) return 'ssrf_blocked';
+  if (error instanceof undiciErrors.InvalidArgumentError) return 'configuration';
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (typeof code === 'string' && TIMEOUT_ERROR_CODES.has(code)) return 'timeout';
+  return 'network_error';
+}

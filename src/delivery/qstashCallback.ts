@@ -1,0 +1,134 @@
+/**
+ * Q7: QStash's callback / failure-callback requests to the worker.
+ *
+ * Each is an ordinary QStash delivery (POST, JSON body, `Upstash-Signature` JWT whose `sub` is the
+ * callback URL), verified here with the real `Receiver` and both signing keys (current, then
+ * next, for rotation). The body is parsed into the few fields the ledger needs.
+ *
+ * Receiver facts this relies on (@upstash/qstash 2.12.0): it uses the configured keys only when
+ * BOTH are given (otherwise it reads `QSTASH_*` env vars), `devMode: true` or `QSTASH_DEV` would
+ * swap in the dev keys, so we pass `devMode: false` and refuse to verify without both keys;
+ * `verify` resolves `true` or throws (SignatureError, or TypeError for a token without a `body`
+ * claim); the `sub` check is an exact string compare against `url`.
+ */
+import { Receiver } from '@upstash/qstash';
+
+/** What a verified callback tells about the source message's delivery attempt. */
+export type QStashCallback = {
+  /** The QStash message id returned by the publish. */
+  sourceMessageId: string;
+  /** HTTP status the destination answered; 0 when there was no HTTP answer. */
+  status: number;
+  /** The destination answered 2xx. */
+  ok: boolean;
+  /** 0-based attempt number, when QStash sent it. */
+  retried?: number;
+  maxRetries?: number;
+  /** Present on failure callbacks (the message went to the DLQ). */
+  dlqId?: string;
+  /** The destination the source message was sent to. */
+  url?: string;
+  /** The destination's response body (decoded from base64, UTF-8), cut to a short excerpt. */
+  responseBodyExcerpt?: string;
+};
+
+export type QStashCallbackFailure =
+  /** No (or an empty) `Upstash-Signature` header. */
+  | 'missing_signature'
+  /** Current and next signing keys are not both configured: nothing can be verified. */
+  | 'configuration'
+  /** The signature, its issuer, expiry, subject (URL) or body hash did not verify. */
+  | 'invalid_signature'
+  /** Signed correctly but not a callback body we understand. */
+  | 'invalid_body';
+
+export type QStashCallbackResult = { valid: true; callback: QStashCallback } | { valid: false; reason: QStashCallbackFailure };
+
+export type VerifyQStashCallbackInput = {
+  /** The `Upstash-Signature` header value. */
+  signature: string | undefined | null;
+  /** The raw request body text, exactly as received (re-serialised JSON changes the hash). */
+  body: string;
+  /** The exact callback URL QStash was given (the JWT `sub`). */
+  url: string;
+  currentSigningKey: string | undefined;
+  nextSigningKey: string | undefined;
+  /** Seconds of clock skew tolerated on `exp`/`nbf`. Default 0 (the Receiver's default). */
+  clockToleranceSeconds?: number;
+};
+
+/** Longest response excerpt kept from a callback (SPEC Q8: ≤ 2 KiB). */
+export const QSTASH_CALLBACK_EXCERPT_BYTES = 2048;
+
+export async function verifyQStashCallback(input: VerifyQStashCallbackInput): Promise<QStashCallbackResult> {
+  const currentSigningKey = input.currentSigningKey?.trim() ?? '';
+  const nextSigningKey = input.nextSigningKey?.trim() ?? '';
+  if (currentSigningKey === '' || nextSigningKey === '') return { valid: false, reason: 'configuration' };
+  const signature = input.signature?.trim() ?? '';
+  if (signature === '') return { valid: false, reason: 'missing_signature' };
+
+  const receiver = new Receiver({ currentSigningKey, nextSigningKey, devMode: false });
+  try {
+    await receiver.verify({
+      signature,
+      body: input.body,
+      url: input.url,
+      ...(input.clockToleranceSeconds !== undefined ? { clockTolerance: input.clockToleranceSeconds } : {}),
+    });
+  } catch {
+    return { valid: false, reason: 'invalid_signature' };
+  }
+  return parseQStashCallbackBody(input.body);
+}
+
+/**
+ * Parses the documented callback body: `status`, `body` (base64), `sourceMessageId` (the docs
+ * also spell it `sourceMessasgeId`; both are accepted), `retried`, `maxRetries`, `url`, and
+ * `dlqId` on failure callbacks. Numbers given as strings are accepted.
+ */
+export function parseQStashCallbackBody(body: string): QStashCallbackResult {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return { valid: false, reason: 'invalid_body' };
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { valid: false, reason: 'invalid_body' };
+  const record = parsed as Record<string, unknown>;
+
+  const sourceMessageId = nonEmptyString(record.sourceMessageId) ?? nonEmptyString(record.sourceMessasgeId);
+  const status = integer(record.status);
+  if (sourceMessageId === undefined || status === undefined || status < 0 || status > 999) {
+    return { valid: false, reason: 'invalid_body' };
+  }
+  const callback: QStashCallback = { sourceMessageId, status, ok: status >= 200 && status < 300 };
+  const retried = integer(record.retried);
+  if (retried !== undefined && retried >= 0) callback.retried = retried;
+  const maxRetries = integer(record.maxRetries);
+  if (maxRetries !== undefined && maxRetries >= 0) callback.maxRetries = maxRetries;
+  const dlqId = nonEmptyString(record.dlqId);
+  if (dlqId !== undefined) callback.dlqId = dlqId;
+  const url = nonEmptyString(record.url);
+  if (url !== undefined) callback.url = url;
+  const excerpt = decodeExcerpt(record.body);
+  if (excerpt !== undefined) callback.responseBodyExcerpt = excerpt;
+  return { valid: true, callback };
+}
+
+function nonEmptyString(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function integer(value: unknown): number | undefined {
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
+  if (typeof value === 'string' && /^\d{1,15}$/.test(value)) return Number(value);
+  return undefined;
+}
+
+function decodeExcerpt(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(value)) return undefined;
+  const bytes = Buffer.from(value, 'base64').subarray(0, QSTASH_CALLBACK_EXCERPT_BYTES);
+  // A cut inside a multi-byte character decodes to U+FFFD, which is fine for an excerpt.
+  return bytes.toString('utf8');
+}

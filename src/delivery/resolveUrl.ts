@@ -1,0 +1,33 @@
+/**
+ * W1 / Q5: where a webhook is sent. An absolute URL stays as written (untrusted: SSRF-guarded);
+ * a path `/…` is appended to the application base URL (APP_URL / appUrl), which the operator
+ * configured, so it is trusted. A relative URL with no base is a configuration error.
+ */
+import { DeliveryConfigError } from './errors.ts';
+
+export type ResolvedUrl = { url: string; trusted: boolean };
+
+export function resolveWebhookUrl(url: string, appUrl: string | undefined): ResolvedUrl {
+  if (!url.startsWith('/')) {
+    if (!isHttpUrl(url)) throw new DeliveryConfigError('webhook url must be an http(s) URL or a path starting with "/"');
+    return { url, trusted: false };
+  }
+  if (url.startsWith('//')) throw new DeliveryConfigError('a relative webhook url must start with exactly one "/"');
+  if (appUrl === undefined || appUrl.trim() === '') {
+    throw new DeliveryConfigError('webhook url is relative but no application base URL (APP_URL / appUrl) is configured');
+  }
+  if (!isHttpUrl(appUrl)) throw new DeliveryConfigError('APP_URL / appUrl must be an absolute http(s) URL');
+  const base = new URL(appUrl);
+  // The base path is kept: APP_URL=https://app.example/api + /hooks → https://app.example/api/hooks
+  const joined = new URL(`${base.origin}${base.pathname.replace(/\/+$/, '')}${url}`);
+  return { url: joined.toString(), trusted: true };
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const parsed = new URL(value);
+    return (parsed.protocol === 'http:' || parsed.protocol === 'https:') && parsed.username === '' && parsed.password === '';
+  } catch {
+    return false;
+  }
+}

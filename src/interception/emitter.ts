@@ -1,0 +1,352 @@
+import {
+  EnforcementModeSchema,
+  type AgentContext,
+  type CompositionConfig,
+  type EnforcementMode,
+  type InterceptionPoint,
+  type InterceptionRecord,
+  type JsonValue,
+  type Verdict,
+} from '../contract/agentHooks.ts';
+import { toResolverFunction, type ApprovalRedactor, type ApprovalResolver, type SeamConfig } from './approval.ts';
+import { resolveComposition, summarize } from './composition.ts';
+import { validateEnvelope, type EnvelopeLimits } from './envelope.ts';
+import { InterceptionBlocked } from './errors.ts';
+import type { DispatchEnv, DispatchOutcome } from './fold.ts';
+import { resolveIdentityProvider, type IdentityProviderOption, type ResolvedIdentityProvider } from './identity.ts';
+import { toRegistered, type Interceptor, type RegisteredInterceptor } from './interceptor.ts';
+import { dispatchParallel } from './parallel.ts';
+import { isInterceptionPoint, writeTarget } from './points.ts';
+import { HostError, HostErrorFailure } from './reasons.ts';
+import { buildRecord, proceeds } from './record.ts';
+import { dispatchFirstDeny, dispatchRunAll } from './sequential.ts';
+import { SessionSequencer, type SequenceProvider } from './sequence.ts';
+import { assertTimeout, DEFAULT_TIMEOUT_MS, EmissionCancelled } from './timeouts.ts';
+import { hostErrorVerdict, isPermit } from './verdict.ts';
+
+/** Receives exactly one record per emission. Its failures are counted, never propagated. */
+export type RecordSink = (record: InterceptionRecord) => void | Promise<void>;
+
+export type InterceptionEmitterOptions = EnvelopeLimits & {
+  /** §8; default `enforce`. */
+  mode?: EnforcementMode;
+  /** §7.2; default `sequential/first_deny` with `on_approval: "stop"`. */
+  composition?: CompositionConfig;
+  /** §10.1; default `jcs-sha256`. */
+  identityProvider?: IdentityProviderOption;
+  /** Interceptors in registration order; an object registers each under its key as the record name. */
+  interceptors?: Interceptor[] | Record<string, Interceptor>;
+  /** §9 approval resolver; none means a liftable deny stands as a deny. */
+  resolver?: ApprovalResolver | null;
+  /** §9 redaction seam for the approval request. */
+  approvalRedactor?: ApprovalRedactor;
+  /** Per-interceptor bound (§7); default 5000 ms, `null` disables. */
+  timeoutMs?: number | null;
+  /** Per-resolver-call bound (§9); default 5000 ms, `null` disables. */
+  resolverTimeoutMs?: number | null;
+  recordSink?: RecordSink;
+  /** When set, the emitter assigns each context's `sequence` from it (e.g. a store resuming after a restart). */
+  sequenceProvider?: SequenceProvider;
+  /** In-memory record buffer size (drop-oldest, counted in `recordsDropped`); default 1024. */
+  recordBufferSize?: number;
+};
+
+export type EmitOptions = { signal?: AbortSignal };
+
+/** A host projection failure (§10.3): the host could not construct a context at all. */
+export type HostFailure = {
+  interceptionPoint: InterceptionPoint;
+  sessionId?: string;
+  sequence?: number;
+  timestamp?: string;
+  /** Failure type or path only — never the content that failed to project (§14). */
+  message?: string;
+};
+
+type Emission = { record: InterceptionRecord; combined: Verdict; context: AgentContext | undefined };
+
+/**
+ * The AGENT-HOOKS-0.1 emitter: validates the envelope, computes identities,
+ * dispatches interceptors per the declared composition profile, consults the
+ * approval seam, applies the combined verdict to the context (§4.3 write-back)
+ * and produces exactly one payload-free record per emission, failures and
+ * cancellations included.
+ */
+export class InterceptionEmitter {
+  readonly mode: EnforcementMode;
+  readonly composition: CompositionConfig;
+  readonly #identity: ResolvedIdentityProvider;
+  readonly #interceptors: RegisteredInterceptor[] = [];
+  readonly #resolver: SeamConfig['resolver'];
+  readonly #redactor: ApprovalRedactor | undefined;
+  readonly #timeoutMs: number | null;
+  readonly #resolverTimeoutMs: number | null;
+  readonly #sink: RecordSink | undefined;
+  readonly #sequencer: SessionSequencer | undefined;
+  readonly #limits: EnvelopeLimits;
+  readonly #bufferSize: number;
+  readonly #records: InterceptionRecord[] = [];
+  #recordsDropped = 0;
+  #sinkFailures = 0;
+
+  constructor(options: InterceptionEmitterOptions = {}) {
+    this.mode = EnforcementModeSchema.parse(options.mode ?? 'enforce');
+    this.composition = resolveComposition(options.composition);
+    this.#identity = resolveIdentityProvider(options.identityProvider);
+    this.#resolver = options.resolver == null ? undefined : toResolverFunction(options.resolver);
+    this.#redactor = options.approvalRedactor;
+    this.#timeoutMs = options.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : options.timeoutMs;
+    this.#resolverTimeoutMs = options.resolverTimeoutMs === undefined ? DEFAULT_TIMEOUT_MS : options.resolverTimeoutMs;
+    assertTimeout('timeoutMs', this.#timeoutMs);
+    assertTimeout('resolverTimeoutMs', this.#resolverTimeoutMs);
+    this.#sink = options.recordSink;
+    this.#sequencer = options.sequenceProvider === undefined ? undefined : new SessionSequencer(options.sequenceProvider);
+    this.#limits = { maxDepth: options.maxDepth, maxContextBytes: options.maxContextBytes };
+    this.#bufferSize = options.recordBufferSize ?? 1024;
+    const initial = options.interceptors ?? [];
+    if (Array.isArray(initial)) for (const i of initial) this.register(i);
+    else for (const [name, i] of Object.entries(initial)) this.register(i, name);
+  }
+
+  /** Register an interceptor after those already registered; `name` labels it on records (payload-free). */
+  register(interceptor: Interceptor, name?: string): this {
+    this.#interceptors.push(toRegistered(interceptor, name));
+    return this;
+  }
+
+  get interceptorsRegistered(): number {
+    return this.#interceptors.length;
+  }
+
+  /** The declared provider name (§10.1); null means identity-unbound. */
+  get identityProvider(): string | null {
+    return this.#identity.name;
+  }
+
+  /** Recent records, oldest first (bounded; see `recordsDropped`). */
+  get records(): readonly InterceptionRecord[] {
+    return [...this.#records];
+  }
+
+  get recordsDropped(): number {
+    return this.#recordsDropped;
+  }
+
+  /** How many times the record sink threw or rejected. */
+  get sinkFailures(): number {
+    return this.#sinkFailures;
+  }
+
+  /**
+   * Run one emission. Resolves to the effective target (post-transform, also
+   * written back into `ctx`) when the action may proceed; rejects with
+   * `InterceptionBlocked` when it must not. A cancelled emission is recorded,
+   * then rejects with the signal's reason.
+   */
+  async emit(ctx: AgentContext, options: EmitOptions = {}): Promise<JsonValue> {
+    const e = await this.#emit(ctx, options);
+    if (!proceeds(e.record)) throw new InterceptionBlocked(e.record, e.combined);
+    return e.context?.target ?? null;
+  }
+
+  /** Run one emission and return its record; the caller MUST honour `record.verdict` itself (prefer `emit`). */
+  async emitUnchecked(ctx: AgentContext, options: EmitOptions = {}): Promise<InterceptionRecord> {
+    return (await this.#emit(ctx, options)).record;
+  }
+
+  /**
+   * §10.3 host projection failure: the host could not build a context for a
+   * point. Records the fail-closed deny (null identities, nobody ran) through
+   * the same stream, consuming the session's next sequence when the emitter
+   * assigns sequences.
+   */
+  async recordHostFailure(failure: HostFailure): Promise<InterceptionRecord> {
+    let sequence = failure.sequence ?? -1;
+    if (this.#sequencer !== undefined && failure.sessionId !== undefined) {
+      sequence = await this.#sequencer.assign(failure.sessionId).catch(() => -1);
+    }
+    const combined = hostErrorVerdict(HostError.ContextInvalid, failure.message);
+    const record = this.#record(failure.interceptionPoint, combined, {
+      context: failure.timestamp === undefined ? undefined : { timestamp: failure.timestamp },
+      sessionId: failure.sessionId ?? '',
+      sequence,
+      inputIdentity: null,
+      enforcedIdentity: null,
+      outcome: { combined, decidedBy: null, verdicts: [] },
+    });
+    await this.#deliver(record);
+    return record;
+  }
+
+  async #emit(ctx: AgentContext, options: EmitOptions): Promise<Emission> {
+    const signal = options.signal;
+    if (this.#sequencer !== undefined && isObject(ctx)) {
+      const sessionId = sessionIdOf(ctx);
+      try {
+        ctx.sequence = await this.#sequencer.assign(sessionId);
+      } catch {
+        return this.#finish(ctx, undefined, rejected('sequence provider failed'), null, null);
+      }
+    }
+    const envelope = validateEnvelope(ctx, this.#limits);
+    if (!envelope.ok) return this.#finish(ctx, undefined, rejected(envelope.detail), null, null);
+    const context = envelope.context;
+
+    // §10.3: input identity binds the context before any interceptor sees it.
+    let inputIdentity: string | null;
+    try {
+      inputIdentity = this.#identity.compute(context);
+    } catch (err) {
+      return this.#finish(context, undefined, rejected(err instanceof HostErrorFailure ? err.detail : 'identity provider failed'), null, null);
+    }
+    if (signal?.aborted) return this.#cancelled(context, inputIdentity, signal.reason);
+    if (this.#interceptors.length === 0) {
+      // §7: profile-independent; a deliberate passthrough registers an allow-all interceptor.
+      const combined = hostErrorVerdict(HostError.NoInterceptor);
+      return this.#finish(context, context, { combined, decidedBy: null, verdicts: [] }, inputIdentity, inputIdentity);
+    }
+
+    const work = structuredClone(context);
+    let outcome: DispatchOutcome;
+    try {
+      outcome = await this.#dispatch(work, signal);
+    } catch (err) {
+      if (err instanceof EmissionCancelled) return this.#cancelled(context, inputIdentity, err.cause);
+      throw err;
+    }
+
+    // §10.3: enforced identity over the post-composition context. A fold that
+    // left the provider's domain fails closed rather than proceeding unbound.
+    let enforcedIdentity = inputIdentity;
+    if (this.mode === 'enforce' && this.#identity.name !== null) {
+      try {
+        enforcedIdentity = this.#identity.compute(work);
+      } catch (err) {
+        enforcedIdentity = null;
+        if (isPermit(outcome.combined)) {
+          const detail = err instanceof HostErrorFailure ? err.detail : 'identity provider failed';
+          outcome = { ...outcome, combined: hostErrorVerdict(HostError.ContextInvalid, `post-fold context rejected: ${detail}`), decidedBy: null };
+        }
+      }
+    }
+    // §4.3/§6: a permitted transform is observable in the action; a blocked emission discards folds.
+    if (this.mode === 'enforce' && isPermit(outcome.combined) && JSON.stringify(work.target) !== JSON.stringify(context.target)) {
+      writeTarget(context, work.target);
+    }
+    return this.#finish(context, context, outcome, inputIdentity, enforcedIdentity);
+  }
+
+  #dispatch(work: AgentContext, signal: AbortSignal | undefined): Promise<DispatchOutcome> {
+    const env: DispatchEnv = {
+      interceptors: this.#interceptors,
+      mode: this.mode,
+      composition: this.composition,
+      timeoutMs: this.#timeoutMs,
+      signal,
+      seam: {
+        mode: this.mode,
+        resolver: this.#resolver,
+        redactor: this.#redactor,
+        identity: this.#identity,
+        timeoutMs: this.#resolverTimeoutMs,
+        signal,
+      },
+    };
+    switch (this.composition.profile) {
+      case 'sequential/first_deny':
+        return dispatchFirstDeny(work, env);
+      case 'sequential/run_all':
+        return dispatchRunAll(work, env);
+      default:
+        return dispatchParallel(work, env);
+    }
+  }
+
+  /** Cancellation still leaves its fail-closed record (§10.3), then surfaces to the caller. */
+  async #cancelled(context: AgentContext, inputIdentity: string | null, reason: unknown): Promise<never> {
+    const combined = hostErrorVerdict(HostError.InterceptorFailed, 'emission cancelled (AbortError)');
+    await this.#finish(context, context, { combined, decidedBy: null, verdicts: [] }, inputIdentity, inputIdentity);
+    throw reason;
+  }
+
+  async #finish(
+    raw: unknown,
+    context: AgentContext | undefined,
+    outcome: DispatchOutcome,
+    inputIdentity: string | null,
+    enforcedIdentity: string | null,
+  ): Promise<Emission> {
+    const source = isObject(raw) ? (raw as Partial<AgentContext>) : undefined;
+    const point = isInterceptionPoint(source?.interception_point) ? source.interception_point : 'agent_startup';
+    const sequence = typeof source?.sequence === 'number' && Number.isInteger(source.sequence) ? source.sequence : -1;
+    const record = this.#record(point, outcome.combined, {
+      context: source,
+      sessionId: isObject(raw) ? sessionIdOf(raw) : '',
+      sequence,
+      inputIdentity,
+      enforcedIdentity,
+      outcome,
+    });
+    await this.#deliver(record);
+    return { record, combined: outcome.combined, context };
+  }
+
+  #record(
+    point: InterceptionPoint,
+    combined: Verdict,
+    p: {
+      context: Partial<AgentContext> | undefined;
+      sessionId: string;
+      sequence: number;
+      inputIdentity: string | null;
+      enforcedIdentity: string | null;
+      outcome: DispatchOutcome;
+    },
+  ): InterceptionRecord {
+    return buildRecord({
+      point,
+      mode: this.mode,
+      combined,
+      inputIdentity: p.inputIdentity,
+      enforcedIdentity: p.enforcedIdentity,
+      identityProvider: this.#identity.name,
+      sessionId: p.sessionId,
+      sequence: p.sequence,
+      context: p.context,
+      decidedBy: p.outcome.decidedBy,
+      composition: this.composition,
+      verdicts: summarize(p.outcome.verdicts, this.#interceptors.map((i) => i.name)),
+      interceptorsRegistered: this.#interceptors.length,
+      resolvedBy: p.outcome.resolvedBy,
+    });
+  }
+
+  /** Buffer, then sink. Audit delivery must never alter control flow, so sink failures are only counted. */
+  async #deliver(record: InterceptionRecord): Promise<void> {
+    this.#records.push(record);
+    if (this.#records.length > this.#bufferSize) {
+      this.#records.shift();
+      this.#recordsDropped++;
+    }
+    if (this.#sink === undefined) return;
+    try {
+      await this.#sink(structuredClone(record));
+    } catch {
+      this.#sinkFailures++;
+    }
+  }
+}
+
+function rejected(detail: string): DispatchOutcome {
+  return { combined: hostErrorVerdict(HostError.ContextInvalid, detail), decidedBy: null, verdicts: [] };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function sessionIdOf(ctx: Record<string, unknown>): string {
+  const s = ctx.session;
+  if (isObject(s) && typeof s.id === 'string') return s.id;
+  return '';
+}

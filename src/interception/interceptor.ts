@@ -1,0 +1,53 @@
+import type { AgentContext, Verdict } from '../contract/agentHooks.ts';
+import { errorTypeName } from './identity.ts';
+import { HostError } from './reasons.ts';
+import { EmissionCancelled, settleWithin } from './timeouts.ts';
+import { hostErrorVerdict, parseWireVerdict } from './verdict.ts';
+
+/** What an interceptor is handed beside its own copy of the context. */
+export type InterceptOptions = { signal: AbortSignal };
+
+export type InterceptorFunction = (ctx: AgentContext, options: InterceptOptions) => Verdict | Promise<Verdict>;
+
+/** §7: `intercept(context) -> Verdict`, as a function or an object; `name` is a payload-free label for records. */
+export type Interceptor =
+  | InterceptorFunction
+  | { intercept: InterceptorFunction; readonly name?: string };
+
+export type RegisteredInterceptor = { readonly name?: string; readonly intercept: InterceptorFunction };
+
+export function toRegistered(interceptor: Interceptor, name?: string): RegisteredInterceptor {
+  if (typeof interceptor === 'function') return { name, intercept: interceptor };
+  if (interceptor !== null && typeof interceptor === 'object' && typeof interceptor.intercept === 'function') {
+    return { name: name ?? interceptor.name, intercept: interceptor.intercept.bind(interceptor) };
+  }
+  throw new TypeError('an interceptor is a function or an object with an intercept(context) method');
+}
+
+/**
+ * One interceptor call under §6.3: it gets its own deep copy (its mutations
+ * cannot reach enforcement, identity or siblings, §7), a timeout, and its
+ * result crosses the §5 gate. Every failure becomes the deny that takes the
+ * interceptor's slot; the message names an exception type only, never its text.
+ */
+export async function callInterceptor(
+  entry: RegisteredInterceptor,
+  ctx: AgentContext,
+  timeoutMs: number | null,
+  signal: AbortSignal | undefined,
+): Promise<Verdict> {
+  const copy = structuredClone(ctx);
+  const settled = await settleWithin((s) => entry.intercept(copy, { signal: s }), timeoutMs, signal);
+  switch (settled.kind) {
+    case 'cancelled':
+      throw new EmissionCancelled(settled.reason);
+    case 'timeout':
+      return hostErrorVerdict(HostError.InterceptorTimeout, `interceptor exceeded ${timeoutMs} ms`);
+    case 'error':
+      return hostErrorVerdict(HostError.InterceptorFailed, `interceptor raised ${errorTypeName(settled.error)}`);
+    case 'value': {
+      const gated = parseWireVerdict(settled.value);
+      return gated.ok ? gated.verdict : hostErrorVerdict(gated.reason, gated.detail);
+    }
+  }
+}

@@ -1,0 +1,37 @@
+import type { HostErrorReason } from '../contract/agentHooks.ts';
+
+/** §11 reserved reasons, by name, so call sites never spell the strings by hand. */
+export const HostError = {
+  ContextInvalid: 'host_error:context_invalid',
+  InterceptorFailed: 'host_error:interceptor_failed',
+  InterceptorTimeout: 'host_error:interceptor_timeout',
+  VerdictInvalid: 'host_error:verdict_invalid',
+  TransformInvalid: 'host_error:transform_invalid',
+  TransformTargetForbidden: 'host_error:transform_target_forbidden',
+  TransformConflict: 'host_error:transform_conflict',
+  CompositionDisagreement: 'host_error:composition_disagreement',
+  ApprovalResolverFailed: 'host_error:approval_resolver_failed',
+  ApprovalUnresolved: 'host_error:approval_unresolved',
+  ApprovalIdentityMismatch: 'host_error:approval_identity_mismatch',
+  AdapterUnsupported: 'host_error:adapter_unsupported',
+  NoInterceptor: 'host_error:no_interceptor',
+  StreamingUnsupported: 'host_error:streaming_unsupported',
+} as const satisfies Record<string, HostErrorReason>;
+
+export const RESERVED_PREFIX = 'host_error:';
+
+export function isReservedReason(reason: string | undefined): boolean {
+  return reason !== undefined && reason.startsWith(RESERVED_PREFIX);
+}
+
+/** A failure that maps to one reserved reason; `detail` names a path or constraint, never a value (§14). */
+export class HostErrorFailure extends Error {
+  readonly reason: HostErrorReason;
+  readonly detail: string;
+  constructor(reason: HostErrorReason, detail: string) {
+    super(`${reason}: ${detail}`);
+    this.name = 'HostErrorFailure';
+    this.reason = reason;
+    this.detail = detail;
+  }
+}

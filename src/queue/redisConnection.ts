@@ -1,0 +1,75 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from '../observability/logger.ts';
+
+/** BullMQ needs blocking connections that never give up on a command (maxRetriesPerRequest: null). */
+export function createRedis(url: string, extra: RedisOptions = {}): Redis {
+  return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, ...extra });
+}
+
+/** Does a Redis answer PING at this URL within the timeout? */
+export async function redisAnswers(url: string, timeoutMs = 1_500): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: timeoutMs });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+export class RedisUnavailableError extends Error {
+  override readonly name = 'RedisUnavailableError';
+}
+
+/**
+ * The quickstart's Redis: use REDIS_URL when it answers; otherwise, for the default local URL
+ * with `redis-server` on PATH, start a private one with its files under the data dir.
+ */
+export async function ensureRedis(url: string, dataDir: string, logger: Logger): Promise<{ url: string; stop(): Promise<void> }> {
+  if (await redisAnswers(url)) return { url, stop: async () => undefined };
+  const { statSync } = await import('node:fs');
+  const binary = (process.env.PATH ?? '')
+    .split(path.delimiter)
+    .map((d) => path.join(d, 'redis-server'))
+    .find((p) => {
+      try {
+        return statSync(p).isFile();
+      } catch {
+        return false;
+      }
+    });
+  const parsed = new URL(url);
+  const local = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(parsed.hostname);
+  if (!binary || !local) {
+    throw new RedisUnavailableError(
+      `No Redis answers at REDIS_URL (${parsed.protocol}//${parsed.hostname}:${parsed.port || 6379}). Start one (e.g. \`docker compose up -d redis\` or \`redis-server\`) or set REDIS_URL.`,
+    );
+  }
+  const dir = path.resolve(dataDir, 'redis');
+  mkdirSync(dir, { recursive: true });
+  const port = parsed.port || '6379';
+  const child = spawn(binary, ['--bind', '127.0.0.1', '--port', port, '--dir', dir, '--appendonly', 'yes', '--maxmemory-policy', 'noeviction', '--save', ''], {
+    stdio: 'ignore',
+  });
+  logger.info({ port, dir }, 'started a private redis-server for the embedded quickstart');
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (await redisAnswers(url, 500)) {
+      return {
+        url,
+        async stop() {
+          child.kill('SIGTERM');
+        },
+      };
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw new RedisUnavailableError(`A private redis-server did not answer on port ${port} within 10 s; start Redis yourself and set REDIS_URL.`);
+}

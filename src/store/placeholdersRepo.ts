@@ -1,0 +1,90 @@
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import type { Db } from './db.ts';
+import { deferredPlaceholders } from './schema.ts';
+
+export type PlaceholderStatus = 'pending' | 'allow' | 'blocked';
+
+export type StoredPlaceholder = {
+  operationId: string;
+  toolCallId: string;
+  status: PlaceholderStatus;
+  result: unknown;
+  approval: unknown;
+  publishedAt: Date | null;
+};
+
+export class PlaceholderNotFoundError extends Error {
+  override readonly name = 'PlaceholderNotFoundError';
+  constructor(readonly operationId: string, readonly toolCallId: string) {
+    super(`No deferred placeholder for operation "${operationId}" and tool call "${toolCallId}"; create it first with createPlaceholder().`);
+  }
+}
+
+/** The empty placeholder; creating it twice is harmless. */
+export async function insertPlaceholder(db: Db, operationId: string, toolCallId: string): Promise<void> {
+  await db.insert(deferredPlaceholders).values({ operationId, toolCallId }).onConflictDoNothing();
+}
+
+export async function getPlaceholder(db: Db, operationId: string, toolCallId: string): Promise<StoredPlaceholder | undefined> {
+  const rows = await db
+    .select()
+    .from(deferredPlaceholders)
+    .where(and(eq(deferredPlaceholders.operationId, operationId), eq(deferredPlaceholders.toolCallId, toolCallId)))
+    .limit(1);
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    operationId: row.operationId,
+    toolCallId: row.toolCallId,
+    status: row.status as PlaceholderStatus,
+    result: row.result,
+    approval: row.approval,
+    publishedAt: row.publishedAt,
+  };
+}
+
+/**
+ * P2: the single final write. One conditional UPDATE that applies only while `result` is NULL;
+ * exactly one racing writer gets `applied: true`, every other one reads the stored result.
+ */
+export async function publishPlaceholderOnce(
+  db: Db,
+  input: { operationId: string; toolCallId: string; result: unknown; status: Exclude<PlaceholderStatus, 'pending'> },
+): Promise<{ applied: boolean; result: unknown; status: PlaceholderStatus }> {
+  const where = and(
+    eq(deferredPlaceholders.operationId, input.operationId),
+    eq(deferredPlaceholders.toolCallId, input.toolCallId),
+    isNull(deferredPlaceholders.result),
+  );
+  const updated = await db
+    .update(deferredPlaceholders)
+    .set({ result: sql`${JSON.stringify(input.result)}::jsonb`, status: input.status, publishedAt: sql`now()`, updatedAt: sql`now()` })
+    .where(where)
+    .returning({ result: deferredPlaceholders.result, status: deferredPlaceholders.status });
+  if (updated[0]) return { applied: true, result: updated[0].result, status: updated[0].status as PlaceholderStatus };
+  const stored = await getPlaceholder(db, input.operationId, input.toolCallId);
+  if (!stored) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
+  return { applied: false, result: stored.result, status: stored.status };
+}
+
+/** P3: record a private approval claim (first claim wins); nothing is published. */
+export async function claimPlaceholderApproval(
+  db: Db,
+  input: { operationId: string; toolCallId: string; decision: unknown },
+): Promise<{ applied: boolean; approval: unknown }> {
+  const updated = await db
+    .update(deferredPlaceholders)
+    .set({ approval: sql`${JSON.stringify(input.decision)}::jsonb`, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(deferredPlaceholders.operationId, input.operationId),
+        eq(deferredPlaceholders.toolCallId, input.toolCallId),
+        isNull(deferredPlaceholders.approval),
+      ),
+    )
+    .returning({ approval: deferredPlaceholders.approval });
+  if (updated[0]) return { applied: true, approval: updated[0].approval };
+  const stored = await getPlaceholder(db, input.operationId, input.toolCallId);
+  if (!stored) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
+  return { applied: false, approval: stored.approval };
+}

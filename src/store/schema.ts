@@ -1,0 +1,106 @@
+import { sql } from 'drizzle-orm';
+import { bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import type { DeliveryAttempt } from '../contract/delivery.ts';
+
+const timestamps = {
+  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+};
+
+/** Operation records (SPEC §7): one per agent operation that has persisted caller hooks or a flag. */
+export const operations = pgTable('operations', {
+  id: text('id').primaryKey(),
+  parentOperationId: text('parent_operation_id'),
+  userId: text('user_id'),
+  status: text('status').notNull().default('running'),
+  completionReason: text('completion_reason'),
+  criticalDeliveryFailure: boolean('critical_delivery_failure').notNull().default(false),
+  ...timestamps,
+  completedAt: timestamp('completed_at', { withTimezone: true, mode: 'date' }),
+});
+
+/** Caller hooks per operation, in registration order, `${VAR}` templates unresolved (L2). */
+export const operationHooks = pgTable(
+  'operation_hooks',
+  {
+    operationId: text('operation_id').notNull(),
+    position: integer('position').notNull(),
+    hook: jsonb('hook').notNull(),
+    createdAt: timestamps.createdAt,
+  },
+  (t) => [primaryKey({ columns: [t.operationId, t.position] })],
+);
+
+/**
+ * Deferred-completion placeholders (P2): `result` stays NULL until the single final write, which
+ * is one conditional UPDATE … WHERE result IS NULL. `approval` holds a private claim (P3).
+ */
+export const deferredPlaceholders = pgTable(
+  'deferred_placeholders',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    operationId: text('operation_id').notNull(),
+    toolCallId: text('tool_call_id').notNull(),
+    status: text('status').notNull().default('pending'),
+    result: jsonb('result'),
+    approval: jsonb('approval'),
+    ...timestamps,
+    publishedAt: timestamp('published_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [uniqueIndex('deferred_placeholders_operation_tool_call_uq').on(t.operationId, t.toolCallId)],
+);
+
+/**
+ * The delivery ledger (Q1, Q12). No foreign key to operations: enqueue needs no operation row.
+ * Attempts live in a JSON array on the row: they are always read with their delivery, bounded by
+ * the retry schedule, appended by the same UPDATE that records the outcome (one write per
+ * attempt, not two) and pruned with the payload by retention (Q11).
+ */
+export const deliveries = pgTable(
+  'deliveries',
+  {
+    id: text('id').primaryKey(),
+    operationId: text('operation_id').notNull(),
+    eventType: text('event_type').notNull(),
+    hookId: text('hook_id').notNull(),
+    hook: jsonb('hook').notNull(),
+    transport: text('transport').notNull(),
+    status: text('status').notNull().default('queued'),
+    attemptCount: integer('attempt_count').notNull().default(0),
+    generation: integer('generation').notNull().default(0),
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true, mode: 'date' }),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true, mode: 'date' }).defaultNow(),
+    lastErrorClass: text('last_error_class'),
+    lastHttpStatus: integer('last_http_status'),
+    payload: jsonb('payload'),
+    attempts: jsonb('attempts').$type<DeliveryAttempt[]>().notNull().default(sql`'[]'::jsonb`),
+    idempotencyKey: text('idempotency_key'),
+    occurredAt: timestamp('occurred_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    ...timestamps,
+    deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [
+    // Q1a: one delivery per (event key, hook); concurrent enqueues with one key converge on it.
+    uniqueIndex('deliveries_idempotency_uq').on(t.idempotencyKey, t.hookId),
+    index('deliveries_status_created_idx').on(t.status, t.createdAt),
+    index('deliveries_operation_idx').on(t.operationId),
+    index('deliveries_hook_idx').on(t.hookId),
+    index('deliveries_due_idx').on(t.status, t.nextAttemptAt),
+  ],
+);
+
+/** AGENT-HOOKS-0.1 payload-free interception records (I1, I4). */
+export const interceptionRecords = pgTable(
+  'interception_records',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    sessionId: text('session_id').notNull(),
+    sequence: integer('sequence').notNull(),
+    point: text('point').notNull(),
+    record: jsonb('record').notNull(),
+    createdAt: timestamps.createdAt,
+  },
+  (t) => [uniqueIndex('interception_records_session_sequence_uq').on(t.sessionId, t.sequence)],
+);
+
+export const schema = { operations, operationHooks, deferredPlaceholders, deliveries, interceptionRecords };

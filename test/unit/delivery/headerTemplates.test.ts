@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { DeliveryConfigError } from '../../../src/delivery/errors.ts';
+import { resolveHeaderTemplates } from '../../../src/delivery/headerTemplates.ts';
+
+const SECRET = 's3cr3t-Value-9f8e7d';
+
+function configError(fn: () => unknown): DeliveryConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(DeliveryConfigError);
+    return error as DeliveryConfigError;
+  }
+  throw new Error('expected a DeliveryConfigError');
+}
+
+describe('W2: header templates resolve at send time', () => {
+  it('W2: an allow-listed variable resolves from the given env; names are lowercased', () => {
+    const headers = resolveHeaderTemplates({ Authorization: 'Bearer ${HOOK_TOKEN}', 'X-Plain': 'v' }, ['HOOK_TOKEN'], { HOOK_TOKEN: SECRET });
+    expect(headers).toEqual({ authorization: `Bearer ${SECRET}`, 'x-plain': 'v', 'content-type': 'application/json' });
+  });
+
+  it('W2: several templates in one value, and repeated calls give the same result (no regex state)', () => {
+    const env = { A: 'x', B: 'y' };
+    for (let i = 0; i < 3; i += 1) {
+      expect(resolveHeaderTemplates({ 'x-ab': '${A}-${B}-${A}' }, ['A', 'B'], env)['x-ab']).toBe('x-y-x');
+    }
+  });
+
+  it('W2: reads only the env passed in, so a rotated token is picked up at once', () => {
+    const headers = { authorization: 'Bearer ${T}' };
+    expect(resolveHeaderTemplates(headers, ['T'], { T: 'one' }).authorization).toBe('Bearer one');
+    expect(resolveHeaderTemplates(headers, ['T'], { T: 'two' }).authorization).toBe('Bearer two');
+    expect(headers.authorization).toBe('Bearer ${T}');
+  });
+
+  it('W2: a variable not in allowedEnvVars is a configuration error naming it, never the value', () => {
+    const error = configError(() => resolveHeaderTemplates({ authorization: 'Bearer ${OTHER}' }, ['HOOK_TOKEN'], { OTHER: SECRET, HOOK_TOKEN: SECRET }));
+    expect(error.errorClass).toBe('configuration');
+    expect(error.message).toContain('OTHER');
+    expect(error.message).toContain('allowedEnvVars');
+    expect(error.message).not.toContain(SECRET);
+  });
+
+  it('W2: no allowedEnvVars at all means no template may resolve', () => {
+    const error = configError(() => resolveHeaderTemplates({ 'x-a': '${HOME}' }, undefined, { HOME: SECRET }));
+    expect(error.message).toContain('HOME');
+    expect(error.message).not.toContain(SECRET);
+  });
+
+  it('W2: an allow-listed variable that is unset (or empty) is a configuration error', () => {
+    expect(configError(() => resolveHeaderTemplates({ authorization: 'Bearer ${HOOK_TOKEN}' }, ['HOOK_TOKEN'], {})).message).toMatch(/HOOK_TOKEN.*unset/);
+    expect(configError(() => resolveHeaderTemplates({ authorization: 'Bearer ${HOOK_TOKEN}' }, ['HOOK_TOKEN'], { HOOK_TOKEN: '' })).message).toMatch(/HOOK_TOKEN/);
+  });
+
+  it('W2: inherited properties of the env object are not variables', () => {
+    const env = Object.create({ HOOK_TOKEN: SECRET }) as Record<string, string | undefined>;
+    configError(() => resolveHeaderTemplates({ a: '${HOOK_TOKEN}' }, ['HOOK_TOKEN'], env));
+  });
+
+  for (const [label, bad] of [
+    ['CR', `a\rb${SECRET}`],
+    ['LF', `a\nb${SECRET}`],
+    ['NUL', `a\0b${SECRET}`],
+  ] as const) {
+    it(`W1b: a value with ${label} after expansion is a configuration error without the value`, () => {
+      const error = configError(() => resolveHeaderTemplates({ 'x-token': 'v=${T}' }, ['T'], { T: bad }));
+      expect(error.message).toContain('x-token');
+      expect(error.message).toContain('CR, LF or NUL');
+      expect(error.message).not.toContain(SECRET);
+    });
+  }
+
+  it('W1b: a leftover ${ after expansion is a configuration error (no recursive expansion)', () => {
+    const fromEnv = configError(() => resolveHeaderTemplates({ 'x-a': '${T}' }, ['T', 'U'], { T: `${SECRET}\${U}`, U: 'u' }));
+    expect(fromEnv.message).toContain('${');
+    expect(fromEnv.message).not.toContain(SECRET);
+    configError(() => resolveHeaderTemplates({ 'x-a': 'abc ${UNCLOSED' }, [], {}));
+  });
+
+  for (const name of ['Host', 'content-length', 'Connection', 'transfer-encoding', 'trailer', 'upgrade', 'Proxy-Authorization', 'sec-fetch-mode', 'Upstash-Forward-X']) {
+    it(`W1b: forbidden header name ${name} is rejected`, () => {
+      const error = configError(() => resolveHeaderTemplates({ [name]: 'x' }, [], {}));
+      expect(error.message).toContain(name.toLowerCase());
+      expect(error.message).toContain('forbidden');
+    });
+  }
+
+  it('W1b: an invalid header name, or the same name twice in different case, is rejected', () => {
+    configError(() => resolveHeaderTemplates({ 'bad name': 'x' }, [], {}));
+    configError(() => resolveHeaderTemplates({ 'X-A': '1', 'x-a': '2' }, [], {}));
+  });
+
+  it("W1b: content-type is always application/json (a caller's value is replaced)", () => {
+    expect(resolveHeaderTemplates(undefined, undefined, {})).toEqual({ 'content-type': 'application/json' });
+    expect(resolveHeaderTemplates({ 'Content-Type': 'text/plain' }, [], {})).toEqual({ 'content-type': 'application/json' });
+  });
+});
