@@ -1,6 +1,11 @@
 import { z } from 'zod';
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
+/** An absolute http(s) URL (APP_URL, HOOKRELAY_PUBLIC_URL, QSTASH_URL are bases for HTTP requests). */
+const httpUrl = () =>
+  z
+    .string()
+    .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: 'must be an http(s) URL' });
 
 /** SPEC §13: every variable, its default and its rule. One source of truth for the README table. */
 export const SettingsSchema = z.object({
@@ -8,7 +13,7 @@ export const SettingsSchema = z.object({
   HOOKRELAY_DATA_DIR: z.string().min(1).default('.hookrelay'),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, { message: 'must be a redis:// or rediss:// URL' }).default('redis://127.0.0.1:6379'),
   HOOKRELAY_QUEUE: z.string().regex(/^[A-Za-z0-9_-]+$/, { message: 'letters, digits, "-" and "_" only' }).default('hookrelay-deliveries'),
-  APP_URL: z.string().url().optional(),
+  APP_URL: httpUrl().optional(),
   HOOKRELAY_ALLOWED_CIDRS: z.string().optional(),
   HOOKRELAY_SIGNING_SECRETS: z
     .string()
@@ -27,10 +32,10 @@ export const SettingsSchema = z.object({
   HOOKRELAY_STALLED_INTERVAL_MS: intFrom(100).default(30_000),
   HOOKRELAY_SHUTDOWN_TIMEOUT_MS: intFrom(0).default(25_000),
   HOOKRELAY_HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8787),
-  HOOKRELAY_PUBLIC_URL: z.string().url().optional(),
+  HOOKRELAY_PUBLIC_URL: httpUrl().optional(),
   HOOKRELAY_RETENTION_DAYS: intFrom(1).default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  QSTASH_URL: z.string().url().optional(),
+  QSTASH_URL: httpUrl().optional(),
   QSTASH_TOKEN: z.string().optional(),
   QSTASH_CURRENT_SIGNING_KEY: z.string().optional(),
   QSTASH_NEXT_SIGNING_KEY: z.string().optional(),

@@ -62,6 +62,38 @@ const TimeoutSchema = z
   .refine((t) => t > 0, { message: 'must be greater than 0' })
   .refine((t) => t <= MAX_TIMEOUT_SECONDS, { message: `must be at most ${MAX_TIMEOUT_SECONDS} seconds` });
 
+/**
+ * The body is merged into a JSON payload and persisted with the hook (B1, L2), so it must be
+ * plain JSON data. Returns the path and problem of the first non-JSON value, if any (a function,
+ * symbol, bigint, non-finite number, class instance or cycle would otherwise be lost or throw
+ * later, outside validation).
+ */
+function jsonProblem(value: unknown, path: (string | number)[], ancestors: Set<object>): { path: (string | number)[]; message: string } | undefined {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, message: 'must be a finite number (JSON data only)' };
+  if (typeof value !== 'object') return { path, message: `must be JSON data (got a ${typeof value})` };
+  if (ancestors.has(value)) return { path, message: 'must not contain a cycle' };
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) return { path, message: 'must be JSON data (plain objects and arrays only)' };
+  ancestors.add(value);
+  try {
+    const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+    for (const [key, child] of entries) {
+      if (child === undefined && !Array.isArray(value)) continue;
+      const problem = jsonProblem(child, [...path, key], ancestors);
+      if (problem) return problem;
+    }
+    return undefined;
+  } finally {
+    ancestors.delete(value);
+  }
+}
+
+const BodySchema = z.record(z.string(), z.unknown()).superRefine((body, ctx) => {
+  const problem = jsonProblem(body, [], new Set());
+  if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+});
+
 const HeadersSchema = z.record(z.string(), z.string()).superRefine((headers, ctx) => {
   for (const [name, value] of Object.entries(headers)) {
     if (!HEADER_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid header name' });
@@ -78,7 +110,7 @@ export const WebhookConfigSchema = z
     timeout: TimeoutSchema.default(DEFAULT_TIMEOUT_SECONDS),
     headers: HeadersSchema.optional(),
     allowedEnvVars: z.array(z.string().regex(ENV_VAR_NAME, { message: 'must match ^[A-Z_][A-Z0-9_]*$' })).optional(),
-    body: z.record(z.string(), z.unknown()).optional(),
+    body: BodySchema.optional(),
     eventFields: z.array(z.string()).optional(),
     fallback: z.enum(['fetch', 'none']).default('fetch'),
     responseHandling: z.enum(['ignore', 'toolCall']).default('ignore'),
@@ -96,7 +128,11 @@ export const WebhookConfigSchema = z
     for (const [name, value] of Object.entries(w.headers ?? {})) {
       for (const variable of templateNames(value)) {
         if (!allowed.has(variable)) {
-          ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template \${${variable}} is not listed in allowedEnvVars` });
+          // Echo the name only when it is a variable name: text inside a malformed template may be a secret.
+          const message = ENV_VAR_NAME.test(variable)
+            ? `template \${${variable}} is not listed in allowedEnvVars`
+            : 'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$) listed in allowedEnvVars';
+          ctx.addIssue({ code: 'custom', path: ['headers', name], message });
         }
       }
     }

@@ -1,0 +1,72 @@
+import { ulid } from 'ulid';
+import type { WebhookConfig } from '../contract/webhook.ts';
+import { timeoutMs } from '../contract/webhook.ts';
+import type { ToolCallDecision } from '../contract/decision.ts';
+import { DeliveryConfigError } from '../delivery/errors.ts';
+import type { FetchTransport } from '../delivery/fetchTransport.ts';
+import { resolveHeaderTemplates } from '../delivery/headerTemplates.ts';
+import { resolveWebhookUrl } from '../delivery/resolveUrl.ts';
+import { signatureHeaders } from '../delivery/signing.ts';
+import { MAX_DECISION_RESPONSE_BYTES, parseToolCallHookResponse } from './parseDecisionResponse.ts';
+
+export type ControlErrorCode = 'configuration' | 'http_error' | 'network_error' | 'timeout' | 'invalid_response' | 'response_too_large' | 'ssrf_blocked';
+
+export type ToolCallWebhookResult =
+  | { status: 'success'; decision: ToolCallDecision }
+  | { status: 'ignored' }
+  | { status: 'cancelled' }
+  | { status: 'error'; code: ControlErrorCode; httpStatus?: number };
+
+export type ExecuteToolCallWebhookInput = {
+  webhook: WebhookConfig;
+  payload: string;
+  env: Record<string, string | undefined>;
+  appUrl?: string;
+  trusted?: boolean;
+  signingSecrets: readonly string[];
+  fetchTransport: FetchTransport;
+  signal?: AbortSignal;
+};
+
+/**
+ * One decision call (R1, R4, R5): POST once, never retried, no redirects; classified in R5-order.
+ * Cancellation never grants permission: an abort at any point, a late allow included, is `cancelled`.
+ */
+export async function executeToolCallWebhook(input: ExecuteToolCallWebhookInput): Promise<ToolCallWebhookResult> {
+  if (input.signal?.aborted) return { status: 'cancelled' };
+  let url: string;
+  let trusted: boolean;
+  let headers: Record<string, string>;
+  try {
+    const resolved = resolveWebhookUrl(input.webhook.url, input.appUrl);
+    url = resolved.url;
+    trusted = input.trusted === true || resolved.trusted;
+    headers = resolveHeaderTemplates(input.webhook.headers, input.webhook.allowedEnvVars, input.env);
+  } catch (error) {
+    if (error instanceof DeliveryConfigError) return { status: 'error', code: 'configuration' };
+    throw error;
+  }
+  const signed = {
+    ...headers,
+    ...signatureHeaders({ id: `dlv_${ulid()}`, timestampSeconds: Math.floor(Date.now() / 1000), body: input.payload, secrets: input.signingSecrets }),
+  };
+  const outcome = await input.fetchTransport.send({
+    url,
+    body: input.payload,
+    headers: signed,
+    timeoutMs: timeoutMs(input.webhook),
+    trusted,
+    read: { maxBytes: MAX_DECISION_RESPONSE_BYTES },
+    ...(input.signal ? { signal: input.signal } : {}),
+  });
+  if (input.signal?.aborted) return { status: 'cancelled' }; // a late answer never counts
+  if (outcome.kind === 'error') {
+    if (outcome.errorClass === 'cancelled') return { status: 'cancelled' };
+    return { status: 'error', code: outcome.errorClass };
+  }
+  if (outcome.status < 200 || outcome.status >= 300) return { status: 'error', code: 'http_error', httpStatus: outcome.status };
+  if (outcome.tooLarge) return { status: 'error', code: 'response_too_large' };
+  const parsed = parseToolCallHookResponse(outcome.body ?? new Uint8Array());
+  if (parsed.status === 'error') return { status: 'error', code: parsed.code };
+  return parsed;
+}

@@ -1,0 +1,73 @@
+import type { ParsedSerializedHook } from '../contract/hook.ts';
+import { isControlHook } from '../contract/hook.ts';
+import type { BlockedToolResult, ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
+import type { Logger } from '../observability/logger.ts';
+import { matchesHook } from '../dispatch/matcher.ts';
+import { blockedAfterResult, blockedBeforeResult, defaultDenyReason, HOOK_CONTROL_ERROR } from './blockedResult.ts';
+import type { ToolCallWebhookResult } from './decisionWebhook.ts';
+
+export type ToolCallControlOutcome =
+  | { status: 'allow'; args?: Record<string, unknown>; result?: ToolCallResult }
+  | { status: 'blocked'; reason: string; result: BlockedToolResult; terminate?: true }
+  | { status: 'cancelled' };
+
+/** A control-capable hook: serialized shape (handlers never run as controls, D4a). */
+export type ControlHook = Pick<ParsedSerializedHook, 'id' | 'type' | 'matcher'> & { webhook?: ParsedSerializedHook['webhook']; env?: boolean };
+
+export type EvaluateControlsInput = {
+  type: 'beforeToolCall' | 'afterToolCall';
+  context: ToolCallHookContext;
+  result?: ToolCallResult;
+  /** Caller hooks in registration order (a corrupt restored hook throws: D4b). */
+  callerHooks: () => readonly ControlHook[];
+  /** The current environment's hooks (an invalid configuration throws: L5). */
+  envHooks: () => readonly ControlHook[];
+  run: (hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined) => Promise<ToolCallWebhookResult>;
+  logger: Pick<Logger, 'warn'>;
+  signal?: AbortSignal;
+};
+
+export function blockedOutcome(type: 'beforeToolCall' | 'afterToolCall', reason: string): ToolCallControlOutcome {
+  return { status: 'blocked', reason, result: type === 'beforeToolCall' ? blockedBeforeResult(reason) : blockedAfterResult(reason) };
+}
+
+/**
+ * R5a: caller controls in registration order, then the environment's (L3); the first deny
+ * blocks; an allow or a notification-shaped answer (R4) goes on to the next control; errors
+ * follow the hook's `onError` (R5); cancellation is never an allow.
+ */
+export async function evaluateControls(input: EvaluateControlsInput): Promise<ToolCallControlOutcome> {
+  const { type, signal } = input;
+  const event: Record<string, unknown> = type === 'afterToolCall' ? { ...input.context, result: input.result } : { ...input.context };
+  const applies = (h: ControlHook) => h.type === type && isControlHook(h) && matchesHook(h, input.context);
+
+  const run = async (hooks: readonly ControlHook[]): Promise<ToolCallControlOutcome | undefined> => {
+    for (const hook of hooks.filter(applies)) {
+      if (signal?.aborted) return { status: 'cancelled' };
+      const answer = await input.run(hook, event, signal);
+      if (answer.status === 'cancelled' || signal?.aborted) return { status: 'cancelled' };
+      if (answer.status === 'ignored') continue;
+      if (answer.status === 'success') {
+        if (answer.decision.decision === 'allow') continue;
+        const reason = answer.decision.reason !== undefined && answer.decision.reason !== '' ? answer.decision.reason : defaultDenyReason(type);
+        return blockedOutcome(type, reason);
+      }
+      input.logger.warn({ hookId: hook.id, hookType: type, code: answer.code, httpStatus: answer.httpStatus }, 'tool-call control failed');
+      if (hook.webhook?.onError === 'block') return blockedOutcome(type, HOOK_CONTROL_ERROR);
+    }
+    return undefined;
+  };
+
+  const fromCallers = await run(input.callerHooks());
+  if (fromCallers) return fromCallers;
+  let envHooks: readonly ControlHook[];
+  try {
+    envHooks = input.envHooks();
+  } catch (error) {
+    input.logger.warn({ hookType: type, err: error instanceof Error ? error.message : 'error' }, 'environment hooks invalid: failing closed');
+    return blockedOutcome(type, HOOK_CONTROL_ERROR);
+  }
+  const fromEnv = await run(envHooks);
+  if (fromEnv) return fromEnv;
+  return signal?.aborted ? { status: 'cancelled' } : { status: 'allow' };
+}

@@ -1,0 +1,334 @@
+import { ulid } from 'ulid';
+import { ENV_HOOK_ID_PREFIX, isHookType, type HookType } from '../contract/hookTypes.ts';
+import { isControlHook, type AgentHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';
+import { parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
+import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
+import { loadEnvHooks } from '../config/envHooks.ts';
+import { FetchTransport } from '../delivery/fetchTransport.ts';
+import { deliverNotification } from '../delivery/deliver.ts';
+import { parseSigningSecrets } from '../delivery/signing.ts';
+import { createQStashPublisher } from '../delivery/qstashTransport.ts';
+import type { QStashPublisher } from '../delivery/types.ts';
+import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
+import type { EmailLookup } from '../payload/emailCache.ts';
+import { createLogger, type Logger } from '../observability/logger.ts';
+import { evaluateControls, type ControlHook, type ToolCallControlOutcome } from '../control/evaluateControls.ts';
+import { executeToolCallWebhook, type ToolCallWebhookResult } from '../control/decisionWebhook.ts';
+import { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from './criticalError.ts';
+import { matchesHook } from './matcher.ts';
+import type { ToolSeam } from './toolSeam.ts';
+
+/** What queue mode needs from a producer (`createHookProducer` provides it). */
+export type DispatchProducer = {
+  enqueue(input: { operationId: string; type: HookType; event: Record<string, unknown>; hooks: SerializedHook[] }): Promise<{ deliveryIds: string[]; queued: boolean }>;
+};
+
+export type HookDispatcherOptions = {
+  mode?: 'local' | 'queue';
+  producer?: DispatchProducer;
+  /** The environment templates, env hooks and QStash settings are read from, at each use. */
+  env?: Record<string, string | undefined>;
+  /** AGENT-HOOKS-0.1 tool seam (I4); see `createToolSeam`. */
+  emitter?: ToolSeam;
+  logger?: Logger;
+  emailLookup?: EmailLookup;
+  appUrl?: string;
+  /** SSRF allow-list (Q5); default HOOKRELAY_ALLOWED_CIDRS read at construction. */
+  allowedCidrs?: string;
+  /** Local-mode QStash publisher; default built from QSTASH_URL / QSTASH_TOKEN at send time. */
+  qstash?: QStashPublisher;
+};
+
+export type EvaluateOptions = { signal?: AbortSignal; serializedHooks?: readonly unknown[] };
+
+type HookEvent = Record<string, unknown> & { operationId: string };
+/** A hook ready to run: parsed, with `env` marking an operator-trusted environment hook. */
+type RunnableHook = (ParsedAgentHook | ParsedSerializedHook) & { env?: boolean };
+
+function assertEvent(event: unknown): asserts event is HookEvent {
+  // D10: loose validation; any object with a string operationId.
+  if (event === null || typeof event !== 'object' || typeof (event as { operationId?: unknown }).operationId !== 'string') {
+    throw new TypeError('event must be an object with a string operationId');
+  }
+  for (const key of ['stepIndex', 'callIndex'] as const) {
+    const v = (event as Record<string, unknown>)[key];
+    if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 0)) throw new TypeError(`event.${key} must be an integer ≥ 0`);
+  }
+}
+
+/** JSON-safe copy of an event for queue mode: drops functions (`mock`) and `finalState` (B4a). */
+function queueEvent(event: HookEvent): HookEvent {
+  const { mock: _mock, finalState: _finalState, ...rest } = event;
+  return rest as HookEvent;
+}
+
+/**
+ * Registers hooks per agent operation and dispatches lifecycle events to them in registration
+ * order (D1). Local mode runs handlers and delivers webhooks inline (one attempt each, D6);
+ * queue mode hands webhook deliveries to a producer (D8). Knows nothing of HTTP itself.
+ */
+export class HookDispatcher {
+  readonly mode: 'local' | 'queue';
+  readonly #producer: DispatchProducer | undefined;
+  readonly #env: Record<string, string | undefined>;
+  readonly #logger: Logger;
+  readonly #appUrl: string | undefined;
+  readonly #transport: FetchTransport;
+  readonly #payloads: WebhookPayloadBuilder;
+  readonly #qstash: QStashPublisher | undefined;
+  readonly #seam: ToolSeam | undefined;
+  readonly #registry = new Map<string, ParsedAgentHook[]>();
+
+  constructor(options: HookDispatcherOptions = {}) {
+    this.mode = options.mode ?? 'local';
+    this.#env = options.env ?? process.env;
+    if (this.mode === 'queue' && !options.producer) throw new TypeError("queue mode needs a producer: new HookDispatcher({ mode: 'queue', producer: createHookProducer() })");
+    this.#producer = options.producer;
+    this.#logger = options.logger ?? createLogger({ level: this.#env.LOG_LEVEL ?? 'info', pretty: false });
+    this.#appUrl = options.appUrl ?? (this.#env.APP_URL || undefined);
+    this.#transport = new FetchTransport({ allowedCidrs: options.allowedCidrs ?? this.#env.HOOKRELAY_ALLOWED_CIDRS });
+    this.#payloads = createWebhookPayloadBuilder({ emailLookup: options.emailLookup, logger: this.#logger });
+    this.#qstash = options.qstash;
+    this.#seam = options.emitter;
+  }
+
+  /** D4a/D9: validate the whole batch first; append; duplicate ids rejected; snapshots stored. */
+  register(operationId: string, hooks: AgentHook[] | SerializedHook[]): void {
+    if (typeof operationId !== 'string' || operationId === '') throw new TypeError('operationId must be a non-empty string');
+    const existing = this.#registry.get(operationId);
+    const parsed = parseHookBatch(hooks, new Set((existing ?? []).map((h) => h.id)));
+    loadEnvHooks(this.#env); // §14: an invalid environment configuration fails registration, naming the variables
+    const first = existing === undefined;
+    this.#registry.set(operationId, [...(existing ?? []), ...parsed]);
+    if (first) this.#seam?.onStartup(operationId);
+  }
+
+  /** D2: remove the registration (at completion). */
+  unregister(operationId: string): void {
+    const had = this.#registry.delete(operationId);
+    if (had) this.#seam?.onShutdown(operationId);
+  }
+
+  /** D9a: `undefined` for an unknown operation, `[]` when it has no webhook hooks. Templates unresolved. */
+  getSerializedHooks(operationId: string): SerializedHook[] | undefined {
+    const hooks = this.#registry.get(operationId);
+    if (!hooks) return undefined;
+    return hooks.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
+  }
+
+  /** Caller hooks by D9 precedence, restored ones re-validated (D4b), env ids dropped from restores. */
+  #callerHooks(operationId: string, serializedHooks: readonly unknown[] | undefined): RunnableHook[] {
+    const restored = () =>
+      parseSerializedHooks(
+        (serializedHooks ?? []).filter((h) => !(h && typeof h === 'object' && String((h as { id?: unknown }).id).startsWith(ENV_HOOK_ID_PREFIX))),
+      );
+    const memory = this.#registry.get(operationId);
+    if (this.mode === 'queue') {
+      if (serializedHooks) return restored();
+      return (memory ?? []).map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
+    }
+    if (memory) return memory;
+    return serializedHooks ? restored() : [];
+  }
+
+  /** E4: the current environment's hooks, rebuilt at every call; trusted targets (Q5). */
+  #envHooks(): RunnableHook[] {
+    return loadEnvHooks(this.#env).map((h) => ({ ...h, env: true }));
+  }
+
+  /**
+   * Dispatch one event to the matching hooks of `type`, in order (D1). Ordinary errors are logged
+   * and dispatch continues (D5); `fallback: 'none'` failures are thrown together after the tier
+   * (caller hooks, then environment hooks) has run (D6).
+   */
+  async dispatch(operationId: string, type: HookType, event: Record<string, unknown>, serializedHooks?: readonly unknown[]): Promise<void> {
+    if (!isHookType(type)) throw new TypeError(`unknown hook type "${String(type)}"`);
+    assertEvent(event);
+    const caller = this.#callerHooks(operationId, serializedHooks);
+    let envHooks: RunnableHook[] = [];
+    let envError: unknown;
+    try {
+      envHooks = this.#envHooks();
+    } catch (error) {
+      envError = error; // L5: thrown after the caller hooks of this dispatch have run
+    }
+    const hooks = [...caller, ...envHooks].filter((h) => h.type === type && !isControlHook(h) && matchesHook(h, event));
+    const failures = this.mode === 'queue' ? await this.#enqueue(operationId, type, event, hooks) : await this.#runLocal(operationId, type, event, hooks);
+    if (envError !== undefined) throw envError;
+    if (failures.length > 0) {
+      const error = new CriticalHookDeliveryError(failures);
+      this.#logger.error({ operationId, hookType: type, hookIds: failures.map((f) => f.hookId) }, error.message);
+      throw error;
+    }
+  }
+
+  async #runLocal(operationId: string, type: HookType, event: HookEvent, hooks: RunnableHook[]): Promise<CriticalFailure[]> {
+    const failures: CriticalFailure[] = [];
+    for (const hook of hooks) {
+      const handler = 'handler' in hook ? hook.handler : undefined;
+      if (handler) {
+        try {
+          await handler(event);
+        } catch (error) {
+          // D5/D6: handler errors are logged, never critical.
+          this.#logger.warn({ operationId, hookId: hook.id, hookType: type, err: error instanceof Error ? error.name : 'error' }, 'hook handler failed');
+        }
+        continue;
+      }
+      if (!hook.webhook) continue;
+      const failure = await this.#deliverLocal(operationId, type, event, { ...hook, webhook: hook.webhook });
+      if (failure) failures.push(failure);
+    }
+    return failures;
+  }
+
+  /** One attempt, no retries (D6): retries belong to the worker (Q3). */
+  async #deliverLocal(
+    operationId: string,
+    type: HookType,
+    event: HookEvent,
+    hook: RunnableHook & { webhook: NonNullable<RunnableHook['webhook']> },
+  ): Promise<CriticalFailure | undefined> {
+    const deliveryId = `dlv_${ulid()}`;
+    const payload = await this.#payloads.build({ hook, event, extra: { deliveryId, occurredAt: new Date().toISOString() } });
+    if (payload === undefined) return undefined;
+    const result = await deliverNotification({
+      webhook: hook.webhook,
+      hookId: hook.id,
+      payload: JSON.stringify(payload),
+      deliveryId,
+      generation: 0,
+      env: this.#env,
+      appUrl: this.#appUrl,
+      trusted: hook.env === true,
+      signingSecrets: parseSigningSecrets(this.#env.HOOKRELAY_SIGNING_SECRETS),
+      qstash: this.#qstashPublisher(),
+      fetchTransport: this.#transport,
+      logger: this.#logger,
+    });
+    if (result.ok) return undefined;
+    const cause = new WebhookDeliveryFailure(result.errorClass, result.httpStatus);
+    const fields = { operationId, hookId: hook.id, hookType: type, errorClass: result.errorClass, httpStatus: result.httpStatus };
+    if (result.critical) {
+      this.#logger.error(fields, 'critical webhook delivery failed');
+      return { hookId: hook.id, cause };
+    }
+    this.#logger.warn(fields, 'webhook delivery failed');
+    return undefined;
+  }
+
+  #qstashPublisher(): QStashPublisher | undefined {
+    if (this.#qstash) return this.#qstash;
+    const token = this.#env.QSTASH_TOKEN;
+    if (!token) return undefined; // D7: a missing token falls back to fetch (or is critical with 'none')
+    return createQStashPublisher({ url: this.#env.QSTASH_URL, token });
+  }
+
+  /** D8: queue mode records every matching delivery (ledger + job); webhooks only. */
+  async #enqueue(operationId: string, type: HookType, event: HookEvent, hooks: RunnableHook[]): Promise<CriticalFailure[]> {
+    const webhooks = hooks.filter((h) => h.webhook !== undefined);
+    if (webhooks.length === 0 || !this.#producer) return [];
+    const serialized = webhooks.map((h) => ({ id: h.id, type: h.type, ...(h.matcher !== undefined ? { matcher: h.matcher } : {}), webhook: h.webhook! }));
+    try {
+      await this.#producer.enqueue({ operationId, type, event: queueEvent(event), hooks: serialized });
+      return [];
+    } catch (error) {
+      this.#logger.error({ operationId, hookType: type, err: error instanceof Error ? error.message : 'error' }, 'could not record hook deliveries');
+      return webhooks.filter((h) => h.webhook?.fallback === 'none').map((h) => ({ hookId: h.id, cause: error }));
+    }
+  }
+
+  /**
+   * M1–M3: local `beforeToolCall` handlers get `event.mock(result)`; the first mock wins and the
+   * remaining handlers are skipped. Delivers no webhooks. Queue mode has no mocks (D8).
+   */
+  async dispatchBeforeToolCall(
+    operationId: string,
+    event: Record<string, unknown>,
+    serializedHooks?: readonly unknown[],
+  ): Promise<{ isMocked: true; result: ToolCallResult } | null> {
+    assertEvent(event);
+    if (this.mode === 'queue') return null;
+    const hooks = this.#callerHooks(operationId, serializedHooks).filter(
+      (h): h is ParsedAgentHook => h.type === 'beforeToolCall' && 'handler' in h && typeof h.handler === 'function' && matchesHook(h, event),
+    );
+    let mocked: { result: ToolCallResult } | undefined;
+    for (const hook of hooks) {
+      const mock = (result: ToolCallResult): boolean => {
+        if (mocked) return false;
+        mocked = { result };
+        return true;
+      };
+      try {
+        await hook.handler!({ ...event, mock });
+      } catch (error) {
+        this.#logger.warn({ operationId, hookId: hook.id, err: error instanceof Error ? error.name : 'error' }, 'beforeToolCall handler failed');
+      }
+      if (mocked) break; // M1: mock-then-throw still counts
+    }
+    return mocked ? { isMocked: true, result: mocked.result } : null;
+  }
+
+  /** R1–R7: run the beforeToolCall controls; the first deny blocks; an allow does not end the check. */
+  async evaluateToolCall(operationId: string, context: ToolCallHookContext, opts: EvaluateOptions = {}): Promise<ToolCallControlOutcome> {
+    return this.#evaluate(operationId, 'beforeToolCall', context, undefined, opts);
+  }
+
+  /** R3: the afterToolCall controls review the full result before it is archived or shown. */
+  async evaluateAfterToolCall(
+    operationId: string,
+    context: ToolCallHookContext,
+    result: ToolCallResult,
+    opts: EvaluateOptions = {},
+  ): Promise<ToolCallControlOutcome> {
+    return this.#evaluate(operationId, 'afterToolCall', context, result, opts);
+  }
+
+  async #evaluate(
+    operationId: string,
+    type: 'beforeToolCall' | 'afterToolCall',
+    context: ToolCallHookContext,
+    result: ToolCallResult | undefined,
+    opts: EvaluateOptions,
+  ): Promise<ToolCallControlOutcome> {
+    if (opts.signal?.aborted) return { status: 'cancelled' };
+    const seamed = this.#seam ? await this.#seam.before(type, operationId, context, result, opts.signal) : undefined;
+    if (seamed?.outcome) return seamed.outcome;
+    const effectiveContext = seamed?.context ?? context;
+    const effectiveResult = seamed?.result ?? result;
+    const outcome = await evaluateControls({
+      type,
+      context: effectiveContext,
+      result: effectiveResult,
+      callerHooks: () => this.#callerHooks(operationId, opts.serializedHooks),
+      envHooks: () => this.#envHooks(),
+      run: (hook, event, signal) => this.#runControl(hook, event, signal),
+      logger: this.#logger,
+      signal: opts.signal,
+    });
+    if (outcome.status !== 'allow') return outcome;
+    if (seamed?.context && type === 'beforeToolCall') return { status: 'allow', args: effectiveContext.args };
+    if (seamed?.result && type === 'afterToolCall') return { status: 'allow', result: effectiveResult };
+    return outcome;
+  }
+
+  async #runControl(hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined): Promise<ToolCallWebhookResult> {
+    const payload = await this.#payloads.build({ hook: { ...hook, webhook: hook.webhook! }, event, control: true, signal });
+    if (payload === undefined || signal?.aborted) return { status: 'cancelled' as const };
+    return executeToolCallWebhook({
+      webhook: hook.webhook!,
+      payload: JSON.stringify(payload),
+      env: this.#env,
+      appUrl: this.#appUrl,
+      trusted: hook.env === true,
+      signingSecrets: parseSigningSecrets(this.#env.HOOKRELAY_SIGNING_SECRETS),
+      fetchTransport: this.#transport,
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  /** Releases connection pools and timers. */
+  async close(): Promise<void> {
+    await this.#transport.close();
+  }
+}

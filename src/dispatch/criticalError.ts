@@ -1,0 +1,34 @@
+/** One critical failure of a tier: the hook and its sanitized cause. */
+export type CriticalFailure = { hookId: string; cause: unknown };
+
+/**
+ * D6: webhooks with `fallback: 'none'` that failed, thrown after the rest of the tier ran. Names
+ * the first failing hook and lists every critical failure of the tier. Fatal in the worker (Q4).
+ */
+export class CriticalHookDeliveryError extends Error {
+  override readonly name = 'CriticalHookDeliveryError';
+  readonly hookId: string;
+  override readonly cause: unknown;
+  readonly failures: CriticalFailure[];
+
+  constructor(failures: CriticalFailure[]) {
+    const first = failures[0];
+    if (!first) throw new TypeError('CriticalHookDeliveryError needs at least one failure');
+    const more = failures.length > 1 ? ` (+${failures.length - 1} more: ${failures.slice(1).map((f) => f.hookId).join(', ')})` : '';
+    super(`Critical webhook delivery failed: ${first.hookId}${more}`);
+    this.hookId = first.hookId;
+    this.cause = first.cause;
+    this.failures = failures;
+  }
+}
+
+/** A sanitized delivery failure used as a critical cause: classes and statuses, never remote text. */
+export class WebhookDeliveryFailure extends Error {
+  override readonly name = 'WebhookDeliveryFailure';
+  constructor(
+    readonly errorClass: string,
+    readonly httpStatus?: number,
+  ) {
+    super(httpStatus !== undefined ? `${errorClass}: HTTP ${httpStatus}` : errorClass);
+  }
+}

@@ -1,0 +1,64 @@
+import type { HookType, WebhookConfig } from '../contract/index.ts';
+import { redactResultForEvents } from './redactResult.ts';
+
+export type WebhookPayload = Record<string, unknown>;
+
+/** What the payload needs to know about the hook; a parsed `WebhookConfig` fits. */
+export type PayloadHook = {
+  id: string;
+  type: HookType;
+  webhook: Pick<WebhookConfig, 'body' | 'eventFields'>;
+};
+
+export type AssemblePayloadInput = {
+  hook: PayloadHook;
+  event: Record<string, unknown>;
+  /** A decision control (`responseHandling: 'toolCall'`) reviews the full, unredacted result (B2). */
+  control?: boolean;
+  /** Delivery fields added by the worker, e.g. `{ deliveryId, occurredAt }` (Q1). */
+  extra?: Record<string, unknown>;
+};
+
+/** B4a: keys that never reach a webhook, whoever supplied them. */
+const STRIPPED_KEYS = ['finalState', 'mock', 'userEmail'] as const;
+
+/** All event keys, or only the `eventFields` the event actually has (B1). */
+function project(event: Record<string, unknown>, eventFields: readonly string[] | undefined): WebhookPayload {
+  if (!eventFields) return { ...event };
+  const selected: WebhookPayload = {};
+  for (const field of eventFields) {
+    if (Object.hasOwn(event, field)) selected[field] = event[field];
+  }
+  return selected;
+}
+
+/**
+ * B1/B2/B4a, without the email: projection, then `hookId`/`hookType`, then `extra`, then
+ * `webhook.body` (the body wins every clash). The event's afterToolCall `result` is redacted
+ * for notifications; a `result` written in the body is the operator's own and left alone.
+ */
+export function assemblePayload({ hook, event, control = false, extra }: AssemblePayloadInput): WebhookPayload {
+  const { body, eventFields } = hook.webhook;
+  const selected = project(event, eventFields);
+  if (hook.type === 'afterToolCall' && !control && selected.result !== undefined) {
+    selected.result = redactResultForEvents(selected.result);
+  }
+  const payload: WebhookPayload = { ...selected, hookId: hook.id, hookType: hook.type, ...extra, ...body };
+  for (const key of STRIPPED_KEYS) delete payload[key];
+  return payload;
+}
+
+/** B3/B4a: email is looked up with no projection, or when the projection names `userEmail`. */
+export function wantsEmail(eventFields: readonly string[] | undefined): boolean {
+  return !eventFields || eventFields.includes('userEmail');
+}
+
+/**
+ * B3/B4a: the id whose email is sent: the payload's `userId` when the key is present (the body
+ * may set it, and an invalid value there does not fall back), else the event's. Undefined when
+ * it is not a non-empty string, which means no look-up.
+ */
+export function emailUserId(payload: WebhookPayload, event: Record<string, unknown>): string | undefined {
+  const id = Object.hasOwn(payload, 'userId') ? payload.userId : event.userId;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}

@@ -1,0 +1,48 @@
+import type { Logger } from '../observability/logger.ts';
+import { assemblePayload, emailUserId, wantsEmail, type AssemblePayloadInput, type WebhookPayload } from './assemblePayload.ts';
+import { createEmailResolver, type EmailLookup } from './emailCache.ts';
+
+export type WebhookPayloadBuilderOptions = {
+  /** Reads a user's email; without it no `userEmail` is ever added. */
+  emailLookup?: EmailLookup;
+  logger?: Pick<Logger, 'warn'>;
+  /** Clock for the email cache TTL (tests inject one). */
+  now?: () => number;
+};
+
+export type BuildPayloadInput = AssemblePayloadInput & {
+  /** Cancels this build only (B5): `build` then resolves to undefined. */
+  signal?: AbortSignal;
+};
+
+export type WebhookPayloadBuilder = {
+  /**
+   * The JSON payload for one (event, hook) delivery, identical for fetch and QStash (B6);
+   * `undefined` when `signal` aborted, so the caller abandons that delivery.
+   */
+  build(input: BuildPayloadInput): Promise<WebhookPayload | undefined>;
+};
+
+/**
+ * B1–B6: one builder per dispatcher, so the email cache (B4) is shared by that dispatcher's
+ * deliveries and by nobody else.
+ */
+export function createWebhookPayloadBuilder(options: WebhookPayloadBuilderOptions = {}): WebhookPayloadBuilder {
+  const { emailLookup, logger, now } = options;
+  const emails = emailLookup ? createEmailResolver({ lookup: emailLookup, logger, now }) : undefined;
+
+  return {
+    async build(input) {
+      const { signal } = input;
+      if (signal?.aborted) return undefined;
+      const payload = assemblePayload(input);
+      if (!emails || !wantsEmail(input.hook.webhook.eventFields)) return payload;
+      const userId = emailUserId(payload, input.event);
+      if (userId === undefined) return payload;
+      const email = await emails.resolve(userId, { signal });
+      if (signal?.aborted) return undefined;
+      if (email !== undefined) payload.userEmail = email;
+      return payload;
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import { ToolCallHookContextSchema, type ToolCallHookContext } from '../contract/index.ts';
+
+/** The tool call as the model emitted it; `arguments` may still be the raw JSON string. */
+export type ToolCallInput = {
+  /** The native (provider) tool call id. */
+  id: string;
+  identifier: string;
+  apiName: string;
+  arguments?: Record<string, unknown> | string;
+};
+
+/** T2: correlation ids taken from the execution context. */
+export type ToolCallCorrelation = {
+  agentId?: string;
+  topicId?: string;
+  sessionId?: string;
+  threadId?: string;
+  groupId?: string;
+  taskId?: string;
+  workspaceId?: string;
+  documentId?: string;
+  sourceMessageId?: string;
+  toolMessageId?: string;
+  /** Only set for a child operation; a root operation has none. */
+  parentOperationId?: string;
+};
+
+export type ToolCallHookContextInput = {
+  toolCall: ToolCallInput;
+  /** The effective args after preparation; defaults to the parsed `toolCall.arguments`. */
+  args?: Record<string, unknown>;
+  assistantMessageId: string;
+  operationId: string;
+  callIndex: number;
+  stepIndex: number;
+  /** T3: the call is forwarded to a client through the gateway (`executor: 'client'`). */
+  viaGateway?: boolean;
+  runtime?: { userId?: string };
+  origin?: { userId?: string };
+  context?: ToolCallCorrelation;
+  toolSource?: string;
+  executionTarget?: string;
+  activeDeviceId?: string;
+};
+
+export class ToolCallContextError extends Error {
+  override readonly name = 'ToolCallContextError';
+  readonly fields: string[];
+
+  constructor(fields: string[], detail: string) {
+    super(`buildToolCallHookContext: ${detail}`);
+    this.fields = fields;
+  }
+}
+
+const CORRELATION_KEYS = [
+  'agentId',
+  'topicId',
+  'sessionId',
+  'threadId',
+  'groupId',
+  'taskId',
+  'workspaceId',
+  'documentId',
+  'sourceMessageId',
+  'toolMessageId',
+  'parentOperationId',
+] as const satisfies readonly (keyof ToolCallCorrelation)[];
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Models send `""` for a call without arguments; anything else must be a JSON object. */
+function effectiveArgs(input: ToolCallHookContextInput): Record<string, unknown> {
+  if (input.args !== undefined) return input.args;
+  const raw = input.toolCall.arguments;
+  if (raw === undefined || raw === '') return {};
+  if (typeof raw !== 'string') return raw;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ToolCallContextError(['args'], 'args: toolCall.arguments is not valid JSON (pass the effective args as `args`)');
+  }
+  if (!isRecord(parsed)) throw new ToolCallContextError(['args'], 'args: toolCall.arguments must encode a JSON object');
+  return parsed;
+}
+
+/** An empty id correlates nothing (and "no parent" must not appear as `''`), so it is omitted too. */
+function setIfPresent(target: Record<string, unknown>, key: string, value: string | undefined): void {
+  if (value !== undefined && value !== '') target[key] = value;
+}
+
+/**
+ * T1–T3: the one context the three tool events carry. Optional keys that have no value are
+ * omitted rather than set to undefined, so payload projections only see real fields.
+ * Throws ToolCallContextError naming every missing or invalid field.
+ */
+export function buildToolCallHookContext(input: ToolCallHookContextInput): ToolCallHookContext {
+  const draft: Record<string, unknown> = {
+    toolCallId: input.toolCall.id,
+    assistantMessageId: input.assistantMessageId,
+    identifier: input.toolCall.identifier,
+    apiName: input.toolCall.apiName,
+    args: effectiveArgs(input),
+    callIndex: input.callIndex,
+    stepIndex: input.stepIndex,
+    operationId: input.operationId,
+    executor: input.viaGateway === true ? 'client' : 'server',
+  };
+  for (const key of CORRELATION_KEYS) setIfPresent(draft, key, input.context?.[key]);
+  setIfPresent(draft, 'userId', input.runtime?.userId ?? input.origin?.userId);
+  setIfPresent(draft, 'toolSource', input.toolSource);
+  setIfPresent(draft, 'executionTarget', input.executionTarget);
+  setIfPresent(draft, 'activeDeviceId', input.activeDeviceId);
+
+  const parsed = ToolCallHookContextSchema.safeParse(draft);
+  if (!parsed.success) {
+    const fields = [...new Set(parsed.error.issues.map((issue) => issue.path.map(String).join('.') || '(root)'))];
+    const detail = parsed.error.issues.map((issue) => `${issue.path.map(String).join('.') || '(root)'}: ${issue.message}`).join('; ');
+    throw new ToolCallContextError(fields, `invalid tool context (${detail})`);
+  }
+  return parsed.data;
+}
