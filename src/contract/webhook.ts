@@ -71,7 +71,7 @@ const TimeoutSchema = z
 function jsonProblem(value: unknown, path: (string | number)[], ancestors: Set<object>): { path: (string | number)[]; message: string } | undefined {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, message: 'must be a finite number (JSON data only)' };
-  if (typeof value !== 'object') return { path, message: `must be JSON data (got a ${typeof value})` };
+  if (typeof value !== 'object') return { path, message: `must be JSON data (got ${typeof value})` };
   if (ancestors.has(value)) return { path, message: 'must not contain a cycle' };
   const proto = Object.getPrototypeOf(value) as unknown;
   if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) return { path, message: 'must be JSON data (plain objects and arrays only)' };

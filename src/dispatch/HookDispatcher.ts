@@ -3,7 +3,8 @@ import { ENV_HOOK_ID_PREFIX, isHookType, type HookType } from '../contract/hookT
 import { isControlHook, type AgentHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';
 import { parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
-import { loadEnvHooks } from '../config/envHooks.ts';
+import { ENV_HOOK_VARIABLES, loadEnvHooks } from '../config/envHooks.ts';
+import { DeliveryConfigError } from '../delivery/errors.ts';
 import { FetchTransport } from '../delivery/fetchTransport.ts';
 import { deliverNotification } from '../delivery/deliver.ts';
 import { parseSigningSecrets } from '../delivery/signing.ts';
@@ -17,6 +18,8 @@ import { executeToolCallWebhook, type ToolCallWebhookResult } from '../control/d
 import { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from './criticalError.ts';
 import { matchesHook } from './matcher.ts';
 import type { ToolSeam } from './toolSeam.ts';
+import { createInterceptionSeam, type InterceptionPosture } from './interceptionSeam.ts';
+import type { InterceptionEmitter } from '../interception/emitter.ts';
 
 /** What queue mode needs from a producer (`createHookProducer` provides it). */
 export type DispatchProducer = {
@@ -28,8 +31,10 @@ export type HookDispatcherOptions = {
   producer?: DispatchProducer;
   /** The environment templates, env hooks and QStash settings are read from, at each use. */
   env?: Record<string, string | undefined>;
-  /** AGENT-HOOKS-0.1 tool seam (I4); see `createToolSeam`. */
-  emitter?: ToolSeam;
+  /** AGENT-HOOKS-0.1 emitter consulted at the tool seam (I4): pre_tool_call / post_tool_call first. */
+  emitter?: InterceptionEmitter;
+  /** I4: what an infrastructure `host_error:*` deny does: `terminate` (default) or `continue`. */
+  interceptionPosture?: InterceptionPosture;
   logger?: Logger;
   emailLookup?: EmailLookup;
   appUrl?: string;
@@ -39,9 +44,17 @@ export type HookDispatcherOptions = {
   qstash?: QStashPublisher;
 };
 
-export type EvaluateOptions = { signal?: AbortSignal; serializedHooks?: readonly unknown[] };
+export type EvaluateOptions = {
+  signal?: AbortSignal;
+  /** Restored caller hooks, with D9 precedence (D9a). */
+  serializedHooks?: readonly unknown[];
+  /** Run the environment's hooks after the caller's (default true). Deferred rounds run them once, last (L3). */
+  environmentHooks?: boolean;
+};
 
 type HookEvent = Record<string, unknown> & { operationId: string };
+const NO_HOOKS: RunnableHook[] = [];
+const NO_SECRETS: readonly string[] = [];
 /** A hook ready to run: parsed, with `env` marking an operator-trusted environment hook. */
 type RunnableHook = (ParsedAgentHook | ParsedSerializedHook) & { env?: boolean };
 
@@ -78,6 +91,9 @@ export class HookDispatcher {
   readonly #qstash: QStashPublisher | undefined;
   readonly #seam: ToolSeam | undefined;
   readonly #registry = new Map<string, ParsedAgentHook[]>();
+  #qstashCache: { url: string | undefined; token: string; publisher: QStashPublisher } | undefined;
+  #secretsCache: { raw: string; secrets: readonly string[] } | undefined;
+  #envHooksCache: { key: string; hooks: RunnableHook[] } | undefined;
 
   constructor(options: HookDispatcherOptions = {}) {
     this.mode = options.mode ?? 'local';
@@ -89,7 +105,9 @@ export class HookDispatcher {
     this.#transport = new FetchTransport({ allowedCidrs: options.allowedCidrs ?? this.#env.HOOKRELAY_ALLOWED_CIDRS });
     this.#payloads = createWebhookPayloadBuilder({ emailLookup: options.emailLookup, logger: this.#logger });
     this.#qstash = options.qstash;
-    this.#seam = options.emitter;
+    this.#seam = options.emitter
+      ? createInterceptionSeam(options.emitter, { posture: options.interceptionPosture, logger: this.#logger })
+      : undefined;
   }
 
   /** D4a/D9: validate the whole batch first; append; duplicate ids rejected; snapshots stored. */
@@ -131,9 +149,30 @@ export class HookDispatcher {
     return serializedHooks ? restored() : [];
   }
 
+  /** E4/L1: the hooks of the current environment (throws naming the variables when invalid). */
+  environmentHooks(): ParsedSerializedHook[] {
+    return loadEnvHooks(this.#env);
+  }
+
   /** E4: the current environment's hooks, rebuilt at every call; trusted targets (Q5). */
   #envHooks(): RunnableHook[] {
-    return loadEnvHooks(this.#env).map((h) => ({ ...h, env: true }));
+    const env = this.#env;
+    const url = env[ENV_HOOK_VARIABLES.url];
+    if (url === undefined || url.trim() === '') return NO_HOOKS; // E2: unset or blank = off
+    // The result depends only on these five values: rebuild when any of them changes (a rotated
+    // token needs no rebuild: it stays a template, resolved at send time, W2).
+    const key = JSON.stringify([
+      url,
+      env[ENV_HOOK_VARIABLES.token] === undefined || env[ENV_HOOK_VARIABLES.token]!.trim() === '',
+      env[ENV_HOOK_VARIABLES.events],
+      env[ENV_HOOK_VARIABLES.responseHandling],
+      env[ENV_HOOK_VARIABLES.onError],
+    ]);
+    const cached = this.#envHooksCache;
+    if (cached && cached.key === key) return cached.hooks;
+    const hooks = loadEnvHooks(env).map((h) => ({ ...h, env: true }));
+    this.#envHooksCache = { key, hooks };
+    return hooks;
   }
 
   /**
@@ -166,6 +205,9 @@ export class HookDispatcher {
     const failures: CriticalFailure[] = [];
     for (const hook of hooks) {
       const handler = 'handler' in hook ? hook.handler : undefined;
+      // D9b: beforeToolCall handlers run only in dispatchBeforeToolCall (with `mock`); a hook with
+      // a handler is represented locally by that handler (D3/D8), so its webhook is not sent here.
+      if (handler && type === 'beforeToolCall') continue;
       if (handler) {
         try {
           await handler(event);
@@ -176,7 +218,21 @@ export class HookDispatcher {
         continue;
       }
       if (!hook.webhook) continue;
-      const failure = await this.#deliverLocal(operationId, type, event, { ...hook, webhook: hook.webhook });
+      let failure: CriticalFailure | undefined;
+      try {
+        failure = await this.#deliverLocal(operationId, type, event, { ...hook, webhook: hook.webhook });
+      } catch (error) {
+        // D5: e.g. an event that cannot be serialized, an invalid HOOKRELAY_SIGNING_SECRETS: this
+        // hook failed (critical with fallback 'none', D6); its siblings still run.
+        const errorClass = error instanceof DeliveryConfigError ? 'configuration' : 'internal_error';
+        const fields = { operationId, hookId: hook.id, hookType: type, errorClass, err: error instanceof Error ? error.name : 'error' };
+        if (hook.webhook.fallback === 'none') {
+          this.#logger.error(fields, 'critical webhook delivery failed');
+          failure = { hookId: hook.id, cause: new WebhookDeliveryFailure(errorClass) };
+        } else {
+          this.#logger.warn(fields, 'webhook delivery failed');
+        }
+      }
       if (failure) failures.push(failure);
     }
     return failures;
@@ -201,8 +257,8 @@ export class HookDispatcher {
       env: this.#env,
       appUrl: this.#appUrl,
       trusted: hook.env === true,
-      signingSecrets: parseSigningSecrets(this.#env.HOOKRELAY_SIGNING_SECRETS),
-      qstash: this.#qstashPublisher(),
+      signingSecrets: this.#signingSecrets(),
+      qstash: hook.webhook.delivery === 'qstash' ? this.#qstashPublisher() : undefined,
       fetchTransport: this.#transport,
       logger: this.#logger,
     });
@@ -221,7 +277,24 @@ export class HookDispatcher {
     if (this.#qstash) return this.#qstash;
     const token = this.#env.QSTASH_TOKEN;
     if (!token) return undefined; // D7: a missing token falls back to fetch (or is critical with 'none')
-    return createQStashPublisher({ url: this.#env.QSTASH_URL, token });
+    const url = this.#env.QSTASH_URL;
+    // Read at send time (a rotated token applies at once); one client per (url, token).
+    const cached = this.#qstashCache;
+    if (cached && cached.url === url && cached.token === token) return cached.publisher;
+    const publisher = createQStashPublisher({ url, token });
+    this.#qstashCache = { url, token, publisher };
+    return publisher;
+  }
+
+  /** HOOKRELAY_SIGNING_SECRETS of the current environment, parsed once per distinct value. */
+  #signingSecrets(): readonly string[] {
+    const raw = this.#env.HOOKRELAY_SIGNING_SECRETS;
+    if (raw === undefined || raw === '') return NO_SECRETS;
+    const cached = this.#secretsCache;
+    if (cached && cached.raw === raw) return cached.secrets;
+    const secrets = parseSigningSecrets(raw); // throws DeliveryConfigError (names the entry, never a secret)
+    this.#secretsCache = { raw, secrets };
+    return secrets;
   }
 
   /** D8: queue mode records every matching delivery (ledger + job); webhooks only. */
@@ -301,7 +374,7 @@ export class HookDispatcher {
       context: effectiveContext,
       result: effectiveResult,
       callerHooks: () => this.#callerHooks(operationId, opts.serializedHooks),
-      envHooks: () => this.#envHooks(),
+      envHooks: () => (opts.environmentHooks === false ? [] : this.#envHooks()),
       run: (hook, event, signal) => this.#runControl(hook, event, signal),
       logger: this.#logger,
       signal: opts.signal,
@@ -313,15 +386,25 @@ export class HookDispatcher {
   }
 
   async #runControl(hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined): Promise<ToolCallWebhookResult> {
-    const payload = await this.#payloads.build({ hook: { ...hook, webhook: hook.webhook! }, event, control: true, signal });
-    if (payload === undefined || signal?.aborted) return { status: 'cancelled' as const };
+    let payload: string;
+    let signingSecrets: readonly string[];
+    try {
+      const built = await this.#payloads.build({ hook: { ...hook, webhook: hook.webhook! }, event, control: true, signal });
+      if (built === undefined || signal?.aborted) return { status: 'cancelled' as const };
+      payload = JSON.stringify(built);
+      signingSecrets = this.#signingSecrets();
+    } catch {
+      // L5/R5: a control that cannot be sent (unserializable context, invalid signing secrets)
+      // is an error handled by its onError, never an allow and never a rejection of evaluate*.
+      return { status: 'error', code: 'configuration' };
+    }
     return executeToolCallWebhook({
       webhook: hook.webhook!,
-      payload: JSON.stringify(payload),
+      payload,
       env: this.#env,
       appUrl: this.#appUrl,
       trusted: hook.env === true,
-      signingSecrets: parseSigningSecrets(this.#env.HOOKRELAY_SIGNING_SECRETS),
+      signingSecrets,
       fetchTransport: this.#transport,
       ...(signal ? { signal } : {}),
     });

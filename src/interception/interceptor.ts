@@ -1,7 +1,7 @@
 import type { AgentContext, Verdict } from '../contract/agentHooks.ts';
 import { errorTypeName } from './identity.ts';
 import { HostError } from './reasons.ts';
-import { EmissionCancelled, settleWithin } from './timeouts.ts';
+import { assertTimeout, EmissionCancelled, settleWithin } from './timeouts.ts';
 import { hostErrorVerdict, parseWireVerdict } from './verdict.ts';
 
 /** What an interceptor is handed beside its own copy of the context. */
@@ -12,14 +12,21 @@ export type InterceptorFunction = (ctx: AgentContext, options: InterceptOptions)
 /** §7: `intercept(context) -> Verdict`, as a function or an object; `name` is a payload-free label for records. */
 export type Interceptor =
   | InterceptorFunction
-  | { intercept: InterceptorFunction; readonly name?: string };
+  | {
+      intercept: InterceptorFunction;
+      readonly name?: string;
+      /** This interceptor's own bound (e.g. a remote interceptor's configured timeout); default the emitter's. */
+      readonly timeoutMs?: number | null;
+    };
 
-export type RegisteredInterceptor = { readonly name?: string; readonly intercept: InterceptorFunction };
+export type RegisteredInterceptor = { readonly name?: string; readonly intercept: InterceptorFunction; readonly timeoutMs?: number | null };
 
 export function toRegistered(interceptor: Interceptor, name?: string): RegisteredInterceptor {
   if (typeof interceptor === 'function') return { name, intercept: interceptor };
   if (interceptor !== null && typeof interceptor === 'object' && typeof interceptor.intercept === 'function') {
-    return { name: name ?? interceptor.name, intercept: interceptor.intercept.bind(interceptor) };
+    const own = interceptor.timeoutMs;
+    if (own !== undefined) assertTimeout('interceptor timeoutMs', own);
+    return { name: name ?? interceptor.name, intercept: interceptor.intercept.bind(interceptor), ...(own !== undefined ? { timeoutMs: own } : {}) };
   }
   throw new TypeError('an interceptor is a function or an object with an intercept(context) method');
 }
@@ -37,12 +44,13 @@ export async function callInterceptor(
   signal: AbortSignal | undefined,
 ): Promise<Verdict> {
   const copy = structuredClone(ctx);
-  const settled = await settleWithin((s) => entry.intercept(copy, { signal: s }), timeoutMs, signal);
+  const bound = entry.timeoutMs !== undefined ? entry.timeoutMs : timeoutMs;
+  const settled = await settleWithin((s) => entry.intercept(copy, { signal: s }), bound, signal);
   switch (settled.kind) {
     case 'cancelled':
       throw new EmissionCancelled(settled.reason);
     case 'timeout':
-      return hostErrorVerdict(HostError.InterceptorTimeout, `interceptor exceeded ${timeoutMs} ms`);
+      return hostErrorVerdict(HostError.InterceptorTimeout, `interceptor exceeded ${bound} ms`);
     case 'error':
       return hostErrorVerdict(HostError.InterceptorFailed, `interceptor raised ${errorTypeName(settled.error)}`);
     case 'value': {

@@ -123,3 +123,188 @@ export async function listDeliveries(db: Db, filter: DeliveryFilter = {}): Promi
     .limit(filter.limit ?? 100);
   return rows.map(toDelivery);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Worker writes. Each takes many rows in one statement (arrays unnested server-side), so the
+// worker coalesces the claims and outcomes of concurrent jobs into a few round trips.
+// ---------------------------------------------------------------------------------------------
+
+/** Statuses a worker may (re)claim: in_flight too, since a stalled job is re-run by BullMQ. */
+const CLAIMABLE_STATUSES = ['queued', 'retrying', 'in_flight'];
+/** Added to the webhook's own timeout to form the lease (payload build, ledger write, slack). */
+export const LEASE_MARGIN_MS = 30_000;
+const DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 30;
+
+/** What a worker needs to run one attempt. */
+export type ClaimedDelivery = {
+  id: string;
+  operationId: string;
+  eventType: string;
+  hookId: string;
+  hook: unknown;
+  payload: unknown;
+  /** Attempts made before this one. */
+  attemptCount: number;
+  generation: number;
+  occurredAt: Date;
+};
+
+function rowsOf<T>(result: unknown): T[] {
+  return ((result as { rows?: T[] }).rows ?? []) as T[];
+}
+
+type ClaimRow = {
+  id: string;
+  operation_id: string;
+  event_type: string;
+  hook_id: string;
+  hook: unknown;
+  payload: unknown;
+  attempt_count: number;
+  generation: number;
+  occurred_at: Date | string;
+};
+
+/**
+ * Marks rows in_flight with a lease (the webhook timeout + margin) and returns them. Rows already
+ * delivered, failed or accepted by QStash are not returned: they are never sent again.
+ */
+export async function claimDeliveries(db: Db, ids: readonly string[], leaseMarginMs = LEASE_MARGIN_MS): Promise<ClaimedDelivery[]> {
+  if (ids.length === 0) return [];
+  const result = await db.execute(sql`
+    UPDATE deliveries AS d
+       SET status = 'in_flight',
+           lease_expires_at = now()
+             + make_interval(secs => coalesce((d.hook #>> '{webhook,timeout}')::float8, ${DEFAULT_WEBHOOK_TIMEOUT_SECONDS}))
+             + make_interval(secs => ${leaseMarginMs / 1000}::float8),
+           updated_at = now()
+     WHERE d.id = ANY(${sql.param([...ids])}::text[])
+       AND d.status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])
+    RETURNING d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at`);
+  return rowsOf<ClaimRow>(result).map((r) => ({
+    id: r.id,
+    operationId: r.operation_id,
+    eventType: r.event_type,
+    hookId: r.hook_id,
+    hook: r.hook,
+    payload: r.payload,
+    attemptCount: Number(r.attempt_count),
+    generation: Number(r.generation),
+    occurredAt: r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at),
+  }));
+}
+
+/** The result of one attempt, as the ledger records it. */
+export type AttemptOutcome = {
+  id: string;
+  status: Extract<DeliveryStatus, 'delivered' | 'retrying' | 'failed' | 'accepted_by_qstash'>;
+  attempt: DeliveryAttempt;
+  lastErrorClass: string | null;
+  lastHttpStatus: number | null;
+  nextAttemptAt: Date | null;
+};
+
+/**
+ * One UPDATE for many attempts: appends each attempt to its row's JSON array, bumps the count and
+ * sets the status. A row already `delivered` stays delivered, and a QStash acceptance never
+ * overwrites a final outcome a callback already recorded.
+ */
+export async function recordAttemptOutcomes(db: Db, outcomes: readonly AttemptOutcome[]): Promise<void> {
+  if (outcomes.length === 0) return;
+  await db.execute(sql`
+    UPDATE deliveries AS d
+       SET status = CASE
+             WHEN d.status = 'delivered' THEN d.status
+             WHEN d.status = 'failed' AND v.status = 'accepted_by_qstash' THEN d.status
+             ELSE v.status END,
+           attempt_count = d.attempt_count + 1,
+           attempts = d.attempts || jsonb_build_array(v.attempt),
+           last_error_class = v.last_error_class,
+           last_http_status = v.last_http_status,
+           next_attempt_at = v.next_attempt_at,
+           lease_expires_at = NULL,
+           delivered_at = CASE WHEN v.status = 'delivered' THEN coalesce(d.delivered_at, now()) ELSE d.delivered_at END,
+           updated_at = now()
+      FROM unnest(
+             ${sql.param(outcomes.map((o) => o.id))}::text[],
+             ${sql.param(outcomes.map((o) => o.status))}::text[],
+             ${sql.param(outcomes.map((o) => JSON.stringify(o.attempt)))}::jsonb[],
+             ${sql.param(outcomes.map((o) => o.lastErrorClass))}::text[],
+             ${sql.param(outcomes.map((o) => o.lastHttpStatus))}::int[],
+             ${sql.param(outcomes.map((o) => (o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null)))}::timestamptz[]
+           ) AS v(id, status, attempt, last_error_class, last_http_status, next_attempt_at)
+     WHERE d.id = v.id`);
+}
+
+/** A row the reconciler may have to re-enqueue. */
+export type DueDelivery = { id: string; generation: number };
+
+/**
+ * Q2: rows that are due and may have lost their job — queued/retrying whose next attempt is due
+ * (and untouched for `graceMs`, so a producer still adding its job is not raced), and in_flight
+ * rows whose lease expired. Keyset pagination by id.
+ */
+export async function findDueDeliveries(db: Db, options: { afterId: string; limit: number; graceMs: number }): Promise<DueDelivery[]> {
+  const result = await db.execute(sql`
+    SELECT id, generation FROM deliveries
+     WHERE id > ${options.afterId}
+       AND ((status IN ('queued', 'retrying')
+             AND next_attempt_at <= now()
+             AND updated_at <= now() - make_interval(secs => ${options.graceMs / 1000}::float8))
+         OR (status = 'in_flight' AND lease_expires_at <= now()))
+     ORDER BY id
+     LIMIT ${options.limit}`);
+  return rowsOf<{ id: string; generation: number }>(result).map((r) => ({ id: r.id, generation: Number(r.generation) }));
+}
+
+/**
+ * Q11: drops payload and attempts of finished rows created before `cutoff` (the row and its
+ * metadata stay). At most `limit` rows per call; returns how many were pruned.
+ */
+export async function pruneDeliveryPayloads(db: Db, cutoff: Date, limit: number): Promise<number> {
+  const result = await db.execute(sql`
+    UPDATE deliveries SET payload = NULL, attempts = '[]'::jsonb, updated_at = now()
+     WHERE id IN (
+       SELECT id FROM deliveries
+        WHERE created_at < ${cutoff.toISOString()}::timestamptz
+          AND status IN ('delivered', 'failed', 'accepted_by_qstash')
+          AND (payload IS NOT NULL OR attempts <> '[]'::jsonb)
+        LIMIT ${limit})
+    RETURNING id`);
+  return rowsOf<{ id: string }>(result).length;
+}
+
+/** Q7: what a verified QStash callback says about a published delivery. */
+export type QStashCallbackUpdate = {
+  id: string;
+  generation: number;
+  /** delivered: 2xx callback; attempt_failed: non-2xx callback (QStash retries); failed: failure callback. */
+  kind: 'delivered' | 'attempt_failed' | 'failed';
+  attempt: DeliveryAttempt;
+  lastErrorClass: string | null;
+  lastHttpStatus: number | null;
+};
+
+/**
+ * Applies a callback to a row still waiting on QStash (accepted, or in flight when the callback
+ * beat the worker's own write) of the same generation. Returns the row's operation id when it
+ * changed, undefined when the callback was stale or unknown.
+ */
+export async function recordQStashCallback(db: Db, update: QStashCallbackUpdate): Promise<{ operationId: string } | undefined> {
+  const status = update.kind === 'attempt_failed' ? null : update.kind;
+  const result = await db.execute(sql`
+    UPDATE deliveries AS d
+       SET status = coalesce(${status}::text, d.status),
+           attempts = d.attempts || jsonb_build_array(${JSON.stringify(update.attempt)}::jsonb),
+           last_error_class = ${update.lastErrorClass}::text,
+           last_http_status = ${update.lastHttpStatus}::int,
+           delivered_at = CASE WHEN ${status}::text = 'delivered' THEN coalesce(d.delivered_at, now()) ELSE d.delivered_at END,
+           lease_expires_at = CASE WHEN ${status}::text IS NULL THEN d.lease_expires_at ELSE NULL END,
+           updated_at = now()
+     WHERE d.id = ${update.id}
+       AND d.generation = ${update.generation}
+       AND d.status IN ('accepted_by_qstash', 'in_flight')
+    RETURNING d.operation_id`);
+  const row = rowsOf<{ operation_id: string }>(result)[0];
+  return row ? { operationId: row.operation_id } : undefined;
+}

@@ -1,0 +1,256 @@
+import type { AgentHook, ParsedSerializedHook, SerializedHook } from '../contract/hook.ts';
+import { isControlHook, serializeHook } from '../contract/hook.ts';
+import { parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
+import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
+import { loadSettings } from '../config/settings.ts';
+import type { HookDispatcher } from '../dispatch/HookDispatcher.ts';
+import { CriticalHookDeliveryError, type CriticalFailure } from '../dispatch/criticalError.ts';
+import { openStore, type Store } from '../store/db.ts';
+import { findEmbeddedSocket } from '../store/embedded.ts';
+import { migrateStore } from '../store/migrate.ts';
+import { appendOperationHooks, finishOperation, getOperation, insertOperation, loadOperationHooks } from '../store/operationsRepo.ts';
+import {
+  claimPlaceholderApproval,
+  getPlaceholder,
+  insertPlaceholder,
+  publishPlaceholderOnce,
+  PlaceholderNotFoundError,
+  type StoredPlaceholder,
+} from '../store/placeholdersRepo.ts';
+
+export type OperationStoreOptions = {
+  /** Postgres URL; default DATABASE_URL, else the embedded store (SPEC §13). */
+  databaseUrl?: string;
+  /** An already-open store (tests, or a process that owns one). Not closed by `close()`. */
+  store?: Store;
+};
+
+export type ApprovalDecision = { action: 'approve' | 'reject' | 'rejectAndContinue' | 'stop'; rejectionReason?: string; [k: string]: unknown };
+
+export type PublishDeferredResultInput = {
+  operationId: string;
+  toolCallId: string;
+  result: ToolCallResult;
+  /** The tool-call context (T1); needed to rebuild the call when an afterToolCall control exists. */
+  context?: Partial<ToolCallHookContext>;
+  /** P4: the operation whose caller hooks govern this result (the intervention / parent operation). */
+  interventionOperationId?: string;
+  /**
+   * L2: the runtime's snapshot of caller hooks. An array is the snapshot of the first round's
+   * operation (`interventionOperationId ?? operationId`); a record maps operation ids to snapshots.
+   * Rounds without a snapshot restore from Postgres.
+   */
+  snapshotHooks?: readonly SerializedHook[] | Readonly<Record<string, readonly SerializedHook[]>>;
+  dispatcher: HookDispatcher;
+  signal?: AbortSignal;
+};
+
+export type PublishDeferredResultOutput = { applied: boolean; result: ToolCallResult; status: 'allow' | 'blocked' };
+
+/** The call cannot be rebuilt while an afterToolCall control exists: fail closed (nothing written). */
+export class DeferredContextError extends Error {
+  override readonly name = 'DeferredContextError';
+}
+/** The control was cancelled: nothing was written; the callback should be retried. */
+export class DeferredCancelledError extends Error {
+  override readonly name = 'DeferredCancelledError';
+}
+export class ApprovalNotClaimedError extends Error {
+  override readonly name = 'ApprovalNotClaimedError';
+}
+
+const REQUIRED_CONTEXT = ['toolCallId', 'assistantMessageId', 'identifier', 'apiName', 'callIndex', 'stepIndex', 'operationId', 'executor'] as const;
+
+/** Completion reasons that map to a stored status other than `completed`. */
+const STATUS_BY_REASON: Record<string, string> = { error: 'error', interrupted: 'interrupted', parked: 'parked' };
+
+function rebuildContext(input: PublishDeferredResultInput): ToolCallHookContext | undefined {
+  const ctx: Record<string, unknown> = { operationId: input.operationId, toolCallId: input.toolCallId, executor: 'server', args: {}, ...input.context };
+  if (ctx.args === null || typeof ctx.args !== 'object' || Array.isArray(ctx.args)) ctx.args = {};
+  for (const key of REQUIRED_CONTEXT) if (ctx[key] === undefined || ctx[key] === '') return undefined;
+  return ctx as ToolCallHookContext;
+}
+
+/**
+ * Operation records, persisted caller hooks, deferred placeholders and approvals (SPEC §7–§8).
+ * The runtime calls these; result control runs through the given dispatcher so the current
+ * environment hooks are read fresh (L1).
+ */
+export function createOperationStore(options: OperationStoreOptions = {}) {
+  let opened: Promise<Store> | undefined;
+  const owned = options.store === undefined;
+  const getStore = (): Promise<Store> => {
+    if (options.store) return Promise.resolve(options.store);
+    opened ??= (async () => {
+      const url = options.databaseUrl ?? loadSettings().DATABASE_URL;
+      if (url) return openStore({ databaseUrl: url });
+      const settings = loadSettings();
+      const served = findEmbeddedSocket(settings.HOOKRELAY_DATA_DIR);
+      if (served) return openStore({ databaseUrl: served.databaseUrl });
+      const store = await openStore({ dataDir: settings.HOOKRELAY_DATA_DIR });
+      await migrateStore(store);
+      return store;
+    })();
+    return opened;
+  };
+  const db = async () => (await getStore()).db;
+
+  /** L2/L5/D4b: a round's caller hooks: the snapshot, else Postgres; re-validated; errors propagate. */
+  async function roundHooks(operationId: string, snapshot: readonly SerializedHook[] | undefined): Promise<ParsedSerializedHook[]> {
+    if (snapshot) return parseSerializedHooks(snapshot);
+    const stored = await loadOperationHooks(await db(), operationId);
+    return parseSerializedHooks(stored ?? []);
+  }
+
+  function snapshotFor(input: PublishDeferredResultInput, operationId: string, first: boolean): readonly SerializedHook[] | undefined {
+    const snap = input.snapshotHooks;
+    if (snap === undefined) return undefined;
+    if (Array.isArray(snap)) return first ? (snap as readonly SerializedHook[]) : undefined;
+    return (snap as Readonly<Record<string, readonly SerializedHook[]>>)[operationId];
+  }
+
+  return {
+    /** Create the record and persist caller hooks (templates unresolved) when any has a webhook (L1, L2). */
+    async createOperation(input: { operationId: string; parentOperationId?: string; userId?: string; hooks?: AgentHook[] | SerializedHook[] }): Promise<void> {
+      const parsed = parseHookBatch(input.hooks ?? []);
+      const serialized = parsed.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
+      const d = await db();
+      await insertOperation(d, { id: input.operationId, parentOperationId: input.parentOperationId ?? null, userId: input.userId ?? null });
+      if (serialized.length > 0) await appendOperationHooks(d, input.operationId, serialized);
+    },
+
+    async getOperation(operationId: string) {
+      return getOperation(await db(), operationId);
+    },
+
+    /** The caller hooks persisted for an operation (validated), or undefined. */
+    async loadHooks(operationId: string): Promise<ParsedSerializedHook[] | undefined> {
+      const stored = await loadOperationHooks(await db(), operationId);
+      return stored === undefined ? undefined : parseSerializedHooks(stored);
+    },
+
+    /** The empty placeholder a deferred result will fill once (P2). */
+    async createPlaceholder(input: { operationId: string; toolCallId: string }): Promise<void> {
+      await insertPlaceholder(await db(), input.operationId, input.toolCallId);
+    },
+
+    async getPlaceholder(input: { operationId: string; toolCallId: string }): Promise<StoredPlaceholder | undefined> {
+      return getPlaceholder(await db(), input.operationId, input.toolCallId);
+    },
+
+    /**
+     * P1/P2/P4/P5, L2–L5: result control first — rounds of caller hooks (the intervention
+     * operation, then this one), the current environment hooks once in the final round — then one
+     * conditional write into the empty placeholder. The first final result wins.
+     */
+    async publishDeferredResult(input: PublishDeferredResultInput): Promise<PublishDeferredResultOutput> {
+      const d = await db();
+      const existing = await getPlaceholder(d, input.operationId, input.toolCallId);
+      if (!existing) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
+      if (existing.result !== null) {
+        return { applied: false, result: existing.result as ToolCallResult, status: existing.status === 'blocked' ? 'blocked' : 'allow' };
+      }
+
+      const roundIds = [...new Set([input.interventionOperationId, input.operationId].filter((x): x is string => typeof x === 'string'))];
+      const rounds: { operationId: string; hooks: ParsedSerializedHook[] }[] = [];
+      for (const [i, operationId] of roundIds.entries()) {
+        rounds.push({ operationId, hooks: await roundHooks(operationId, snapshotFor(input, operationId, i === 0)) });
+      }
+      const envHooks = input.dispatcher.environmentHooks();
+      const hasAfterControl = [...rounds.flatMap((r) => r.hooks), ...envHooks].some((h) => h.type === 'afterToolCall' && isControlHook(h));
+
+      let final: ToolCallResult = input.result;
+      let status: 'allow' | 'blocked' = 'allow';
+      if (hasAfterControl) {
+        const context = rebuildContext(input);
+        if (!context) throw new DeferredContextError('cannot rebuild the tool call for result control (need toolCallId, identifier, apiName, …); nothing was written');
+        for (const [i, round] of rounds.entries()) {
+          const outcome = await input.dispatcher.evaluateAfterToolCall(round.operationId, context, input.result, {
+            serializedHooks: round.hooks,
+            environmentHooks: i === rounds.length - 1,
+            ...(input.signal ? { signal: input.signal } : {}),
+          });
+          if (outcome.status === 'cancelled') throw new DeferredCancelledError('result control was cancelled; nothing was written');
+          if (outcome.status === 'blocked') {
+            final = outcome.result as ToolCallResult;
+            status = 'blocked';
+            break;
+          }
+          if (outcome.result) final = outcome.result;
+        }
+      }
+      const written = await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: final, status });
+      return { applied: written.applied, result: written.result as ToolCallResult, status: written.status === 'blocked' ? 'blocked' : 'allow' };
+    },
+
+    /** P3: record the human decision privately (first claim wins); nothing is published. */
+    async claimApproval(input: { operationId: string; toolCallId: string; decision: ApprovalDecision }): Promise<{ applied: boolean; decision: ApprovalDecision }> {
+      const r = await claimPlaceholderApproval(await db(), { operationId: input.operationId, toolCallId: input.toolCallId, decision: { ...input.decision } });
+      return { applied: r.applied, decision: r.approval as ApprovalDecision };
+    },
+
+    /**
+     * P3: the runtime publishes the claimed decision after result control. A reject/stop receipt
+     * holds no tool output and fills the placeholder directly; `afterHumanIntervention` (and
+     * `onStopByHumanIntervention` for a stop) are dispatched.
+     */
+    async publishApproval(input: { operationId: string; toolCallId: string; dispatcher: HookDispatcher }): Promise<{ decision: ApprovalDecision; receiptApplied: boolean }> {
+      const d = await db();
+      const placeholder = await getPlaceholder(d, input.operationId, input.toolCallId);
+      if (!placeholder) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
+      if (placeholder.approval === null) throw new ApprovalNotClaimedError(`no approval claimed for tool call "${input.toolCallId}"; call claimApproval() first`);
+      const decision = placeholder.approval as ApprovalDecision;
+      let receiptApplied = false;
+      if (decision.action !== 'approve') {
+        const reason = decision.rejectionReason ?? (decision.action === 'stop' ? 'Stopped by user.' : 'Rejected by user.');
+        const receipt: ToolCallResult = { content: reason, success: false, error: 'user_rejected', state: { type: decision.action, reason } };
+        receiptApplied = (await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: receipt, status: 'blocked' })).applied;
+      }
+      const hooks = (await loadOperationHooks(d, input.operationId)) ?? [];
+      const event = { operationId: input.operationId, action: decision.action, toolCallId: input.toolCallId, ...(decision.rejectionReason ? { rejectionReason: decision.rejectionReason } : {}) };
+      await input.dispatcher.dispatch(input.operationId, 'afterHumanIntervention', event, hooks);
+      if (decision.action === 'stop') {
+        await input.dispatcher.dispatch(input.operationId, 'onStopByHumanIntervention', { operationId: input.operationId, toolCallId: input.toolCallId, ...(decision.rejectionReason ? { rejectionReason: decision.rejectionReason } : {}) }, hooks);
+      }
+      return { decision, receiptApplied };
+    },
+
+    /**
+     * D2/§8 terminal lifecycle: persist first, then `onComplete` (and `onError` only for reason
+     * `error`); a CriticalHookDeliveryError is rethrown so a queue step is retried; then
+     * unregister — except for `parked` (waiting on an async tool): no hooks, no unregister.
+     */
+    async completeOperation(input: { operationId: string; reason: string; dispatcher: HookDispatcher; event?: Record<string, unknown> }): Promise<void> {
+      const d = await db();
+      await finishOperation(d, input.operationId, STATUS_BY_REASON[input.reason] ?? 'completed', input.reason);
+      if (input.reason === 'parked') return;
+      const record = await getOperation(d, input.operationId);
+      const hooks = (await loadOperationHooks(d, input.operationId)) ?? [];
+      const base = { ...(record?.userId ? { userId: record.userId } : {}), ...input.event, operationId: input.operationId };
+      const failures: CriticalFailure[] = [];
+      let other: unknown;
+      const run = async (type: 'onComplete' | 'onError', event: Record<string, unknown>) => {
+        try {
+          await input.dispatcher.dispatch(input.operationId, type, event, hooks);
+        } catch (error) {
+          if (error instanceof CriticalHookDeliveryError) failures.push(...error.failures);
+          else other ??= error;
+        }
+      };
+      try {
+        await run('onComplete', { ...base, reason: input.reason });
+        if (input.reason === 'error') await run('onError', base);
+      } finally {
+        input.dispatcher.unregister(input.operationId);
+      }
+      if (failures.length > 0) throw new CriticalHookDeliveryError(failures);
+      if (other !== undefined) throw other;
+    },
+
+    async close(): Promise<void> {
+      if (owned && opened) await (await opened).close();
+    },
+  };
+}
+
+export type OperationStore = ReturnType<typeof createOperationStore>;

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import type { AgentContext } from '../contract/agentHooks.ts';
+import { checkWebhookUrl, hasUnsafeHeaderValue, isForbiddenHeaderName, templateNames } from '../contract/webhook.ts';
+import type { Interceptor } from '../interception/interceptor.ts';
+import { DEFAULT_TIMEOUT_MS } from '../interception/timeouts.ts';
+import { DeliveryConfigError } from './errors.ts';
+import type { FetchTransport } from './fetchTransport.ts';
+import { resolveHeaderTemplates } from './headerTemplates.ts';
+import { resolveWebhookUrl } from './resolveUrl.ts';
+import { parseSigningSecrets, signatureHeaders } from './signing.ts';
+
+/** I3: the response cap of a remote verdict, as for decision webhooks. */
+export const MAX_VERDICT_RESPONSE_BYTES = 65_536;
+/** The transport deadline trails the interceptor's own bound, so the emitter reports `interceptor_timeout`. */
+const TRANSPORT_GRACE_MS = 1_000;
+const MAX_TRANSPORT_MS = 2_147_483_647;
+
+/** Configured like a webhook (I3): url, headers with `${VAR}` templates, allowedEnvVars, timeout. */
+export const RemoteInterceptorConfigSchema = z
+  .strictObject({
+    url: z.string().superRefine((url, ctx) => {
+      const problem = checkWebhookUrl(url);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+    name: z.string().optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+    allowedEnvVars: z.array(z.string().regex(/^[A-Z_][A-Z0-9_]*$/)).optional(),
+    /** Milliseconds; default the contract's 5,000; `null` disables. */
+    timeoutMs: z.number().positive().finite().nullable().optional(),
+  })
+  .superRefine((c, ctx) => {
+    const allowed = new Set(c.allowedEnvVars ?? []);
+    for (const [name, value] of Object.entries(c.headers ?? {})) {
+      if (isForbiddenHeaderName(name)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'is a forbidden header name' });
+      if (hasUnsafeHeaderValue(value)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'value contains CR, LF or NUL' });
+      for (const v of templateNames(value)) {
+        if (!allowed.has(v)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template \${${v}} is not listed in allowedEnvVars` });
+      }
+    }
+  });
+export type RemoteInterceptorConfig = z.input<typeof RemoteInterceptorConfigSchema>;
+
+export type RemoteInterceptorDeps = {
+  fetchTransport: FetchTransport;
+  /** Where templates and HOOKRELAY_SIGNING_SECRETS are read from, at send time (W2). */
+  env: Record<string, string | undefined>;
+  appUrl?: string;
+};
+
+/** A transport or protocol failure; the emitter maps a throw to `host_error:interceptor_failed`. */
+export class RemoteInterceptorError extends Error {
+  override readonly name = 'RemoteInterceptorError';
+}
+
+/**
+ * I3: an interceptor that POSTs the AgentContext JSON to an endpoint through the delivery
+ * transport (SSRF guard, templates, capped read, signing; `webhook-id` = `<session.id>-<sequence>`)
+ * and returns the bare verdict object it reads. The emitter applies the §5 gate to it, so a
+ * JSON answer that fails the gate is `verdict_invalid`; a non-2xx, network error, oversize or
+ * non-JSON body throws (`interceptor_failed`); its own bound expiring is `interceptor_timeout`.
+ */
+export function createRemoteInterceptor(config: RemoteInterceptorConfig, deps: RemoteInterceptorDeps): Interceptor {
+  const parsed = RemoteInterceptorConfigSchema.parse(config);
+  const timeoutMs = parsed.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : parsed.timeoutMs;
+  const transportMs = timeoutMs === null ? MAX_TRANSPORT_MS : Math.min(MAX_TRANSPORT_MS, timeoutMs + TRANSPORT_GRACE_MS);
+  return {
+    name: parsed.name ?? 'remote',
+    timeoutMs,
+    async intercept(ctx: AgentContext, { signal }) {
+      let url: string;
+      let trusted: boolean;
+      let headers: Record<string, string>;
+      try {
+        ({ url, trusted } = resolveWebhookUrl(parsed.url, deps.appUrl));
+        headers = resolveHeaderTemplates(parsed.headers, parsed.allowedEnvVars, deps.env);
+      } catch (error) {
+        if (error instanceof DeliveryConfigError) throw new RemoteInterceptorError(`configuration: ${error.message}`);
+        throw error;
+      }
+      const body = JSON.stringify(ctx);
+      const id = `${ctx.session.id}-${ctx.sequence}`;
+      const signed = {
+        ...headers,
+        ...signatureHeaders({ id, timestampSeconds: Math.floor(Date.now() / 1000), body, secrets: parseSigningSecrets(deps.env.HOOKRELAY_SIGNING_SECRETS) }),
+      };
+      const outcome = await deps.fetchTransport.send({ url, body, headers: signed, timeoutMs: transportMs, trusted, signal, read: { maxBytes: MAX_VERDICT_RESPONSE_BYTES } });
+      if (outcome.kind === 'error') throw new RemoteInterceptorError(outcome.errorClass);
+      if (outcome.status < 200 || outcome.status >= 300) throw new RemoteInterceptorError(`http_error: HTTP ${outcome.status}`);
+      if (outcome.tooLarge) throw new RemoteInterceptorError('response_too_large');
+      let text: string;
+      try {
+        text = new TextDecoder('utf-8', { fatal: true }).decode(outcome.body ?? new Uint8Array());
+      } catch {
+        throw new RemoteInterceptorError('invalid UTF-8');
+      }
+      try {
+        return JSON.parse(text);
+      } catch {
+        throw new RemoteInterceptorError('the response is not JSON');
+      }
+    },
+  };
+}

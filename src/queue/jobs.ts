@@ -1,0 +1,48 @@
+/**
+ * The BullMQ side of a delivery: one job per ledger row, job id = delivery id (Q1), data minimal,
+ * removed on completion and on final failure (Q11: the ledger is the record).
+ */
+import type { JobsOptions, Queue } from 'bullmq';
+import { DELIVERY_JOB_NAME, type DeliveryJobData } from './types.ts';
+
+/** addBulk sends this many jobs per Redis round trip (one MULTI per chunk). */
+export const ADD_BULK_CHUNK = 1000;
+
+export type DeliveryJob = { deliveryId: string; generation: number; delayMs?: number };
+
+export function deliveryJobOptions(job: DeliveryJob): JobsOptions {
+  return {
+    jobId: job.deliveryId,
+    removeOnComplete: true,
+    removeOnFail: true,
+    ...(job.delayMs !== undefined && job.delayMs > 0 ? { delay: Math.round(job.delayMs) } : {}),
+  };
+}
+
+/** Adds the jobs (a job whose id already exists is left as it is, so a re-add is harmless). */
+export async function addDeliveryJobs(queue: Queue<DeliveryJobData>, jobs: readonly DeliveryJob[]): Promise<void> {
+  for (let i = 0; i < jobs.length; i += ADD_BULK_CHUNK) {
+    const chunk = jobs.slice(i, i + ADD_BULK_CHUNK);
+    await queue.addBulk(
+      chunk.map((job) => ({
+        name: DELIVERY_JOB_NAME,
+        data: { deliveryId: job.deliveryId, generation: job.generation },
+        opts: deliveryJobOptions(job),
+      })),
+    );
+  }
+}
+
+/** Resolves `fallback` when `work` has not settled within `timeoutMs`; the late result is dropped. */
+export async function withTimeout<T>(work: Promise<T>, timeoutMs: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), timeoutMs);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+    work.catch(() => undefined);
+  }
+}

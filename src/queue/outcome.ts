@@ -1,0 +1,68 @@
+/**
+ * Q3/Q4: what one attempt's result means for the ledger. Pure: the processor does the I/O.
+ */
+import type { DeliveryAttempt } from '../contract/delivery.ts';
+import { nextDelayMs } from '../delivery/retryPolicy.ts';
+import type { NotificationResult } from '../delivery/deliver.ts';
+import type { AttemptOutcome, ClaimedDelivery } from '../store/deliveriesRepo.ts';
+
+export const CRITICAL_ERROR_CLASS = 'CriticalHookDeliveryError';
+
+export type AttemptDecision =
+  | { kind: 'delivered' | 'accepted_by_qstash'; outcome: AttemptOutcome }
+  | { kind: 'retry'; delayMs: number; outcome: AttemptOutcome }
+  | { kind: 'failed'; critical: boolean; errorClass: string; httpStatus?: number; outcome: AttemptOutcome };
+
+export type DecideInput = {
+  claimed: Pick<ClaimedDelivery, 'id' | 'attemptCount' | 'generation'>;
+  result: NotificationResult;
+  startedAt: Date;
+  scheduleSeconds: readonly number[];
+  nowMs: number;
+  random?: () => number;
+};
+
+export function decideOutcome(input: DecideInput): AttemptDecision {
+  const { claimed, result } = input;
+  const attemptNo = claimed.attemptCount + 1;
+  const attempt: DeliveryAttempt = {
+    attempt: attemptNo,
+    at: input.startedAt.toISOString(),
+    transport: result.transport,
+    outcome: result.ok ? (result.transport === 'qstash' ? 'accepted_by_qstash' : 'delivered') : 'failed',
+    errorClass: result.ok ? null : result.errorClass,
+    httpStatus: result.httpStatus ?? null,
+    durationMs: Math.round(result.durationMs * 1000) / 1000,
+    responseExcerpt: result.ok ? (result.responseExcerpt ?? null) : null,
+    generation: claimed.generation,
+  };
+  const base = { id: claimed.id, attempt, lastHttpStatus: result.httpStatus ?? null };
+
+  if (result.ok) {
+    const kind = result.transport === 'qstash' ? 'accepted_by_qstash' : 'delivered';
+    return { kind, outcome: { ...base, status: kind, lastErrorClass: null, nextAttemptAt: null } };
+  }
+  const delayMs = result.permanent
+    ? undefined
+    : nextDelayMs({
+        attempt: attemptNo,
+        scheduleSeconds: input.scheduleSeconds,
+        ...(result.retryAfterMs !== undefined ? { retryAfterMs: result.retryAfterMs } : {}),
+        ...(input.random ? { random: input.random } : {}),
+      });
+  if (delayMs !== undefined) {
+    return {
+      kind: 'retry',
+      delayMs,
+      outcome: { ...base, status: 'retrying', lastErrorClass: result.errorClass, nextAttemptAt: new Date(input.nowMs + delayMs) },
+    };
+  }
+  // Q4: a fallback 'none' hook that failed for good is recorded as CriticalHookDeliveryError.
+  return {
+    kind: 'failed',
+    critical: result.critical,
+    errorClass: result.errorClass,
+    ...(result.httpStatus !== undefined ? { httpStatus: result.httpStatus } : {}),
+    outcome: { ...base, status: 'failed', lastErrorClass: result.critical ? CRITICAL_ERROR_CLASS : result.errorClass, nextAttemptAt: null },
+  };
+}

@@ -1,0 +1,215 @@
+/**
+ * The producer a server app uses for durable delivery (Q1, Q1a, Q2, Q8): validate everything,
+ * commit one ledger row per matching webhook in one multi-row INSERT, then add one BullMQ job
+ * per new row (job id = delivery id). Once the ledger commit succeeded the ids are returned even
+ * when Redis is away (`queued: false`); the worker's reconciler adds the missing jobs.
+ */
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { BaseEventSchema } from '../contract/events.ts';
+import { isControlHook, type ParsedSerializedHook } from '../contract/hook.ts';
+import { isHookType } from '../contract/hookTypes.ts';
+import { parseSerializedHooks } from '../contract/validate.ts';
+import { matchesHook } from '../dispatch/matcher.ts';
+import { silentLogger, type Logger } from '../observability/logger.ts';
+import type { Db, Store } from '../store/db.ts';
+import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';
+import { addDeliveryJobs, withTimeout } from './jobs.ts';
+import { assertPayloadWithinCap } from './payloadCap.ts';
+import { openProducerStore } from './producerStore.ts';
+import { createRedis } from './redisConnection.ts';
+import {
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  DEFAULT_QUEUE_NAME,
+  DEFAULT_QUEUE_PREFIX,
+  DEFAULT_REDIS_URL,
+  type DeliveryJobData,
+  type EnqueueInput,
+  type EnqueueManyResult,
+  type EnqueueResult,
+  type HookProducer,
+  type HookProducerOptions,
+} from './types.ts';
+
+/** Q2: how long an enqueue waits for Redis before answering `queued: false`. */
+export const DEFAULT_QUEUE_TIMEOUT_MS = 2_000;
+/** Rows per INSERT statement (about 10 parameters a row, well under Postgres' 65,535). */
+export const INSERT_CHUNK_ROWS = 1_000;
+/** How long close() waits for the queue connection before dropping it. */
+const CLOSE_TIMEOUT_MS = 2_000;
+
+type PreparedItem = { rows: NewDelivery[]; idempotencyKey: string | undefined };
+
+export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
+  const env = options.env ?? process.env;
+  const logger = options.logger ?? silentLogger();
+  const queueName = options.queueName ?? nonEmpty(env.HOOKRELAY_QUEUE) ?? DEFAULT_QUEUE_NAME;
+  const redisUrl = options.redisUrl ?? nonEmpty(env.REDIS_URL) ?? DEFAULT_REDIS_URL;
+  const databaseUrl = options.databaseUrl ?? nonEmpty(env.DATABASE_URL);
+  const maxPayloadBytes = options.maxPayloadBytes ?? positiveInt(env.HOOKRELAY_MAX_PAYLOAD_BYTES) ?? DEFAULT_MAX_PAYLOAD_BYTES;
+  const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
+
+  let storePromise: Promise<Store> | undefined;
+  let queue: Queue<DeliveryJobData> | undefined;
+  let ownedRedis: Redis | undefined;
+  let closed = false;
+
+  const db = async (): Promise<Db> => {
+    if (closed) throw new Error('the hook producer is closed');
+    storePromise ??= options.store ? Promise.resolve(options.store) : openProducerStore(databaseUrl, env);
+    try {
+      return (await storePromise).db;
+    } catch (error) {
+      storePromise = undefined; // a failed open is retried by the next call
+      throw error;
+    }
+  };
+
+  const getQueue = (): Queue<DeliveryJobData> => {
+    if (queue) return queue;
+    let connection = options.redis;
+    if (!connection) {
+      ownedRedis = createRedis(redisUrl);
+      // Reconnection is ioredis' job; a down Redis must not crash the server app.
+      ownedRedis.on('error', (err: Error) => logger.debug({ err: err.message }, 'producer redis connection error'));
+      connection = ownedRedis;
+    }
+    queue = new Queue<DeliveryJobData>(queueName, { connection, prefix: options.queuePrefix ?? DEFAULT_QUEUE_PREFIX });
+    queue.on('error', (err: Error) => logger.debug({ err: err.message }, 'producer queue error'));
+    return queue;
+  };
+
+  /** Adds the jobs of newly stored rows; false (never a throw) when Redis does not take them in time. */
+  const addJobs = async (rows: readonly NewDelivery[]): Promise<boolean> => {
+    if (rows.length === 0) return true;
+    const adding = addDeliveryJobs(
+      getQueue(),
+      rows.map((r) => ({ deliveryId: r.id, generation: 0 })),
+    ).then(
+      () => true,
+      (err: unknown) => {
+        logger.warn({ err: err instanceof Error ? err.message : String(err), deliveries: rows.length }, 'could not add delivery jobs; the reconciler will');
+        return false;
+      },
+    );
+    const added = await withTimeout(adding, queueTimeoutMs, false);
+    if (!added) logger.warn({ deliveries: rows.length, timeoutMs: queueTimeoutMs }, 'redis did not take the delivery jobs in time; ledger rows are committed, the reconciler will enqueue them');
+    return added;
+  };
+
+  const enqueueMany = async (items: readonly EnqueueInput[]): Promise<EnqueueManyResult> => {
+    // Everything is validated before anything is stored (D4b, Q8).
+    const prepared = items.map((item) => prepareItem(item, maxPayloadBytes));
+    const rows = prepared.flatMap((p) => p.rows);
+    if (rows.length === 0) return { deliveryIds: [], perItem: prepared.map(() => []), queued: true };
+
+    const database = await db();
+    const inserted = new Set(await insertAll(database, rows));
+    const perItem = await resolveIds(database, prepared, inserted);
+    const queued = await addJobs(rows.filter((r) => inserted.has(r.id)));
+    return { deliveryIds: perItem.flat(), perItem, queued };
+  };
+
+  return {
+    async enqueue(input) {
+      const { deliveryIds, queued } = await enqueueMany([input]);
+      return { deliveryIds, queued } satisfies EnqueueResult;
+    },
+    enqueueMany,
+    async getDelivery(id) {
+      return getDelivery(await db(), id);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (queue) await withTimeout(queue.close().then(() => true), CLOSE_TIMEOUT_MS, false);
+      ownedRedis?.disconnect();
+      if (storePromise && !options.store) {
+        const store = await storePromise.catch(() => undefined);
+        await store?.close();
+      }
+    },
+  };
+}
+
+/** One statement when it fits, else one transaction: enqueue stores all of a call or nothing. */
+async function insertAll(db: Db, rows: readonly NewDelivery[]): Promise<string[]> {
+  if (rows.length <= INSERT_CHUNK_ROWS) return insertDeliveries(db, rows);
+  return db.transaction(async (tx) => {
+    const ids: string[] = [];
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK_ROWS) {
+      ids.push(...(await insertDeliveries(tx as unknown as Db, rows.slice(i, i + INSERT_CHUNK_ROWS))));
+    }
+    return ids;
+  });
+}
+
+/** Q1a: rows that were not inserted already exist under their idempotency key; use those ids. */
+async function resolveIds(db: Db, prepared: readonly PreparedItem[], inserted: ReadonlySet<string>): Promise<string[][]> {
+  const keys = [...new Set(prepared.filter((p) => p.idempotencyKey !== undefined && p.rows.some((r) => !inserted.has(r.id))).map((p) => p.idempotencyKey as string))];
+  const existing = await findDeliveryIdsByKeys(db, keys);
+  return prepared.map((p) =>
+    p.rows.map((row) => {
+      if (inserted.has(row.id)) return row.id;
+      const found = existing.get(p.idempotencyKey ?? '')?.find((e) => e.hookId === row.hookId);
+      if (!found) throw new Error(`delivery for hook "${row.hookId}" was neither stored nor found under its idempotency key`);
+      return found.id;
+    }),
+  );
+}
+
+/** Validates one item and builds its ledger rows (one per matching webhook, hook order). */
+function prepareItem(input: EnqueueInput, maxPayloadBytes: number): PreparedItem {
+  if (typeof input.operationId !== 'string' || input.operationId === '') throw new TypeError('enqueue: operationId must be a non-empty string');
+  if (!isHookType(input.type)) throw new TypeError(`enqueue: unknown hook type ${JSON.stringify(input.type)}`);
+  if (input.idempotencyKey !== undefined && (typeof input.idempotencyKey !== 'string' || input.idempotencyKey === '')) {
+    throw new TypeError('enqueue: idempotencyKey must be a non-empty string when given');
+  }
+  const event = normalizeEvent(input);
+  assertPayloadWithinCap(JSON.stringify(event), maxPayloadBytes);
+  const occurredAt = parseOccurredAt(input.occurredAt);
+  const hooks = parseSerializedHooks(input.hooks as readonly unknown[]);
+  const rows = hooks
+    .filter((hook) => hook.type === input.type && !isControlHook(hook) && matchesHook(hook, event))
+    .map((hook: ParsedSerializedHook) => ({
+      id: newDeliveryId(),
+      operationId: input.operationId,
+      eventType: input.type,
+      hookId: hook.id,
+      hook,
+      transport: hook.webhook.delivery,
+      payload: event,
+      idempotencyKey: input.idempotencyKey ?? null,
+      occurredAt,
+    }));
+  return { rows, idempotencyKey: input.idempotencyKey };
+}
+
+/** D10: any object with a string operationId (taken from the input when the event has none). */
+function normalizeEvent(input: EnqueueInput): Record<string, unknown> {
+  const raw: unknown = input.event;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new TypeError('enqueue: event must be an object');
+  const event = (raw as Record<string, unknown>).operationId === undefined ? { ...(raw as Record<string, unknown>), operationId: input.operationId } : (raw as Record<string, unknown>);
+  const checked = BaseEventSchema.safeParse(event);
+  if (!checked.success) {
+    const fields = checked.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new TypeError(`enqueue: invalid event (${fields})`);
+  }
+  return event;
+}
+
+function parseOccurredAt(value: Date | string | undefined): Date {
+  if (value === undefined) return new Date();
+  const date = value instanceof Date ? value : new Date(value);
+  if (Number.isNaN(date.getTime())) throw new TypeError('enqueue: occurredAt must be a valid date');
+  return date;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value !== undefined && value.trim() !== '' ? value : undefined;
+}
+
+function positiveInt(value: string | undefined): number | undefined {
+  const n = Number(value);
+  return value !== undefined && Number.isInteger(n) && n > 0 ? n : undefined;
+}

@@ -1,0 +1,80 @@
+/**
+ * Public shapes of the durable-delivery queue: what a server app hands the producer and what it
+ * gets back. Producer and worker share only `DeliveryJobData` (BullMQ's Queue/Worker split).
+ */
+import type { Redis } from 'ioredis';
+import type { Delivery } from '../contract/delivery.ts';
+import type { SerializedHook } from '../contract/hook.ts';
+import type { HookType } from '../contract/hookTypes.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { Store } from '../store/db.ts';
+
+/** SPEC §13 defaults. */
+export const DEFAULT_QUEUE_NAME = 'hookrelay-deliveries';
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+export const DEFAULT_MAX_PAYLOAD_BYTES = 262_144;
+/** BullMQ's own default key prefix. */
+export const DEFAULT_QUEUE_PREFIX = 'bull';
+/** The BullMQ job name of every delivery job. */
+export const DELIVERY_JOB_NAME = 'deliver';
+
+/** The whole BullMQ job payload: the worker reads everything else from the ledger row (Q1). */
+export type DeliveryJobData = { deliveryId: string; generation: number };
+
+export type EnqueueInput = {
+  operationId: string;
+  type: HookType;
+  /** The event (D10: any object; a string `operationId` is filled in from the input when absent). */
+  event: Record<string, unknown>;
+  /** Serialized hooks; re-validated (D4b). Controls and non-matching hooks are skipped. */
+  hooks: readonly SerializedHook[];
+  /** Q1a: the same key returns the same delivery ids and stores nothing new. */
+  idempotencyKey?: string;
+  /** When the event happened (payload `occurredAt`); default now. */
+  occurredAt?: Date | string;
+};
+
+export type EnqueueResult = {
+  /** One id per matching webhook hook, in hook order. */
+  deliveryIds: string[];
+  /** false when the ledger rows are committed but the BullMQ job(s) could not be added (Q2). */
+  queued: boolean;
+};
+
+export type EnqueueManyResult = {
+  /** Every id, item order then hook order. */
+  deliveryIds: string[];
+  /** The ids of each item. */
+  perItem: string[][];
+  queued: boolean;
+};
+
+export type HookProducerOptions = {
+  /** Default `REDIS_URL`, else `redis://127.0.0.1:6379`. */
+  redisUrl?: string;
+  /** Default `DATABASE_URL`; none → the running `start` process's embedded store, else PGlite. */
+  databaseUrl?: string;
+  /** Default `HOOKRELAY_QUEUE`, else `hookrelay-deliveries`. */
+  queueName?: string;
+  /** An open store (not closed by the producer). */
+  store?: Store;
+  /** An ioredis connection (not closed by the producer). */
+  redis?: Redis;
+  /** BullMQ key prefix (tests isolate with their own). Default `bull`. */
+  queuePrefix?: string;
+  /** Q8 cap; default `HOOKRELAY_MAX_PAYLOAD_BYTES`, else 262,144. */
+  maxPayloadBytes?: number;
+  /** Q2: how long enqueue waits for Redis before answering `queued: false`. */
+  queueTimeoutMs?: number;
+  logger?: Logger;
+  /** Where defaults are read from (default `process.env`, read when the producer is created). */
+  env?: Record<string, string | undefined>;
+};
+
+/** What the dispatcher's queue mode calls. */
+export interface HookProducer {
+  enqueue(input: EnqueueInput): Promise<EnqueueResult>;
+  enqueueMany(items: readonly EnqueueInput[]): Promise<EnqueueManyResult>;
+  getDelivery(id: string): Promise<Delivery | undefined>;
+  close(): Promise<void>;
+}

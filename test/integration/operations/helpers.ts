@@ -1,0 +1,114 @@
+/**
+ * Shared fixtures for the operation-store tests (issue #5, SPEC §7–§8): real Postgres schemas,
+ * real HTTP receivers on 127.0.0.1, real dispatchers. Nothing here is mocked.
+ */
+import pg from 'pg';
+import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { startReceiver, type Behaviour, type Receiver, type RecordedRequest } from '../../support/receiver.ts';
+import type { ToolCallHookContext, ToolCallResult } from '../../../src/contract/toolContext.ts';
+
+export const silentLogger = createLogger({ level: 'silent' });
+
+export const ALLOW: Behaviour = { status: 200, headers: { 'content-type': 'application/json' }, body: '{"decision":"allow"}' };
+export const deny = (reason: string): Behaviour => ({
+  status: 200,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ decision: 'deny', reason }),
+});
+
+/** A port nothing listens on (connection refused at once). */
+export const CLOSED_URL = 'http://127.0.0.1:1/hook';
+
+export type Env = Record<string, string | undefined>;
+
+export function makeDispatcher(env: Env = {}): HookDispatcher {
+  return new HookDispatcher({ env, allowedCidrs: '127.0.0.1/32', logger: silentLogger });
+}
+
+/** Point the environment hooks (E1) at `url`; `events` defaults to an afterToolCall control. */
+export function setEnvHooks(env: Env, url: string, opts: { events?: string; mode?: 'ignore' | 'toolCall'; onError?: 'continue' | 'block' } = {}): void {
+  env.AGENT_HOOK_WEBHOOK_URL = url;
+  env.AGENT_HOOK_WEBHOOK_TOKEN = env.AGENT_HOOK_WEBHOOK_TOKEN ?? 'env-token';
+  env.AGENT_HOOK_WEBHOOK_EVENTS = opts.events ?? 'afterToolCall';
+  env.AGENT_HOOK_WEBHOOK_RESPONSE_HANDLING = opts.mode ?? 'toolCall';
+  if (opts.onError) env.AGENT_HOOK_WEBHOOK_ON_ERROR = opts.onError;
+}
+
+export function clearEnvHooks(env: Env): void {
+  for (const key of Object.keys(env)) if (key.startsWith('AGENT_HOOK_WEBHOOK_')) delete env[key];
+}
+
+/** A caller afterToolCall control hook (R3). */
+export function control(id: string, url: string, extra: { matcher?: string; onError?: 'continue' | 'block' } = {}) {
+  return {
+    id,
+    type: 'afterToolCall' as const,
+    ...(extra.matcher !== undefined ? { matcher: extra.matcher } : {}),
+    webhook: { url, responseHandling: 'toolCall' as const, ...(extra.onError ? { onError: extra.onError } : {}) },
+  };
+}
+
+/** A full T1 context for a deferred call. */
+export function ctx(operationId: string, toolCallId: string, over: Partial<ToolCallHookContext> = {}): ToolCallHookContext {
+  return {
+    toolCallId,
+    assistantMessageId: `msg-${toolCallId}`,
+    identifier: 'search',
+    apiName: 'query',
+    args: { q: 'weather' },
+    callIndex: 0,
+    stepIndex: 0,
+    operationId,
+    executor: 'server',
+    ...over,
+  };
+}
+
+export const toolResult = (content: string): ToolCallResult => ({ content, success: true, executionTime: 12 });
+
+export function body(req: RecordedRequest): Record<string, unknown> {
+  return JSON.parse(req.body) as Record<string, unknown>;
+}
+
+/** Requests to a receiver whose JSON body has this `hookType`. */
+export function ofType(r: Receiver, hookType: string): RecordedRequest[] {
+  return r.requests.filter((q) => body(q).hookType === hookType);
+}
+
+export async function waitFor(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting for condition');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A one-off SQL client on a test schema's URL (search_path = that schema). */
+export async function sql<T extends pg.QueryResultRow = pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<T>(text, values)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+/** Every row of every table of the schema, as text (secret scans). */
+export async function dumpSchema(url: string, schema: string): Promise<string> {
+  const tables = await sql<{ table_name: string }>(url, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1`, [schema]);
+  expectNonEmpty(tables.map((t) => t.table_name));
+  const parts: string[] = [];
+  for (const { table_name } of tables) {
+    const rows = await sql<{ row: string }>(url, `SELECT t::text AS row FROM "${schema}"."${table_name}" t`);
+    parts.push(`# ${table_name}`, ...rows.map((r) => r.row));
+  }
+  return parts.join('\n');
+}
+
+function expectNonEmpty(names: string[]): void {
+  if (names.length === 0) throw new Error('schema has no tables');
+}
+
+export { startReceiver, type Receiver };
