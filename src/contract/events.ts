@@ -18,6 +18,17 @@ export const BaseEventSchema = z.looseObject({
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
 
+/**
+ * D10: what `dispatch` and `enqueue` accept: any object with a string `operationId`; only
+ * `stepIndex` / `callIndex` are checked (integers ≥ 0); every other key passes through untyped.
+ */
+export const IngestEventSchema = z.looseObject({
+  operationId: z.string(),
+  stepIndex: NonNegativeInt.optional(),
+  callIndex: NonNegativeInt.optional(),
+});
+export type IngestEvent = z.infer<typeof IngestEventSchema>;
+
 const toolContextFields = ToolCallHookContextSchema.partial().extend({ operationId: z.string() });
 
 export const EventSchemas = {
