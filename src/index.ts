@@ -26,3 +26,8 @@ export { parseToolCallHookResponse, MAX_DECISION_RESPONSE_BYTES, type ToolCallHo
 export type { ToolCallControlOutcome } from './control/evaluateControls.ts';
 export { buildToolCallHookContext, createWebhookPayloadBuilder, redactResultForEvents } from './payload/index.ts';
 export { loadEnvHooks, EnvHookConfigError } from './config/envHooks.ts';
+export { createOperationStore, DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError, type OperationStore, type ApprovalDecision } from './control/operationStore.ts';
+export { createRemoteInterceptor, RemoteInterceptorConfigSchema, type RemoteInterceptorConfig } from './delivery/remoteInterceptor.ts';
+export { FetchTransport } from './delivery/fetchTransport.ts';
+export { createStoreRecordSink } from './store/interceptionRecordSink.ts';
+export { createInterceptionSeam, type InterceptionPosture } from './dispatch/interceptionSeam.ts';
