@@ -1,6 +1,13 @@
 import { Command, CommanderError } from 'commander';
 import { loadSettings, SettingsError } from '../config/settings.ts';
 import { RedisUnavailableError } from '../queue/redisConnection.ts';
+import { HookConfigError } from '../contract/errors.ts';
+import { CliUsageError } from './errors.ts';
+import { registerDeliveriesCommand } from './deliveriesCommand.ts';
+import { registerReplayCommand } from './replayCommand.ts';
+import { registerEnqueueCommand } from './enqueueCommand.ts';
+import { registerStatsCommand } from './statsCommand.ts';
+import { registerRecordsCommand } from './recordsCommand.ts';
 
 /** Exit codes (issue 6): 0 success, 1 partial failure, 2 bad usage or nothing matched. */
 export const EXIT = { ok: 0, partial: 1, usage: 2 } as const;
@@ -9,7 +16,8 @@ export function buildProgram(): Command {
   const program = new Command('hookrelay')
     .description('hookrelay: durable lifecycle hooks for agent runtimes (worker, migrations, delivery admin)')
     .showHelpAfterError('(run with --help for usage)')
-    .exitOverride();
+    .exitOverride()
+    .addHelpText('after', '\nExamples:\n  hookrelay start\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay replay --status failed --dry-run');
 
   program
     .command('start')
@@ -47,6 +55,11 @@ export function buildProgram(): Command {
       }
     });
 
+  registerDeliveriesCommand(program, parsePositiveInt);
+  registerReplayCommand(program, parsePositiveInt);
+  registerEnqueueCommand(program);
+  registerStatsCommand(program);
+  registerRecordsCommand(program, parsePositiveInt);
   return program;
 }
 
@@ -56,9 +69,6 @@ export function parsePositiveInt(value: string, flag: string): number {
   return n;
 }
 
-export class CliUsageError extends Error {
-  override readonly name = 'CliUsageError';
-}
 
 /** Run the CLI; errors become one line on stderr and the documented exit code. */
 export async function main(argv: string[] = process.argv): Promise<number> {
@@ -70,11 +80,14 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     if (err instanceof CommanderError) {
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof SettingsError || err instanceof CliUsageError || err instanceof RedisUnavailableError) {
+    if (err instanceof SettingsError || err instanceof CliUsageError || err instanceof RedisUnavailableError || err instanceof HookConfigError) {
       process.stderr.write(`hookrelay: ${err.message}\n`);
       return EXIT.usage;
     }
-    process.stderr.write(`hookrelay: ${err instanceof Error ? err.message : String(err)}\n`);
+    // A driver error wraps the server's reason in `cause`; print that, not the query text.
+    const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;
+    const message = cause ? `storage error: ${cause}` : err instanceof Error ? err.message : String(err);
+    process.stderr.write(`hookrelay: ${message}\n`);
     return EXIT.partial;
   }
 }

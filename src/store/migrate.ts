@@ -4,6 +4,7 @@ import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
+import { sql } from 'drizzle-orm';
 import type { Store } from './db.ts';
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
@@ -15,10 +16,19 @@ export type MigrateOptions = {
 
 /** Apply the committed drizzle-kit migrations. Idempotent: applied ones are recorded and skipped. */
 export async function migrateStore(store: Store, options: MigrateOptions = {}): Promise<void> {
-  const config = { migrationsFolder: MIGRATIONS_FOLDER, migrationsSchema: options.migrationsSchema };
+  // Bookkeeping lives beside the tables (the connection's current schema), so a deployment or a
+  // test isolated by search_path never mistakes another schema's migrations for its own.
+  const migrationsSchema = options.migrationsSchema ?? (await currentSchema(store));
+  const config = { migrationsFolder: MIGRATIONS_FOLDER, migrationsSchema };
   if (store.kind === 'pglite') {
     await migratePglite(store.db as unknown as PgliteDatabase, config);
   } else {
     await migratePg(store.db as unknown as NodePgDatabase, config);
   }
+}
+
+async function currentSchema(store: Store): Promise<string> {
+  const result = await store.db.execute(sql`select current_schema() as schema`);
+  const row = ((result as { rows?: { schema: string | null }[] }).rows ?? [])[0];
+  return row?.schema ?? 'public';
 }

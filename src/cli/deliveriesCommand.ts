@@ -1,0 +1,133 @@
+import type { Command } from 'commander';
+import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../contract/delivery.ts';
+import { HOOK_TYPES } from '../contract/hookTypes.ts';
+import { getDeliveryRow, listDeliveries, toDelivery, type DeliveryFilter } from '../store/deliveriesRepo.ts';
+import { withContext } from './context.ts';
+import { CliUsageError } from './errors.ts';
+import { formatTable, iso, printJsonLines } from './output.ts';
+import { parseTimeSpec } from './timeSpec.ts';
+
+export const DEFAULT_LIST_LIMIT = 50;
+
+export type FilterFlags = { status?: string; operation?: string; hook?: string; event?: string; since?: string; until?: string; limit?: number };
+
+/** Shared by `deliveries list` and `replay`: the filter flags, checked with one-line errors. */
+export function addFilterOptions(cmd: Command): Command {
+  return cmd
+    .option('--status <status>', `ledger status: ${DELIVERY_STATUSES.join(' | ')}`)
+    .option('--operation <id>', 'operation id')
+    .option('--hook <id>', 'hook id')
+    .option('--event <type>', 'hook type, e.g. onComplete')
+    .option('--since <time>', 'created at or after: ISO 8601 or relative (15m, 2h, 3d)')
+    .option('--until <time>', 'created at or before: ISO 8601 or relative');
+}
+
+export function toFilter(flags: FilterFlags): DeliveryFilter {
+  if (flags.status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(flags.status)) {
+    throw new CliUsageError(`--status must be one of ${DELIVERY_STATUSES.join(', ')} (got "${flags.status}")`);
+  }
+  if (flags.event !== undefined && !(HOOK_TYPES as readonly string[]).includes(flags.event)) {
+    throw new CliUsageError(`--event must be a hook type such as onComplete or afterToolCall (got "${flags.event}")`);
+  }
+  return {
+    ...(flags.status ? { status: flags.status as DeliveryStatus } : {}),
+    ...(flags.operation ? { operationId: flags.operation } : {}),
+    ...(flags.hook ? { hookId: flags.hook } : {}),
+    ...(flags.event ? { eventType: flags.event } : {}),
+    ...(flags.since ? { since: parseTimeSpec(flags.since, '--since') } : {}),
+    ...(flags.until ? { until: parseTimeSpec(flags.until, '--until') } : {}),
+  };
+}
+
+function summary(d: Delivery) {
+  return {
+    id: d.id,
+    status: d.status,
+    operationId: d.operationId,
+    eventType: d.eventType,
+    hookId: d.hookId,
+    transport: d.transport,
+    attempts: d.attemptCount,
+    generation: d.generation,
+    lastErrorClass: d.lastErrorClass,
+    lastHttpStatus: d.lastHttpStatus,
+    createdAt: d.createdAt.toISOString(),
+    deliveredAt: d.deliveredAt?.toISOString() ?? null,
+  };
+}
+
+export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
+  const deliveries = program.command('deliveries').description('inspect the delivery ledger');
+
+  addFilterOptions(deliveries.command('list').description('list deliveries, newest first'))
+    .option('--limit <n>', `at most this many rows (default ${DEFAULT_LIST_LIMIT})`, (v) => parsePositiveInt(v, '--limit'))
+    .option('--json', 'one JSON object per line')
+    .addHelpText('after', '\nExamples:\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay deliveries list --operation op_123 --json | jq .id')
+    .action(async (flags: FilterFlags & { json?: boolean }) => {
+      const filter = toFilter(flags);
+      await withContext(async (ctx) => {
+        const rows = await listDeliveries(ctx.store.db, { ...filter, limit: flags.limit ?? DEFAULT_LIST_LIMIT });
+        if (flags.json) return printJsonLines(rows.map(summary));
+        if (rows.length === 0) {
+          process.stdout.write('no deliveries match\n');
+          return;
+        }
+        process.stdout.write(
+          formatTable(
+            ['ID', 'STATUS', 'EVENT', 'HOOK', 'OPERATION', 'ATTEMPTS', 'LAST ERROR', 'CREATED'],
+            rows.map((d) => [
+              d.id,
+              d.status,
+              d.eventType,
+              d.hookId,
+              d.operationId,
+              String(d.attemptCount),
+              d.lastErrorClass ? `${d.lastErrorClass}${d.lastHttpStatus ? ` ${d.lastHttpStatus}` : ''}` : '-',
+              iso(d.createdAt),
+            ]),
+          ),
+        );
+      });
+    });
+
+  deliveries
+    .command('show')
+    .description('one delivery: attempts, errors, the hook (header templates, never resolved secrets) and payload')
+    .argument('<id>', 'delivery id (dlv_…)')
+    .option('--json', 'one JSON object')
+    .addHelpText('after', '\nExample:\n  hookrelay deliveries show dlv_01J9Z3R6Y4V8Q2W7E5T1N0K3M8')
+    .action(async (id: string, flags: { json?: boolean }) => {
+      await withContext(async (ctx) => {
+        const row = await getDeliveryRow(ctx.store.db, id);
+        if (!row) throw new CliUsageError(`no delivery with id "${id}"`);
+        const d = toDelivery(row);
+        const full = { ...summary(d), occurredAt: row.occurredAt.toISOString(), hook: row.hook, payload: row.payload, attemptLog: d.attempts };
+        if (flags.json) return printJsonLines([full]);
+        const lines = [
+          `${d.id}  ${d.status}  ${d.eventType} → ${d.hookId} (${d.transport})`,
+          `operation ${d.operationId}  generation ${d.generation}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,
+          '',
+          d.attempts.length === 0
+            ? 'no attempts yet'
+            : formatTable(
+                ['#', 'GEN', 'AT', 'TRANSPORT', 'OUTCOME', 'ERROR', 'HTTP', 'MS', 'RESPONSE'],
+                d.attempts.map((a) => [
+                  String(a.attempt),
+                  String(a.generation),
+                  a.at,
+                  a.transport,
+                  a.outcome,
+                  a.errorClass ?? '-',
+                  a.httpStatus === null ? '-' : String(a.httpStatus),
+                  String(Math.round(a.durationMs)),
+                  a.responseExcerpt ? JSON.stringify(a.responseExcerpt.slice(0, 60)) : '-',
+                ]),
+              ).trimEnd(),
+          '',
+          `hook: ${JSON.stringify(row.hook)}`,
+          `payload: ${row.payload === null ? '(pruned by retention)' : JSON.stringify(row.payload)}`,
+        ];
+        process.stdout.write(`${lines.join('\n')}\n`);
+      });
+    });
+}

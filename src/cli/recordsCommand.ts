@@ -1,0 +1,40 @@
+import type { Command } from 'commander';
+import { desc, eq } from 'drizzle-orm';
+import { interceptionRecords } from '../store/schema.ts';
+import { withContext } from './context.ts';
+import { formatTable, iso, printJsonLines } from './output.ts';
+
+export function registerRecordsCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
+  const records = program.command('records').description('AGENT-HOOKS-0.1 interception records (payload-free)');
+  records
+    .command('list')
+    .description('interception records, newest first')
+    .option('--session <id>', 'session id (the operation id at the tool seam)')
+    .option('--limit <n>', 'at most this many (default 50)', (v) => parsePositiveInt(v, '--limit'))
+    .option('--json', 'one JSON record per line')
+    .addHelpText('after', '\nExample:\n  hookrelay records list --session op_123 --json')
+    .action(async (flags: { session?: string; limit?: number; json?: boolean }) => {
+      await withContext(async (ctx) => {
+        const rows = await ctx.store.db
+          .select()
+          .from(interceptionRecords)
+          .where(flags.session ? eq(interceptionRecords.sessionId, flags.session) : undefined)
+          .orderBy(desc(interceptionRecords.id))
+          .limit(flags.limit ?? 50);
+        if (flags.json) return printJsonLines(rows.map((r) => r.record));
+        if (rows.length === 0) {
+          process.stdout.write('no records match\n');
+          return;
+        }
+        process.stdout.write(
+          formatTable(
+            ['SESSION', 'SEQ', 'POINT', 'DECISION', 'REASON', 'AT'],
+            rows.map((r) => {
+              const v = (r.record as { verdict?: { decision?: string; reason?: string | null } }).verdict ?? {};
+              return [r.sessionId, String(r.sequence), r.point, v.decision ?? '-', v.reason ?? '-', iso(r.createdAt)];
+            }),
+          ),
+        );
+      });
+    });
+}

@@ -1,0 +1,157 @@
+import { createInterface } from 'node:readline/promises';
+import type { Command } from 'commander';
+import cliProgress from 'cli-progress';
+import { addDeliveryJobs } from '../queue/jobs.ts';
+import { getDeliveryRow, listDeliveries } from '../store/deliveriesRepo.ts';
+import { claimForReplay, replayableStatuses } from '../store/replayRepo.ts';
+import { withContext, type CliContext } from './context.ts';
+import { addFilterOptions, toFilter, type FilterFlags } from './deliveriesCommand.ts';
+import { CliUsageError } from './errors.ts';
+import { formatTable, iso, printJsonLines } from './output.ts';
+
+/** Ask before replaying more than this many on a TTY without --yes. */
+export const CONFIRM_ABOVE = 100;
+const BATCH = 100;
+const PAGE = 1_000;
+
+type ReplayFlags = FilterFlags & { includeAccepted?: boolean; dryRun?: boolean; rate?: number; yes?: boolean; json?: boolean };
+type Skip = { id: string; reason: string };
+
+/** The candidates of a replay by id: unknown ids and rows not replayable are reported, not fatal. */
+async function byIds(ctx: CliContext, ids: string[], includeAccepted: boolean) {
+  const candidates: string[] = [];
+  const skipped: Skip[] = [];
+  const unknown: string[] = [];
+  const allowed = replayableStatuses(includeAccepted);
+  for (const id of [...new Set(ids)]) {
+    const row = await getDeliveryRow(ctx.store.db, id);
+    if (!row) unknown.push(id);
+    else if (row.status === 'delivered') skipped.push({ id, reason: 'already delivered' });
+    else if (!allowed.includes(row.status)) {
+      skipped.push({ id, reason: row.status === 'accepted_by_qstash' ? 'accepted by QStash (add --include-accepted)' : `status ${row.status} is not replayable` });
+    } else candidates.push(id);
+  }
+  return { candidates, skipped, unknown };
+}
+
+/** Every matching id, newest first, paged by keyset so a huge ledger is not read at once. */
+async function byFilter(ctx: CliContext, flags: ReplayFlags): Promise<string[]> {
+  const filter = toFilter(flags);
+  const status = typeof filter.status === 'string' ? filter.status : 'failed';
+  const allowed = replayableStatuses(flags.includeAccepted === true);
+  if (!allowed.includes(status)) {
+    throw new CliUsageError(`only failed deliveries${flags.includeAccepted ? ' and accepted_by_qstash ones' : ''} can be replayed (got --status ${status})`);
+  }
+  const ids: string[] = [];
+  let beforeId: string | undefined;
+  for (;;) {
+    const page = await listDeliveries(ctx.store.db, { ...filter, status, limit: PAGE, ...(beforeId ? { beforeId } : {}) });
+    ids.push(...page.map((d) => d.id));
+    if (page.length < PAGE) return ids;
+    beforeId = page.at(-1)!.id;
+  }
+}
+
+async function confirm(count: number): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(`Replay ${count} deliveries? [y/N] `);
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function registerReplayCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
+  addFilterOptions(
+    program
+      .command('replay')
+      .description('re-enqueue failed deliveries with the same delivery id (webhook-id) under a new generation; never re-sends a delivered one')
+      .argument('[ids...]', 'delivery ids (dlv_…); or select with --status and the filters'),
+  )
+    .option('--include-accepted', 'also replay deliveries QStash accepted (accepted_by_qstash)')
+    .option('--dry-run', 'print what would be replayed and change nothing')
+    .option('--rate <n>', 'at most n deliveries per second', (v) => parsePositiveInt(v, '--rate'))
+    .option('--yes', 'do not ask before replaying more than 100')
+    .option('--json', 'JSON lines instead of text')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  hookrelay replay dlv_01J9Z3R6Y4V8Q2W7E5T1N0K3M8\n  hookrelay replay --status failed --since 2h --dry-run\n  hookrelay replay --status failed --hook billing --rate 50 --yes',
+    )
+    .action(async (ids: string[], flags: ReplayFlags) => {
+      if (ids.length === 0 && flags.status === undefined) throw new CliUsageError('give delivery ids, or --status failed with optional filters (see hookrelay replay --help)');
+      if (ids.length > 0 && (flags.status || flags.operation || flags.hook || flags.event || flags.since || flags.until)) {
+        throw new CliUsageError('give either delivery ids or filters, not both');
+      }
+      const code = await withContext(async (ctx) => {
+        const selection = ids.length > 0 ? await byIds(ctx, ids, flags.includeAccepted === true) : { candidates: await byFilter(ctx, flags), skipped: [], unknown: [] };
+        const { candidates, skipped, unknown } = selection;
+        for (const id of unknown) process.stderr.write(`${id}: unknown delivery id\n`);
+        for (const s of skipped) {
+          if (flags.json) printJsonLines([{ id: s.id, result: 'skipped', reason: s.reason }]);
+          else process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
+        }
+        if (candidates.length === 0) {
+          if (skipped.length > 0) {
+            process.stdout.write(`replayed 0, skipped ${skipped.length}, failed ${unknown.length}\n`);
+            return unknown.length > 0 ? 1 : 0; // some ids were fine, some unknown: partial
+          }
+          if (unknown.length === 0) process.stderr.write('hookrelay: no deliveries match; nothing to replay\n');
+          return 2;
+        }
+
+        if (flags.dryRun) {
+          const rows = await Promise.all(candidates.map((id) => getDeliveryRow(ctx.store.db, id)));
+          const present = rows.filter((r): r is NonNullable<typeof r> => r !== undefined);
+          if (flags.json) printJsonLines(present.map((r) => ({ id: r.id, result: 'would_replay', status: r.status, hookId: r.hookId, eventType: r.eventType })));
+          else {
+            process.stdout.write(formatTable(['ID', 'STATUS', 'EVENT', 'HOOK', 'LAST ERROR', 'CREATED'], present.map((r) => [r.id, r.status, r.eventType, r.hookId, r.lastErrorClass ?? '-', iso(r.createdAt)])));
+            process.stdout.write(`dry run: would replay ${present.length}, skipped ${skipped.length}; nothing changed\n`);
+          }
+          return unknown.length > 0 ? 1 : 0;
+        }
+
+        if (candidates.length > CONFIRM_ABOVE && !flags.yes && process.stdin.isTTY) {
+          if (!(await confirm(candidates.length))) {
+            process.stderr.write('hookrelay: replay cancelled; nothing changed\n');
+            return 2;
+          }
+        }
+
+        const queue = ctx.queue();
+        const bar = process.stderr.isTTY && !flags.json ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} {eta_formatted} left', hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
+        bar?.start(candidates.length, 0);
+        let replayed = 0;
+        let notReplayable = skipped.length;
+        let failed = 0;
+        const batchSize = Math.min(BATCH, flags.rate ?? BATCH);
+        for (let i = 0; i < candidates.length; i += batchSize) {
+          const started = Date.now();
+          const batch = candidates.slice(i, i + batchSize);
+          const claimed = await claimForReplay(ctx.store.db, batch, flags.includeAccepted === true);
+          notReplayable += batch.length - claimed.length; // delivered or taken since it was selected
+          try {
+            await addDeliveryJobs(queue, claimed.map((c) => ({ deliveryId: c.id, generation: c.generation })));
+            replayed += claimed.length;
+            if (flags.json) printJsonLines(claimed.map((c) => ({ id: c.id, result: 'replayed', generation: c.generation })));
+          } catch {
+            // The rows are queued in the ledger: the worker's reconciler adds their jobs (Q2).
+            failed += claimed.length;
+            process.stderr.write(`${claimed.length} deliveries could not be added to the queue (Redis?); they are queued in the ledger and the worker's reconciler will enqueue them\n`);
+          }
+          bar?.update(Math.min(candidates.length, i + batch.length));
+          if (flags.rate) {
+            const wait = (batch.length / flags.rate) * 1000 - (Date.now() - started);
+            if (wait > 0) await sleep(wait);
+          }
+        }
+        bar?.stop();
+        failed += unknown.length;
+        process.stdout.write(`replayed ${replayed}, skipped ${notReplayable}, failed ${failed}\n`);
+        return failed > 0 ? 1 : 0;
+      });
+      process.exitCode = code;
+    });
+}

@@ -1,0 +1,38 @@
+import type { Command } from 'commander';
+import { ledgerStats } from '../store/replayRepo.ts';
+import { withContext } from './context.ts';
+import { formatTable, printJsonLines } from './output.ts';
+
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+const QUEUE_TIMEOUT_MS = 3_000;
+
+export function registerStatsCommand(program: Command): void {
+  program
+    .command('stats')
+    .description('ledger counts by status, queue depths and the age of the oldest undelivered delivery')
+    .option('--json', 'one JSON object')
+    .addHelpText('after', '\nExample:\n  hookrelay stats --json | jq .ledger')
+    .action(async (flags: { json?: boolean }) => {
+      await withContext(async (ctx) => {
+        const ledger = await ledgerStats(ctx.store.db);
+        let queue: Record<string, number> | null = null;
+        try {
+          const counts = ctx.queue().getJobCounts(...QUEUE_STATES);
+          queue = await Promise.race([counts, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), QUEUE_TIMEOUT_MS))]);
+        } catch {
+          queue = null; // Redis unreachable: the ledger figures still stand
+        }
+        const oldestAgeSeconds = ledger.oldestUndeliveredAt ? Math.max(0, Math.round((Date.now() - ledger.oldestUndeliveredAt.getTime()) / 1000)) : null;
+        const ledgerCounts = Object.fromEntries(ledger.byStatus.map((s) => [s.status, s.count]));
+        if (flags.json) return printJsonLines([{ ledger: ledgerCounts, queue, oldestUndeliveredAgeSeconds: oldestAgeSeconds }]);
+        process.stdout.write(formatTable(['STATUS', 'COUNT'], ledger.byStatus.map((s) => [s.status, String(s.count)])));
+        process.stdout.write('\n');
+        process.stdout.write(
+          queue
+            ? formatTable(['QUEUE', 'JOBS'], QUEUE_STATES.map((s) => [s, String(queue![s] ?? 0)]))
+            : `queue: Redis did not answer at REDIS_URL within ${QUEUE_TIMEOUT_MS / 1000} s\n`,
+        );
+        process.stdout.write(`\noldest undelivered: ${oldestAgeSeconds === null ? 'none' : `${oldestAgeSeconds} s ago`}\n`);
+      });
+    });
+}

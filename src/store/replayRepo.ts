@@ -1,0 +1,41 @@
+import { sql } from 'drizzle-orm';
+import type { Db } from './db.ts';
+
+export type ReplayClaim = { id: string; generation: number };
+
+/** Statuses a replay may take: `failed`, and `accepted_by_qstash` only when asked (Q12). */
+export function replayableStatuses(includeAccepted: boolean): string[] {
+  return includeAccepted ? ['failed', 'accepted_by_qstash'] : ['failed'];
+}
+
+/**
+ * Q10: move the rows back to `queued` under a new generation (a new QStash deduplication id, Q7)
+ * with a fresh attempt budget; the id — and so `webhook-id` — stays. One conditional UPDATE:
+ * a row that has since been delivered, or that an earlier (interrupted) replay already took, is
+ * not returned, so a re-run never enqueues it twice.
+ */
+export async function claimForReplay(db: Db, ids: readonly string[], includeAccepted: boolean): Promise<ReplayClaim[]> {
+  if (ids.length === 0) return [];
+  const result = await db.execute(sql`
+    UPDATE deliveries
+       SET status = 'queued', generation = generation + 1, attempt_count = 0,
+           next_attempt_at = now(), lease_expires_at = NULL, updated_at = now()
+     WHERE id = ANY(${sql.param([...ids])}::text[])
+       AND status = ANY(${sql.param(replayableStatuses(includeAccepted))}::text[])
+    RETURNING id, generation`);
+  const rows = ((result as { rows?: { id: string; generation: number }[] }).rows ?? []);
+  return rows.map((r) => ({ id: r.id, generation: Number(r.generation) }));
+}
+
+export type StatusCount = { status: string; count: number };
+
+/** Ledger counts by status and the age of the oldest undelivered row (for `hookrelay stats`). */
+export async function ledgerStats(db: Db): Promise<{ byStatus: StatusCount[]; oldestUndeliveredAt: Date | null }> {
+  const counts = await db.execute(sql`SELECT status, count(*)::int AS count FROM deliveries GROUP BY status ORDER BY status`);
+  const oldest = await db.execute(
+    sql`SELECT min(created_at) AS oldest FROM deliveries WHERE status IN ('queued', 'in_flight', 'retrying')`,
+  );
+  const byStatus = ((counts as { rows?: StatusCount[] }).rows ?? []).map((r) => ({ status: r.status, count: Number(r.count) }));
+  const raw = ((oldest as { rows?: { oldest: Date | string | null }[] }).rows ?? [])[0]?.oldest ?? null;
+  return { byStatus, oldestUndeliveredAt: raw === null ? null : new Date(raw) };
+}
