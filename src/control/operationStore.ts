@@ -1,5 +1,6 @@
 import type { AgentHook, ParsedSerializedHook, SerializedHook } from '../contract/hook.ts';
-import { isControlHook, serializeHook } from '../contract/hook.ts';
+import { serializeHook } from '../contract/hook.ts';
+import { ENV_HOOK_ID_PREFIX } from '../contract/hookTypes.ts';
 import { parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import { loadSettings } from '../config/settings.ts';
@@ -8,7 +9,7 @@ import { CriticalHookDeliveryError, type CriticalFailure } from '../dispatch/cri
 import { openStore, type Store } from '../store/db.ts';
 import { findEmbeddedSocket } from '../store/embedded.ts';
 import { migrateStore } from '../store/migrate.ts';
-import { appendOperationHooks, finishOperation, getOperation, insertOperation, loadOperationHooks } from '../store/operationsRepo.ts';
+import { createOperationWithHooks, finishOperation, getOperation, loadOperationHooks } from '../store/operationsRepo.ts';
 import {
   claimPlaceholderApproval,
   getPlaceholder,
@@ -64,8 +65,16 @@ const REQUIRED_CONTEXT = ['toolCallId', 'assistantMessageId', 'identifier', 'api
 /** Completion reasons that map to a stored status other than `completed`. */
 const STATUS_BY_REASON: Record<string, string> = { error: 'error', interrupted: 'interrupted', parked: 'parked' };
 
-function rebuildContext(input: PublishDeferredResultInput): ToolCallHookContext | undefined {
+/** L1/E4: environment hooks are never restored; a restored entry with a reserved id is dropped. */
+function withoutEnvHooks(hooks: readonly unknown[]): unknown[] {
+  if (!Array.isArray(hooks)) return hooks as unknown[]; // parseSerializedHooks reports it (D4b)
+  return hooks.filter((h) => !(h !== null && typeof h === 'object' && typeof (h as { id?: unknown }).id === 'string' && (h as { id: string }).id.startsWith(ENV_HOOK_ID_PREFIX)));
+}
+
+function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string | undefined): ToolCallHookContext | undefined {
   const ctx: Record<string, unknown> = { operationId: input.operationId, toolCallId: input.toolCallId, executor: 'server', args: {}, ...input.context };
+  // T3: the runtime account (the operation's owner) when the callback carries none.
+  if ((ctx.userId === undefined || ctx.userId === '') && ownerUserId) ctx.userId = ownerUserId;
   if (ctx.args === null || typeof ctx.args !== 'object' || Array.isArray(ctx.args)) ctx.args = {};
   for (const key of REQUIRED_CONTEXT) if (ctx[key] === undefined || ctx[key] === '') return undefined;
   return ctx as ToolCallHookContext;
@@ -95,11 +104,14 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
   };
   const db = async () => (await getStore()).db;
 
-  /** L2/L5/D4b: a round's caller hooks: the snapshot, else Postgres; re-validated; errors propagate. */
+  /**
+   * L2/L5/D4b: a round's caller hooks: the snapshot, else Postgres; re-validated; errors propagate.
+   * L1/E4: an environment hook captured by an older snapshot or row is dropped (never restored
+   * from an earlier environment), exactly as the dispatcher drops them from restored hooks.
+   */
   async function roundHooks(operationId: string, snapshot: readonly SerializedHook[] | undefined): Promise<ParsedSerializedHook[]> {
-    if (snapshot) return parseSerializedHooks(snapshot);
-    const stored = await loadOperationHooks(await db(), operationId);
-    return parseSerializedHooks(stored ?? []);
+    const raw: readonly unknown[] = snapshot ?? (await loadOperationHooks(await db(), operationId)) ?? [];
+    return parseSerializedHooks(withoutEnvHooks(raw));
   }
 
   function snapshotFor(input: PublishDeferredResultInput, operationId: string, first: boolean): readonly SerializedHook[] | undefined {
@@ -114,9 +126,8 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
     async createOperation(input: { operationId: string; parentOperationId?: string; userId?: string; hooks?: AgentHook[] | SerializedHook[] }): Promise<void> {
       const parsed = parseHookBatch(input.hooks ?? []);
       const serialized = parsed.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
-      const d = await db();
-      await insertOperation(d, { id: input.operationId, parentOperationId: input.parentOperationId ?? null, userId: input.userId ?? null });
-      if (serialized.length > 0) await appendOperationHooks(d, input.operationId, serialized);
+      // L2/D9: one transaction; a retried create neither duplicates nor re-runs a hook.
+      await createOperationWithHooks(await db(), { id: input.operationId, parentOperationId: input.parentOperationId ?? null, userId: input.userId ?? null }, serialized);
     },
 
     async getOperation(operationId: string) {
@@ -157,15 +168,28 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
         rounds.push({ operationId, hooks: await roundHooks(operationId, snapshotFor(input, operationId, i === 0)) });
       }
       const envHooks = input.dispatcher.environmentHooks();
-      const hasAfterControl = [...rounds.flatMap((r) => r.hooks), ...envHooks].some((h) => h.type === 'afterToolCall' && isControlHook(h));
+      // L5/P5: the dispatcher may run in-memory hooks instead of the restored ones (D9 local
+      // precedence), so a control registered only in memory counts too — never skip it (fail closed).
+      const inMemory = rounds.flatMap((r) => input.dispatcher.getSerializedHooks(r.operationId) ?? []);
+      const hasAfterControl = [...rounds.flatMap((r) => r.hooks), ...inMemory, ...envHooks].some(
+        (h: { type: string; webhook?: { responseHandling?: string } }) => h.type === 'afterToolCall' && h.webhook?.responseHandling === 'toolCall',
+      );
 
       let final: ToolCallResult = input.result;
       let status: 'allow' | 'blocked' = 'allow';
       if (hasAfterControl) {
-        const context = rebuildContext(input);
+        let owner: string | undefined;
+        if (input.context?.userId === undefined) {
+          for (const id of new Set([input.operationId, ...roundIds])) {
+            owner = (await getOperation(d, id))?.userId ?? undefined;
+            if (owner) break;
+          }
+        }
+        const context = rebuildContext(input, owner);
         if (!context) throw new DeferredContextError('cannot rebuild the tool call for result control (need toolCallId, identifier, apiName, …); nothing was written');
         for (const [i, round] of rounds.entries()) {
-          const outcome = await input.dispatcher.evaluateAfterToolCall(round.operationId, context, input.result, {
+          // Later rounds review the effective result so far (an I4 transform in an earlier round).
+          const outcome = await input.dispatcher.evaluateAfterToolCall(round.operationId, context, final, {
             serializedHooks: round.hooks,
             environmentHooks: i === rounds.length - 1,
             ...(input.signal ? { signal: input.signal } : {}),

@@ -2,6 +2,7 @@ import { asc, eq, sql } from 'drizzle-orm';
 import type { Db } from './db.ts';
 import { operationHooks, operations } from './schema.ts';
 import type { OperationRecord } from '../contract/operation.ts';
+import { HookConfigError } from '../contract/errors.ts';
 
 export type NewOperation = { id: string; parentOperationId?: string | null; userId?: string | null };
 
@@ -55,6 +56,58 @@ export async function appendOperationHooks(db: Db, operationId: string, hooks: r
       .from(operationHooks)
       .where(eq(operationHooks.operationId, operationId));
     await tx.insert(operationHooks).values(hooks.map((hook, i) => ({ operationId, position: next + i, hook })));
+  });
+}
+
+/** JSON with object keys sorted (jsonb does not keep key order), for comparing stored hooks. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * L2/D9: create the operation record (or keep an existing one) and persist its caller hooks, in
+ * one transaction serialized per operation. A retried create is harmless: a hook already stored
+ * under the same id with the same config is not stored again (so it never runs twice); the same
+ * id with a different config is a duplicate id (D9) and rejects the whole call, changing nothing.
+ * Hooks with new ids are appended after the stored ones (register appends, D9).
+ */
+export async function createOperationWithHooks(db: Db, op: NewOperation, hooks: readonly { id: string }[]): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx
+      .insert(operations)
+      .values({ id: op.id, parentOperationId: op.parentOperationId ?? null, userId: op.userId ?? null })
+      .onConflictDoNothing({ target: operations.id });
+    if (hooks.length === 0) return;
+    // Serialize concurrent creates of one operation (the row exists now: inserted or kept).
+    await tx.select({ id: operations.id }).from(operations).where(eq(operations.id, op.id)).for('update');
+    const stored = await tx
+      .select({ position: operationHooks.position, hook: operationHooks.hook })
+      .from(operationHooks)
+      .where(eq(operationHooks.operationId, op.id))
+      .orderBy(asc(operationHooks.position));
+    const byId = new Map<string, unknown>();
+    for (const row of stored) {
+      const id = (row.hook as { id?: unknown } | null)?.id;
+      if (typeof id === 'string') byId.set(id, row.hook);
+    }
+    const fresh: { id: string }[] = [];
+    for (const [index, hook] of hooks.entries()) {
+      const existing = byId.get(hook.id);
+      if (existing === undefined) fresh.push(hook);
+      else if (canonical(existing) !== canonical(hook)) {
+        throw new HookConfigError(hook.id, index, [{ path: 'id', message: 'duplicate hook id in this operation (a different hook is already stored under it)' }]);
+      }
+    }
+    if (fresh.length === 0) return;
+    const next = stored.reduce((max, row) => Math.max(max, row.position + 1), 0);
+    await tx.insert(operationHooks).values(fresh.map((hook, i) => ({ operationId: op.id, position: next + i, hook })));
   });
 }
 

@@ -1,0 +1,93 @@
+/**
+ * W2/L2: header templates are persisted unresolved and resolved only when sending; no resolved
+ * value ever reaches any table of the schema. Real Postgres, real receivers.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
+import { blockedAfterResult } from '../../../src/control/blockedResult.ts';
+import type { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { createTestStore, type TestStore } from '../../support/db.ts';
+import { ALLOW, ctx, dumpSchema, makeDispatcher, ofType, setEnvHooks, startReceiver, toolResult, type Env, type Receiver } from './helpers.ts';
+
+let t: TestStore;
+let ops: OperationStore;
+let rx: Receiver;
+let envR: Receiver;
+let d: HookDispatcher;
+const hookToken = `hook-secret-${randomBytes(12).toString('hex')}`;
+const envToken = `env-secret-${randomBytes(12).toString('hex')}`;
+const env: Env = { HOOK_TOKEN: hookToken, AGENT_HOOK_WEBHOOK_TOKEN: envToken };
+
+beforeAll(async () => {
+  t = await createTestStore('ops_s');
+  ops = createOperationStore({ databaseUrl: t.url });
+  rx = await startReceiver((req) => (req.path === '/control' ? ALLOW : { status: 204 }));
+  envR = await startReceiver(ALLOW);
+  setEnvHooks(env, `${envR.url}/env`, { events: 'afterToolCall,onComplete' });
+  d = makeDispatcher(env);
+});
+
+afterAll(async () => {
+  await ops?.close();
+  await d?.close();
+  await rx?.close();
+  await envR?.close();
+  await t?.cleanup();
+});
+
+describe('W2/L2 secrets stay templates in Postgres', () => {
+  it('W2/L2: resolved header values are sent but never stored in any table; the template is stored', async () => {
+    const op = 'secret-op';
+    await ops.createOperation({
+      operationId: op,
+      userId: 'user-s',
+      hooks: [
+        {
+          id: 'guard',
+          type: 'afterToolCall',
+          webhook: { url: `${rx.url}/control`, responseHandling: 'toolCall', headers: { authorization: 'Bearer ${HOOK_TOKEN}' }, allowedEnvVars: ['HOOK_TOKEN'] },
+        },
+        { id: 'done', type: 'onComplete', webhook: { url: `${rx.url}/done`, headers: { 'x-api-key': 'k=${HOOK_TOKEN}' }, allowedEnvVars: ['HOOK_TOKEN'] } },
+      ],
+    });
+    await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
+    const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('fine'), context: ctx(op, 'c'), dispatcher: d });
+    expect(out.applied).toBe(true);
+    await ops.completeOperation({ operationId: op, reason: 'done', dispatcher: d });
+
+    // The secrets were really sent…
+    expect(rx.requests.find((r) => r.path === '/control')?.headers.authorization).toBe(`Bearer ${hookToken}`);
+    expect(rx.requests.find((r) => r.path === '/done')?.headers['x-api-key']).toBe(`k=${hookToken}`);
+    expect(ofType(envR, 'afterToolCall')[0]?.headers.authorization).toBe(`Bearer ${envToken}`);
+    expect(ofType(envR, 'onComplete')).toHaveLength(1);
+
+    // …and never written anywhere in the schema.
+    const dump = await dumpSchema(t.url, t.schema);
+    expect(dump).toContain('secret-op');
+    expect(dump).not.toContain(hookToken);
+    expect(dump).not.toContain(envToken);
+    expect(dump).toContain('Bearer ${HOOK_TOKEN}');
+    expect(dump).toContain('k=${HOOK_TOKEN}');
+    expect(dump).not.toContain('AGENT_HOOK_WEBHOOK_TOKEN'); // env hooks are not persisted (L1)
+  });
+
+  it('W2: an allow-listed variable unset at send time sends nothing; the control fails closed under onError block', async () => {
+    const op = 'secret-unset';
+    await ops.createOperation({
+      operationId: op,
+      hooks: [
+        {
+          id: 'guard',
+          type: 'afterToolCall',
+          webhook: { url: `${rx.url}/control`, responseHandling: 'toolCall', onError: 'block', headers: { authorization: 'Bearer ${ROTATED_TOKEN}' }, allowedEnvVars: ['ROTATED_TOKEN'] },
+        },
+      ],
+    });
+    await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
+    const before = rx.requests.length;
+    const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('x'), context: ctx(op, 'c'), dispatcher: d });
+    expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('hook_control_error') });
+    expect(rx.requests.length).toBe(before);
+  });
+});
