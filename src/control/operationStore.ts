@@ -15,6 +15,7 @@ import {
   getPlaceholder,
   insertPlaceholder,
   publishPlaceholderOnce,
+  markApprovalPublished,
   PlaceholderNotFoundError,
   type StoredPlaceholder,
 } from '../store/placeholdersRepo.ts';
@@ -69,6 +70,12 @@ const STATUS_BY_REASON: Record<string, string> = { error: 'error', interrupted: 
 function withoutEnvHooks(hooks: readonly unknown[]): unknown[] {
   if (!Array.isArray(hooks)) return hooks as unknown[]; // parseSerializedHooks reports it (D4b)
   return hooks.filter((h) => !(h !== null && typeof h === 'object' && typeof (h as { id?: unknown }).id === 'string' && (h as { id: string }).id.startsWith(ENV_HOOK_ID_PREFIX)));
+}
+
+/** P3: what a rejected or stopped call publishes: the user's decision, never tool output. */
+function rejectionReceipt(decision: ApprovalDecision): ToolCallResult {
+  const reason = decision.rejectionReason ?? (decision.action === 'stop' ? 'Stopped by user.' : 'Rejected by user.');
+  return { content: reason, success: false, error: 'user_rejected', state: { type: decision.action, reason } };
 }
 
 function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string | undefined): ToolCallHookContext | undefined {
@@ -161,6 +168,12 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
       if (existing.result !== null) {
         return { applied: false, result: existing.result as ToolCallResult, status: existing.status === 'blocked' ? 'blocked' : 'allow' };
       }
+      const claimed = existing.approval as ApprovalDecision | null;
+      if (claimed && claimed.action !== 'approve') {
+        // P3: a human rejected or stopped this call: its output is never published, only the receipt.
+        const written = await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: rejectionReceipt(claimed), status: 'blocked' });
+        return { applied: written.applied, result: written.result as ToolCallResult, status: 'blocked' };
+      }
 
       const roundIds = [...new Set([input.interventionOperationId, input.operationId].filter((x): x is string => typeof x === 'string'))];
       const rounds: { operationId: string; hooks: ParsedSerializedHook[] }[] = [];
@@ -218,16 +231,20 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
      * holds no tool output and fills the placeholder directly; `afterHumanIntervention` (and
      * `onStopByHumanIntervention` for a stop) are dispatched.
      */
-    async publishApproval(input: { operationId: string; toolCallId: string; dispatcher: HookDispatcher }): Promise<{ decision: ApprovalDecision; receiptApplied: boolean }> {
+    async publishApproval(input: {
+      operationId: string;
+      toolCallId: string;
+      dispatcher: HookDispatcher;
+    }): Promise<{ decision: ApprovalDecision; receiptApplied: boolean; alreadyPublished: boolean }> {
       const d = await db();
       const placeholder = await getPlaceholder(d, input.operationId, input.toolCallId);
       if (!placeholder) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
       if (placeholder.approval === null) throw new ApprovalNotClaimedError(`no approval claimed for tool call "${input.toolCallId}"; call claimApproval() first`);
-      const decision = placeholder.approval as ApprovalDecision;
+      const { publishedAt: _publishedAt, ...decision } = placeholder.approval as ApprovalDecision & { publishedAt?: string };
+      if (_publishedAt !== undefined) return { decision, receiptApplied: false, alreadyPublished: true };
       let receiptApplied = false;
       if (decision.action !== 'approve') {
-        const reason = decision.rejectionReason ?? (decision.action === 'stop' ? 'Stopped by user.' : 'Rejected by user.');
-        const receipt: ToolCallResult = { content: reason, success: false, error: 'user_rejected', state: { type: decision.action, reason } };
+        const receipt = rejectionReceipt(decision);
         receiptApplied = (await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: receipt, status: 'blocked' })).applied;
       }
       const hooks = (await loadOperationHooks(d, input.operationId)) ?? [];
@@ -236,7 +253,9 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
       if (decision.action === 'stop') {
         await input.dispatcher.dispatch(input.operationId, 'onStopByHumanIntervention', { operationId: input.operationId, toolCallId: input.toolCallId, ...(decision.rejectionReason ? { rejectionReason: decision.rejectionReason } : {}) }, hooks);
       }
-      return { decision, receiptApplied };
+      // Marked after the notifications went out: a failed dispatch is retried by calling again.
+      await markApprovalPublished(d, input.operationId, input.toolCallId);
+      return { decision, receiptApplied, alreadyPublished: false };
     },
 
     /**

@@ -88,3 +88,19 @@ export async function claimPlaceholderApproval(
   if (!stored) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
   return { applied: false, approval: stored.approval };
 }
+
+/** P3: note that the claimed decision was published (its notifications sent); first call wins. */
+export async function markApprovalPublished(db: Db, operationId: string, toolCallId: string): Promise<boolean> {
+  const updated = await db
+    .update(deferredPlaceholders)
+    .set({ approval: sql`${deferredPlaceholders.approval} || jsonb_build_object('publishedAt', now())`, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(deferredPlaceholders.operationId, operationId),
+        eq(deferredPlaceholders.toolCallId, toolCallId),
+        sql`${deferredPlaceholders.approval} IS NOT NULL AND NOT (${deferredPlaceholders.approval} ? 'publishedAt')`,
+      ),
+    )
+    .returning({ id: deferredPlaceholders.id });
+  return updated.length > 0;
+}

@@ -124,9 +124,12 @@ describe('P3 human approval is claimed privately; the runtime publishes', () => 
     const { op, d } = await approvalOperation('approve');
     await ops.claimApproval({ operationId: op, toolCallId: 'c', decision: { action: 'approve' } });
     const pub = await ops.publishApproval({ operationId: op, toolCallId: 'c', dispatcher: d });
-    expect(pub).toEqual({ decision: { action: 'approve' }, receiptApplied: false });
+    expect(pub).toEqual({ decision: { action: 'approve' }, receiptApplied: false, alreadyPublished: false });
     const human = ofType(rx, 'afterHumanIntervention');
     expect(human).toHaveLength(1);
+    // Publishing the same decision again sends nothing twice.
+    expect(await ops.publishApproval({ operationId: op, toolCallId: 'c', dispatcher: d })).toMatchObject({ alreadyPublished: true });
+    expect(ofType(rx, 'afterHumanIntervention')).toHaveLength(1);
     expect(body(human[0]!)).toMatchObject({ operationId: op, action: 'approve', toolCallId: 'c', hookId: 'human' });
     expect(ofType(envR, 'afterHumanIntervention')).toHaveLength(1); // current env hooks too
     expect(ofType(rx, 'onStopByHumanIntervention')).toHaveLength(0);
@@ -135,6 +138,15 @@ describe('P3 human approval is claimed privately; the runtime publishes', () => 
     rx.setHandler((req) => (req.path === '/policy' ? deny('approved but withheld') : { status: 204 }));
     const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('tool ran'), context: ctx(op, 'c'), dispatcher: d });
     expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('approved but withheld') });
+  });
+
+  it('P3: tool output arriving after a claimed reject is never published: the receipt is', async () => {
+    const { op, d } = await approvalOperation('reject-late');
+    await ops.claimApproval({ operationId: op, toolCallId: 'c', decision: { action: 'reject', rejectionReason: 'not now' } });
+    const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw tool output'), context: ctx(op, 'c'), dispatcher: d });
+    expect(out.status).toBe('blocked');
+    expect(out.result).toMatchObject({ content: 'not now', success: false, error: 'user_rejected' });
+    expect(JSON.stringify((await ops.getPlaceholder({ operationId: op, toolCallId: 'c' }))?.result)).not.toContain('raw tool output');
   });
 
   it('P3: publishApproval without a claim throws and dispatches nothing', async () => {
