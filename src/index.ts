@@ -31,3 +31,5 @@ export { createRemoteInterceptor, RemoteInterceptorConfigSchema, type RemoteInte
 export { FetchTransport } from './delivery/fetchTransport.ts';
 export { createStoreRecordSink } from './store/interceptionRecordSink.ts';
 export { createInterceptionSeam, type InterceptionPosture } from './dispatch/interceptionSeam.ts';
+export { createHookProducer } from './queue/producer.ts';
+export type { HookProducer, HookProducerOptions, EnqueueInput, EnqueueResult, EnqueueManyResult } from './queue/types.ts';
