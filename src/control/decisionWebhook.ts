@@ -1,11 +1,11 @@
-import { ulid } from 'ulid';
+import { newDeliveryId } from '../dispatch/deliveryId.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
 import { timeoutMs } from '../contract/webhook.ts';
 import type { ToolCallDecision } from '../contract/decision.ts';
 import { DeliveryConfigError } from '../delivery/errors.ts';
 import type { FetchTransport } from '../delivery/fetchTransport.ts';
 import { resolveHeaderTemplates } from '../delivery/headerTemplates.ts';
-import { resolveWebhookUrl } from '../delivery/resolveUrl.ts';
+import { resolveWebhookUrl, type ResolvedUrl } from '../delivery/resolveUrl.ts';
 import { signatureHeaders } from '../delivery/signing.ts';
 import { MAX_DECISION_RESPONSE_BYTES, parseToolCallHookResponse } from './parseDecisionResponse.ts';
 
@@ -38,18 +38,19 @@ export async function executeToolCallWebhook(input: ExecuteToolCallWebhookInput)
   let trusted: boolean;
   let headers: Record<string, string>;
   try {
-    const resolved = resolveWebhookUrl(input.webhook.url, input.appUrl);
+    const resolved = resolveUrlCached(input.webhook.url, input.appUrl);
     url = resolved.url;
     trusted = input.trusted === true || resolved.trusted;
+    // W2: templates resolve from the current environment on every call (rotation applies at once).
     headers = resolveHeaderTemplates(input.webhook.headers, input.webhook.allowedEnvVars, input.env);
   } catch (error) {
     if (error instanceof DeliveryConfigError) return { status: 'error', code: 'configuration' };
     throw error;
   }
-  const signed = {
-    ...headers,
-    ...signatureHeaders({ id: `dlv_${ulid()}`, timestampSeconds: Math.floor(Date.now() / 1000), body: input.payload, secrets: input.signingSecrets }),
-  };
+  const signed = Object.assign(
+    headers,
+    signatureHeaders({ id: newDeliveryId(), timestampSeconds: Math.floor(Date.now() / 1000), body: input.payload, secrets: input.signingSecrets }),
+  );
   const outcome = await input.fetchTransport.send({
     url,
     body: input.payload,
@@ -69,4 +70,19 @@ export async function executeToolCallWebhook(input: ExecuteToolCallWebhookInput)
   const parsed = parseToolCallHookResponse(outcome.body ?? new Uint8Array());
   if (parsed.status === 'error') return { status: 'error', code: parsed.code };
   return parsed;
+}
+
+/** `resolveWebhookUrl` is pure in (url, appUrl): remember recent answers (errors are not cached). */
+const resolvedUrls = new Map<string, ResolvedUrl>();
+const RESOLVED_URL_CACHE_LIMIT = 512;
+
+function resolveUrlCached(url: string, appUrl: string | undefined): ResolvedUrl {
+  const key = appUrl === undefined ? url : `${url}\n${appUrl}`;
+  let resolved = resolvedUrls.get(key);
+  if (resolved === undefined) {
+    resolved = resolveWebhookUrl(url, appUrl);
+    if (resolvedUrls.size >= RESOLVED_URL_CACHE_LIMIT) resolvedUrls.clear();
+    resolvedUrls.set(key, resolved);
+  }
+  return resolved;
 }

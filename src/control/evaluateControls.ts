@@ -38,27 +38,10 @@ export function blockedOutcome(type: 'beforeToolCall' | 'afterToolCall', reason:
  */
 export async function evaluateControls(input: EvaluateControlsInput): Promise<ToolCallControlOutcome> {
   const { type, signal } = input;
-  const event: Record<string, unknown> = type === 'afterToolCall' ? { ...input.context, result: input.result } : { ...input.context };
-  const applies = (h: ControlHook) => h.type === type && isControlHook(h) && matchesHook(h, input.context);
+  // The payload builder copies what it sends; the caller's context is never mutated.
+  const event: Record<string, unknown> = type === 'afterToolCall' ? { ...input.context, result: input.result } : input.context;
 
-  const run = async (hooks: readonly ControlHook[]): Promise<ToolCallControlOutcome | undefined> => {
-    for (const hook of hooks.filter(applies)) {
-      if (signal?.aborted) return { status: 'cancelled' };
-      const answer = await input.run(hook, event, signal);
-      if (answer.status === 'cancelled' || signal?.aborted) return { status: 'cancelled' };
-      if (answer.status === 'ignored') continue;
-      if (answer.status === 'success') {
-        if (answer.decision.decision === 'allow') continue;
-        const reason = answer.decision.reason !== undefined && answer.decision.reason !== '' ? answer.decision.reason : defaultDenyReason(type);
-        return blockedOutcome(type, reason);
-      }
-      input.logger.warn({ hookId: hook.id, hookType: type, code: answer.code, httpStatus: answer.httpStatus }, 'tool-call control failed');
-      if (hook.webhook?.onError === 'block') return blockedOutcome(type, HOOK_CONTROL_ERROR);
-    }
-    return undefined;
-  };
-
-  const fromCallers = await run(input.callerHooks());
+  const fromCallers = await runRound(input, input.callerHooks(), event);
   if (fromCallers) return fromCallers;
   let envHooks: readonly ControlHook[];
   try {
@@ -67,7 +50,30 @@ export async function evaluateControls(input: EvaluateControlsInput): Promise<To
     input.logger.warn({ hookType: type, err: error instanceof Error ? error.message : 'error' }, 'environment hooks invalid: failing closed');
     return blockedOutcome(type, HOOK_CONTROL_ERROR);
   }
-  const fromEnv = await run(envHooks);
+  const fromEnv = envHooks.length === 0 ? undefined : await runRound(input, envHooks, event);
   if (fromEnv) return fromEnv;
-  return signal?.aborted ? { status: 'cancelled' } : { status: 'allow' };
+  return signal?.aborted ? CANCELLED : ALLOW;
+}
+
+const CANCELLED: ToolCallControlOutcome = Object.freeze({ status: 'cancelled' } as const);
+const ALLOW: ToolCallControlOutcome = Object.freeze({ status: 'allow' } as const);
+
+/** One round (caller hooks, or environment hooks) in order; `undefined` = no block, go on. */
+async function runRound(input: EvaluateControlsInput, hooks: readonly ControlHook[], event: Record<string, unknown>): Promise<ToolCallControlOutcome | undefined> {
+  const { type, signal } = input;
+  for (const hook of hooks) {
+    if (hook.type !== type || !isControlHook(hook) || !matchesHook(hook, input.context)) continue;
+    if (signal?.aborted) return CANCELLED;
+    const answer = await input.run(hook, event, signal);
+    if (answer.status === 'cancelled' || signal?.aborted) return CANCELLED;
+    if (answer.status === 'ignored') continue;
+    if (answer.status === 'success') {
+      if (answer.decision.decision === 'allow') continue;
+      const reason = answer.decision.reason !== undefined && answer.decision.reason !== '' ? answer.decision.reason : defaultDenyReason(type);
+      return blockedOutcome(type, reason);
+    }
+    input.logger.warn({ hookId: hook.id, hookType: type, code: answer.code, httpStatus: answer.httpStatus }, 'tool-call control failed');
+    if (hook.webhook?.onError === 'block') return blockedOutcome(type, HOOK_CONTROL_ERROR);
+  }
+  return undefined;
 }

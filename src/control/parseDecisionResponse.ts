@@ -8,7 +8,7 @@ export type ToolCallHookResponse =
   | { status: 'success'; decision: ToolCallDecision }
   | { status: 'error'; code: 'invalid_response' | 'response_too_large' };
 
-const IGNORED: ToolCallHookResponse = { status: 'ignored' };
+const IGNORED: ToolCallHookResponse = Object.freeze({ status: 'ignored' } as const);
 const fatalUtf8 = new TextDecoder('utf-8', { fatal: true });
 const encoder = new TextEncoder();
 
@@ -32,7 +32,25 @@ export function parseToolCallHookResponse(body: Uint8Array | string): ToolCallHo
     return IGNORED; // R4: invalid JSON (an empty body included) is a notification
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json) || !Object.hasOwn(json, 'decision')) return IGNORED;
-  const parsed = ToolCallDecisionSchema.safeParse(json);
-  if (!parsed.success) return { status: 'error', code: 'invalid_response' };
-  return { status: 'success', decision: parsed.data };
+  return checkDecision(json as Record<string, unknown>);
 }
+
+const ALLOW: ToolCallHookResponse = Object.freeze({ status: 'success', decision: Object.freeze({ decision: 'allow' }) } as const);
+const INVALID: ToolCallHookResponse = Object.freeze({ status: 'error', code: 'invalid_response' } as const);
+
+/**
+ * The value step (R5-order, R6), equivalent to `ToolCallDecisionSchema` but without zod on the
+ * hot path: `{decision:'allow'}` (any other key ignored, `reason` whatever its type) or
+ * `{decision:'deny'}` with an optional string `reason` (present and not a string, `null`
+ * included → invalid). Only `decision` and a deny's `reason` are kept.
+ */
+function checkDecision(json: Record<string, unknown>): ToolCallHookResponse {
+  const { decision } = json;
+  if (decision === 'allow') return ALLOW;
+  if (decision !== 'deny') return INVALID;
+  if (!Object.hasOwn(json, 'reason') || json.reason === undefined) return { status: 'success', decision: { decision: 'deny' } };
+  return typeof json.reason === 'string' ? { status: 'success', decision: { decision: 'deny', reason: json.reason } } : INVALID;
+}
+
+/** The contract schema the fast check mirrors (kept for documentation and the equivalence test). */
+export { ToolCallDecisionSchema };

@@ -1,4 +1,4 @@
-import { ulid } from 'ulid';
+import { newDeliveryId } from './deliveryId.ts';
 import { ENV_HOOK_ID_PREFIX, isHookType, type HookType } from '../contract/hookTypes.ts';
 import { isControlHook, type AgentHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';
 import { parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
@@ -138,15 +138,18 @@ export class HookDispatcher {
   #callerHooks(operationId: string, serializedHooks: readonly unknown[] | undefined): RunnableHook[] {
     const restored = () =>
       parseSerializedHooks(
-        (serializedHooks ?? []).filter((h) => !(h && typeof h === 'object' && String((h as { id?: unknown }).id).startsWith(ENV_HOOK_ID_PREFIX))),
+        // D4b: anything but an array is corrupt too (parseSerializedHooks throws HookConfigError).
+        Array.isArray(serializedHooks)
+          ? serializedHooks.filter((h) => !(h && typeof h === 'object' && String((h as { id?: unknown }).id).startsWith(ENV_HOOK_ID_PREFIX)))
+          : (serializedHooks as unknown as unknown[]),
       );
     const memory = this.#registry.get(operationId);
     if (this.mode === 'queue') {
-      if (serializedHooks) return restored();
+      if (serializedHooks != null) return restored();
       return (memory ?? []).map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
     }
     if (memory) return memory;
-    return serializedHooks ? restored() : [];
+    return serializedHooks != null ? restored() : [];
   }
 
   /** E4/L1: the hooks of the current environment (throws naming the variables when invalid). */
@@ -245,7 +248,7 @@ export class HookDispatcher {
     event: HookEvent,
     hook: RunnableHook & { webhook: NonNullable<RunnableHook['webhook']> },
   ): Promise<CriticalFailure | undefined> {
-    const deliveryId = `dlv_${ulid()}`;
+    const deliveryId = newDeliveryId();
     const payload = await this.#payloads.build({ hook, event, extra: { deliveryId, occurredAt: new Date().toISOString() } });
     if (payload === undefined) return undefined;
     const result = await deliverNotification({
@@ -343,12 +346,12 @@ export class HookDispatcher {
   }
 
   /** R1–R7: run the beforeToolCall controls; the first deny blocks; an allow does not end the check. */
-  async evaluateToolCall(operationId: string, context: ToolCallHookContext, opts: EvaluateOptions = {}): Promise<ToolCallControlOutcome> {
+  evaluateToolCall(operationId: string, context: ToolCallHookContext, opts: EvaluateOptions = {}): Promise<ToolCallControlOutcome> {
     return this.#evaluate(operationId, 'beforeToolCall', context, undefined, opts);
   }
 
   /** R3: the afterToolCall controls review the full result before it is archived or shown. */
-  async evaluateAfterToolCall(
+  evaluateAfterToolCall(
     operationId: string,
     context: ToolCallHookContext,
     result: ToolCallResult,
@@ -389,7 +392,7 @@ export class HookDispatcher {
     let payload: string;
     let signingSecrets: readonly string[];
     try {
-      const built = await this.#payloads.build({ hook: { ...hook, webhook: hook.webhook! }, event, control: true, signal });
+      const built = await this.#payloads.build({ hook: hook as ControlHook & { webhook: NonNullable<ControlHook['webhook']> }, event, control: true, signal });
       if (built === undefined || signal?.aborted) return { status: 'cancelled' as const };
       payload = JSON.stringify(built);
       signingSecrets = this.#signingSecrets();
@@ -398,7 +401,7 @@ export class HookDispatcher {
       // is an error handled by its onError, never an allow and never a rejection of evaluate*.
       return { status: 'error', code: 'configuration' };
     }
-    return executeToolCallWebhook({
+    return await executeToolCallWebhook({
       webhook: hook.webhook!,
       payload,
       env: this.#env,

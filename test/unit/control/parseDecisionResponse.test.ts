@@ -81,3 +81,19 @@ describe('parseToolCallHookResponse (pure, R5-order)', () => {
     expect(parseToolCallHookResponse(json)).toEqual({ status: 'error', code: 'response_too_large' });
   });
 });
+
+describe('parseToolCallHookResponse: the fast value check equals the contract schema', () => {
+  it('R5-order/R6: same verdict as ToolCallDecisionSchema for every value shape', async () => {
+    const { ToolCallDecisionSchema } = await import('../../../src/contract/decision.ts');
+    const values = ['allow', 'deny', 'ALLOW', '', null, 1, true, {}, []];
+    const reasons = [undefined, 'r', '', '  ', null, 0, {}, []];
+    for (const decision of values) {
+      for (const reason of reasons) {
+        const body = reason === undefined ? { decision } : { decision, reason };
+        const schema = ToolCallDecisionSchema.safeParse(body);
+        const expected = schema.success ? { status: 'success', decision: schema.data } : { status: 'error', code: 'invalid_response' };
+        expect(parseToolCallHookResponse(JSON.stringify(body)), JSON.stringify(body)).toEqual(expected);
+      }
+    }
+  });
+});
