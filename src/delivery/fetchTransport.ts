@@ -25,6 +25,8 @@ export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
 export const DEFAULT_KEEP_ALIVE_MAX_TIMEOUT_MS = 60_000;
 export const DEFAULT_CONNECTIONS_PER_ORIGIN = 64;
 export const USER_AGENT = 'hookrelay/0.1';
+/** Distinct IP literals whose SSRF verdict is remembered per transport. */
+const LITERAL_VERDICT_CACHE_SIZE = 1024;
 
 export type FetchTransportOptions = {
   /** HOOKRELAY_ALLOWED_CIDRS (string, parsed here) or already-parsed ranges; default none. */
@@ -76,6 +78,7 @@ export class FetchTransport {
   readonly #resolve: ResolveHost | undefined;
   readonly #guarded: Agent;
   readonly #trusted: Agent;
+  readonly #literalVerdicts = new Map<string, boolean>();
   #closed = false;
 
   constructor(options: FetchTransportOptions = {}) {
@@ -107,14 +110,14 @@ export class FetchTransport {
     const fail = (errorClass: TransportErrorClass, detail?: string): SendOutcome => ({ kind: 'error', errorClass, durationMs: elapsed(), ...(detail ? { detail } : {}) });
 
     const target = this.#checkTarget(req);
-    if (target !== undefined) return fail(target);
+    if (typeof target === 'string') return fail(target);
     if (req.signal?.aborted) return fail('cancelled');
 
     const deadline = startDeadline(req.timeoutMs, req.signal);
     try {
       const response = await (req.trusted ? this.#trusted : this.#guarded).request({
-        origin: new URL(req.url).origin,
-        path: pathOf(req.url),
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
         method: 'POST',
         headers: { 'user-agent': USER_AGENT, ...req.headers },
         body: req.body,
@@ -134,8 +137,8 @@ export class FetchTransport {
     await Promise.all([this.#guarded.close(), this.#trusted.close()]);
   }
 
-  /** Refuses a bad URL or a blocked IP literal before anything touches the network. */
-  #checkTarget(req: SendRequest): TransportErrorClass | undefined {
+  /** Refuses a bad URL or a blocked IP literal before anything touches the network; else the parsed URL. */
+  #checkTarget(req: SendRequest): TransportErrorClass | URL {
     if (this.#closed) return 'configuration';
     if (!Number.isFinite(req.timeoutMs) || req.timeoutMs <= 0 || req.timeoutMs > MAX_TIMEOUT_MS) return 'configuration';
     let url: URL;
@@ -146,10 +149,21 @@ export class FetchTransport {
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'configuration';
     if (url.username !== '' || url.password !== '') return 'configuration';
-    if (req.trusted) return undefined;
+    if (req.trusted) return url;
     const literal = ipLiteralHost(url.hostname);
-    if (literal !== undefined && !isAddressAllowed(literal, this.#allowed)) return 'ssrf_blocked';
-    return undefined;
+    if (literal !== undefined && !this.#literalAllowed(literal)) return 'ssrf_blocked';
+    return url;
+  }
+
+  /** The verdict for an IP literal depends only on it and this transport's fixed allow-list: memoized. */
+  #literalAllowed(literal: string): boolean {
+    let verdict = this.#literalVerdicts.get(literal);
+    if (verdict === undefined) {
+      verdict = isAddressAllowed(literal, this.#allowed);
+      if (this.#literalVerdicts.size >= LITERAL_VERDICT_CACHE_SIZE) this.#literalVerdicts.clear();
+      this.#literalVerdicts.set(literal, verdict);
+    }
+    return verdict;
   }
 
   async #readResponse(req: SendRequest, response: Dispatcher.ResponseData, deadline: Deadline, elapsed: () => number): Promise<SendOutcome> {
@@ -169,11 +183,6 @@ export class FetchTransport {
     const read = await readCapped(response.body, req.read.maxBytes);
     return read.tooLarge ? { ...base, tooLarge: true, durationMs: elapsed() } : { ...base, body: read.bytes, durationMs: elapsed() };
   }
-}
-
-function pathOf(url: string): string {
-  const parsed = new URL(url);
-  return `${parsed.pathname}${parsed.search}`;
 }
 
 function classify(error: unknown, deadline: Deadline): TransportErrorClass {

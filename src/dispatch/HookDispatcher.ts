@@ -100,7 +100,8 @@ export class HookDispatcher {
     this.#env = options.env ?? process.env;
     if (this.mode === 'queue' && !options.producer) throw new TypeError("queue mode needs a producer: new HookDispatcher({ mode: 'queue', producer: createHookProducer() })");
     this.#producer = options.producer;
-    this.#logger = options.logger ?? createLogger({ level: this.#env.LOG_LEVEL ?? 'info', pretty: false });
+    // A library logs only what needs attention (failed deliveries, D5), to stderr, unless told otherwise.
+    this.#logger = options.logger ?? createLogger({ level: this.#env.LOG_LEVEL ?? 'warn', pretty: false, destination: process.stderr });
     this.#appUrl = options.appUrl ?? (this.#env.APP_URL || undefined);
     this.#transport = new FetchTransport({ allowedCidrs: options.allowedCidrs ?? this.#env.HOOKRELAY_ALLOWED_CIDRS });
     this.#payloads = createWebhookPayloadBuilder({ emailLookup: options.emailLookup, logger: this.#logger });
