@@ -8,6 +8,12 @@ import { openStore, type Store } from '../src/store/db.ts';
 import { migrateStore } from '../src/store/migrate.ts';
 import { serveEmbeddedStore } from '../src/store/embedded.ts';
 import { ensureRedis } from '../src/queue/redisConnection.ts';
+import { startDeliveryService, type DeliveryService } from '../src/queue/service.ts';
+
+/** Postgres `application_name` of the worker's connections (operators can tell them apart). */
+export const WORKER_APPLICATION_NAME = 'hookrelay-worker';
+/** The worker's pool: batched ledger statements, the reconciler, retention and readiness probes. */
+export const WORKER_POOL_SIZE = 10;
 
 export type WorkerProcessOptions = {
   env?: NodeJS.ProcessEnv;
@@ -17,7 +23,18 @@ export type WorkerProcessOptions = {
   logger?: Logger;
 };
 
-export type RunningWorker = { settings: Settings; store: Store; databaseUrl?: string; stop(): Promise<void> };
+export type RunningWorker = { settings: Settings; store: Store; service: DeliveryService; databaseUrl?: string; stop(): Promise<void> };
+
+/** Adds `application_name` to a postgres URL unless the operator set one. */
+export function withApplicationName(databaseUrl: string, name = WORKER_APPLICATION_NAME): string {
+  try {
+    const url = new URL(databaseUrl);
+    if (!url.searchParams.has('application_name')) url.searchParams.set('application_name', name);
+    return url.toString();
+  } catch {
+    return databaseUrl;
+  }
+}
 
 export async function startWorkerProcess(options: WorkerProcessOptions = {}): Promise<RunningWorker> {
   const settings = loadSettings(options.env ?? process.env);
@@ -31,7 +48,8 @@ export async function startWorkerProcess(options: WorkerProcessOptions = {}): Pr
   stops.push(redis.stop);
 
   const store = await openStore({
-    databaseUrl: settings.DATABASE_URL,
+    databaseUrl: settings.DATABASE_URL ? withApplicationName(settings.DATABASE_URL) : undefined,
+    maxConnections: WORKER_POOL_SIZE,
     dataDir: settings.HOOKRELAY_DATA_DIR,
     onPoolError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
   });
@@ -46,11 +64,17 @@ export async function startWorkerProcess(options: WorkerProcessOptions = {}): Pr
     logger.info({ DATABASE_URL: databaseUrl }, 'embedded store served; the CLI and a server app on this machine can use this DATABASE_URL');
   }
 
-  logger.info({ store: store.kind, queue: settings.HOOKRELAY_QUEUE, concurrency: settings.HOOKRELAY_CONCURRENCY }, 'ready');
+  const service = await startDeliveryService({ settings: { ...settings, REDIS_URL: redis.url }, store, logger });
+  stops.unshift(async () => {
+    await service.stop();
+  });
+
+  logger.info({ store: store.kind, queue: settings.HOOKRELAY_QUEUE, concurrency: settings.HOOKRELAY_CONCURRENCY, httpPort: service.httpPort ?? null }, 'ready');
   let stopped = false;
   return {
     settings,
     store,
+    service,
     databaseUrl,
     async stop() {
       if (stopped) return;

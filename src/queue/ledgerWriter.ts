@@ -1,15 +1,16 @@
 /**
- * The worker's ledger access on the hot path: claims and outcomes of concurrent jobs coalesced
- * into one statement each (see batcher.ts). Every call resolves only after its row is written.
+ * The worker's ledger access on the hot path: the claims and outcomes of concurrent jobs are
+ * coalesced (group commit, see batcher.ts) into one statement per flush. Every call resolves only
+ * after the statement carrying it committed, so no job is acknowledged before its row is written.
  */
 import type { Db } from '../store/db.ts';
-import { claimDeliveries, recordAttemptOutcomes, type AttemptOutcome, type ClaimedDelivery } from '../store/deliveriesRepo.ts';
+import { flushLedger, type AttemptOutcome, type ClaimedDelivery } from '../store/deliveriesRepo.ts';
 import { createBatcher } from './batcher.ts';
 
-/** Rows per claim / outcome statement. */
+/** Rows (claims + outcomes) per statement. */
 export const LEDGER_BATCH_ROWS = 500;
-/** Statements of each kind in flight at once (the worker's pool has a few more connections). */
-export const LEDGER_CONCURRENT_FLUSHES = 2;
+/** Statements in flight at once (the worker's pool has a few more connections). */
+export const LEDGER_CONCURRENT_FLUSHES = 3;
 
 export type LedgerWriter = {
   /** undefined when the row is not claimable (already delivered, failed, accepted, or unknown). */
@@ -18,29 +19,29 @@ export type LedgerWriter = {
   drain(): Promise<void>;
 };
 
-export function createLedgerWriter(db: Db): LedgerWriter {
-  const claims = createBatcher<string, ClaimedDelivery | undefined>({
+type LedgerOp = { kind: 'claim'; id: string } | { kind: 'record'; outcome: AttemptOutcome };
+
+/** `leaseMarginMs` is added to each webhook's timeout to form the in_flight lease (see claimDeliveries). */
+export function createLedgerWriter(db: Db, leaseMarginMs?: number): LedgerWriter {
+  const batcher = createBatcher<LedgerOp, ClaimedDelivery | undefined>({
     maxBatch: LEDGER_BATCH_ROWS,
     maxConcurrent: LEDGER_CONCURRENT_FLUSHES,
-    async run(ids) {
-      const rows = await claimDeliveries(db, [...new Set(ids)]);
+    async run(ops) {
+      const outcomes = ops.flatMap((op) => (op.kind === 'record' ? [op.outcome] : []));
+      const recorded = new Set(outcomes.map((o) => o.id));
+      // An id is never claimed and recorded in one statement (one row updated twice): such a
+      // claim cannot come from a live job anyway, and is simply answered "not claimable".
+      const claimIds = [...new Set(ops.flatMap((op) => (op.kind === 'claim' && !recorded.has(op.id) ? [op.id] : [])))];
+      const rows = await flushLedger(db, claimIds, outcomes, leaseMarginMs);
       const byId = new Map(rows.map((r) => [r.id, r]));
-      return ids.map((id) => byId.get(id));
-    },
-  });
-  const outcomes = createBatcher<AttemptOutcome, void>({
-    maxBatch: LEDGER_BATCH_ROWS,
-    maxConcurrent: LEDGER_CONCURRENT_FLUSHES,
-    async run(items) {
-      await recordAttemptOutcomes(db, items);
-      return items.map(() => undefined);
+      return ops.map((op) => (op.kind === 'claim' ? byId.get(op.id) : undefined));
     },
   });
   return {
-    claim: (id) => claims.submit(id),
-    record: (outcome) => outcomes.submit(outcome),
-    async drain() {
-      await Promise.all([claims.drain(), outcomes.drain()]);
+    claim: (id) => batcher.submit({ kind: 'claim', id }),
+    async record(outcome) {
+      await batcher.submit({ kind: 'record', outcome });
     },
+    drain: () => batcher.drain(),
   };
 }

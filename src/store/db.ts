@@ -1,7 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
@@ -39,7 +38,8 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   }
   const dataDir = path.resolve(options.dataDir ?? '.hookrelay', 'pgdata');
   mkdirSync(dataDir, { recursive: true });
-  const { PGlite } = await import('@electric-sql/pglite');
+  // Loaded only in embedded mode: the PGlite driver costs ~40 MB of RSS a postgres worker never needs.
+  const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
   const pglite = await PGlite.create(dataDir);
   const db = drizzlePglite(pglite, { schema }) as unknown as Db;
   return { db, kind: 'pglite', pglite, close: () => pglite.close() };

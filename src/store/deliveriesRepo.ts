@@ -171,7 +171,12 @@ type ClaimRow = {
  */
 export async function claimDeliveries(db: Db, ids: readonly string[], leaseMarginMs = LEASE_MARGIN_MS): Promise<ClaimedDelivery[]> {
   if (ids.length === 0) return [];
-  const result = await db.execute(sql`
+  const result = await db.execute(claimStatement(ids, leaseMarginMs));
+  return rowsOf<ClaimRow>(result).map(toClaimed);
+}
+
+function claimStatement(ids: readonly string[], leaseMarginMs: number): SQL {
+  return sql`
     UPDATE deliveries AS d
        SET status = 'in_flight',
            lease_expires_at = now()
@@ -180,8 +185,11 @@ export async function claimDeliveries(db: Db, ids: readonly string[], leaseMargi
            updated_at = now()
      WHERE d.id = ANY(${sql.param([...ids])}::text[])
        AND d.status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])
-    RETURNING d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at`);
-  return rowsOf<ClaimRow>(result).map((r) => ({
+    RETURNING d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at`;
+}
+
+function toClaimed(r: ClaimRow): ClaimedDelivery {
+  return {
     id: r.id,
     operationId: r.operation_id,
     eventType: r.event_type,
@@ -191,7 +199,7 @@ export async function claimDeliveries(db: Db, ids: readonly string[], leaseMargi
     attemptCount: Number(r.attempt_count),
     generation: Number(r.generation),
     occurredAt: r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at),
-  }));
+  };
 }
 
 /** The result of one attempt, as the ledger records it. */
@@ -211,7 +219,11 @@ export type AttemptOutcome = {
  */
 export async function recordAttemptOutcomes(db: Db, outcomes: readonly AttemptOutcome[]): Promise<void> {
   if (outcomes.length === 0) return;
-  await db.execute(sql`
+  await db.execute(recordStatement(outcomes));
+}
+
+function recordStatement(outcomes: readonly AttemptOutcome[]): SQL {
+  return sql`
     UPDATE deliveries AS d
        SET status = CASE
              WHEN d.status = 'delivered' THEN d.status
@@ -233,7 +245,24 @@ export async function recordAttemptOutcomes(db: Db, outcomes: readonly AttemptOu
              ${sql.param(outcomes.map((o) => o.lastHttpStatus))}::int[],
              ${sql.param(outcomes.map((o) => (o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null)))}::timestamptz[]
            ) AS v(id, status, attempt, last_error_class, last_http_status, next_attempt_at)
-     WHERE d.id = v.id`);
+     WHERE d.id = v.id`;
+}
+
+/**
+ * Outcomes and claims of concurrent jobs in ONE statement (two data-modifying CTEs): one round
+ * trip and one commit per flush instead of two. Callers never put the same id in both lists.
+ */
+export async function flushLedger(db: Db, claimIds: readonly string[], outcomes: readonly AttemptOutcome[], leaseMarginMs = LEASE_MARGIN_MS): Promise<ClaimedDelivery[]> {
+  if (outcomes.length === 0) return claimDeliveries(db, claimIds, leaseMarginMs);
+  if (claimIds.length === 0) {
+    await recordAttemptOutcomes(db, outcomes);
+    return [];
+  }
+  const result = await db.execute(sql`
+    WITH recorded AS (${recordStatement(outcomes)} RETURNING d.id),
+         claimed AS (${claimStatement(claimIds, leaseMarginMs)})
+    SELECT * FROM claimed`);
+  return rowsOf<ClaimRow>(result).map(toClaimed);
 }
 
 /** A row the reconciler may have to re-enqueue. */

@@ -1,0 +1,16 @@
+# hookrelay delivery worker. No build step: the bin runs the TypeScript sources through tsx.
+FROM node:20-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY bin ./bin
+COPY src ./src
+COPY workers ./workers
+COPY migrations ./migrations
+COPY tsconfig.json ./
+USER node
+# Health, readiness, Prometheus metrics and QStash callbacks (HOOKRELAY_HTTP_PORT).
+EXPOSE 8787
+# SIGTERM → graceful shutdown within HOOKRELAY_SHUTDOWN_TIMEOUT_MS (default 25 s), exit 0.
+CMD ["node","bin/hookrelay.mjs","worker"]

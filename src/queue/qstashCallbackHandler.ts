@@ -1,0 +1,81 @@
+/**
+ * Q7: QStash's callback (after each attempt) and failure callback (retries exhausted) record the
+ * final outcome of a QStash-path delivery. Each request is verified with both signing keys
+ * against the exact URL QStash was given; an unverified one changes nothing.
+ */
+import type { DeliveryAttempt } from '../contract/delivery.ts';
+import { verifyQStashCallback } from '../delivery/qstashCallback.ts';
+import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../dispatch/criticalError.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { DeliveryMetrics } from '../observability/metrics.ts';
+import type { Db } from '../store/db.ts';
+import { getDeliveryRow, recordQStashCallback } from '../store/deliveriesRepo.ts';
+import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
+import { CRITICAL_ERROR_CLASS } from './outcome.ts';
+import { publicBase, QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbackUrls.ts';
+
+export type CallbackResponse = { status: number; body: string };
+
+export type QStashCallbackHandlerOptions = {
+  db: Db;
+  publicUrl: string;
+  currentSigningKey: string | undefined;
+  nextSigningKey: string | undefined;
+  logger: Logger;
+  metrics?: DeliveryMetrics;
+};
+
+export type QStashCallbackHandler = (input: { path: string; rawUrl: string; signature: string | undefined; body: string }) => Promise<CallbackResponse>;
+
+export function createQStashCallbackHandler(options: QStashCallbackHandlerOptions): QStashCallbackHandler {
+  return async ({ path, rawUrl, signature, body }) => {
+    const kind = path === QSTASH_FAILURE_PATH ? 'failure' : path === QSTASH_CALLBACK_PATH ? 'callback' : undefined;
+    if (!kind) return { status: 404, body: 'not found' };
+    const url = `${publicBase(options.publicUrl)}${rawUrl}`;
+    const verified = await verifyQStashCallback({ signature, body, url, currentSigningKey: options.currentSigningKey, nextSigningKey: options.nextSigningKey });
+    if (!verified.valid) {
+      options.metrics?.qstashCallbacks.inc({ kind, result: verified.reason });
+      options.logger.warn({ kind, reason: verified.reason }, 'qstash callback refused');
+      return verified.reason === 'configuration' ? { status: 503, body: 'callback verification not configured' } : { status: 401, body: 'invalid signature' };
+    }
+    const query = new URL(url).searchParams;
+    const id = query.get('deliveryId');
+    const generation = Number(query.get('generation'));
+    if (!id || !Number.isInteger(generation)) return { status: 400, body: 'missing delivery id' };
+
+    const { callback } = verified;
+    const row = await getDeliveryRow(options.db, id);
+    if (!row) return { status: 200, body: 'unknown delivery' };
+    const hook = row.hook as { webhook?: { fallback?: string } };
+    const critical = hook.webhook?.fallback === 'none';
+    const outcome: 'delivered' | 'attempt_failed' | 'failed' = kind === 'failure' ? 'failed' : callback.ok ? 'delivered' : 'attempt_failed';
+    const attempt: DeliveryAttempt = {
+      attempt: Math.max(1, row.attemptCount),
+      at: new Date().toISOString(),
+      transport: 'qstash',
+      outcome: outcome === 'delivered' ? 'delivered' : 'failed',
+      errorClass: outcome === 'delivered' ? null : callback.status === 0 ? 'network_error' : 'http_error',
+      httpStatus: callback.status === 0 ? null : callback.status,
+      durationMs: 0,
+      responseExcerpt: callback.responseBodyExcerpt?.slice(0, 2048) ?? null,
+      generation,
+    };
+    const lastErrorClass = outcome === 'delivered' ? null : outcome === 'failed' && critical ? CRITICAL_ERROR_CLASS : attempt.errorClass;
+    const changed = await recordQStashCallback(options.db, { id, generation, kind: outcome, attempt, lastErrorClass, lastHttpStatus: attempt.httpStatus });
+    options.metrics?.qstashCallbacks.inc({ kind, result: changed ? outcome : 'stale' });
+    if (changed && outcome === 'failed') {
+      options.metrics?.deliveries.inc({ outcome: 'failed', transport: 'qstash' });
+      if (critical) {
+        await flagCriticalDeliveryFailure(options.db, changed.operationId);
+        options.metrics?.criticalFailures.inc();
+        const error = new CriticalHookDeliveryError([{ hookId: row.hookId, cause: new WebhookDeliveryFailure(attempt.errorClass ?? 'http_error', attempt.httpStatus ?? undefined) }]);
+        options.logger.error({ deliveryId: id, hookId: row.hookId, operationId: changed.operationId, err: error.message }, 'critical webhook delivery failed for good at QStash; operation flagged');
+      } else {
+        options.logger.warn({ deliveryId: id, hookId: row.hookId, httpStatus: attempt.httpStatus }, 'qstash gave up on a delivery; replayable from the ledger');
+      }
+    } else if (changed && outcome === 'delivered') {
+      options.metrics?.deliveries.inc({ outcome: 'delivered', transport: 'qstash' });
+    }
+    return { status: 200, body: 'ok' };
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * Q11: prune payload and attempts of finished ledger rows older than HOOKRELAY_RETENTION_DAYS
+ * (the rows and their metadata stay). Runs shortly after start and then periodically, in
+ * bounded batches so it never holds long locks.
+ */
+import type { Logger } from '../observability/logger.ts';
+import type { DeliveryMetrics } from '../observability/metrics.ts';
+import type { Db } from '../store/db.ts';
+import { pruneDeliveryPayloads } from '../store/deliveriesRepo.ts';
+
+export const RETENTION_INTERVAL_MS = 60 * 60 * 1000;
+/** First run after start: out of the way of the start-up reconcile pass. */
+export const RETENTION_FIRST_RUN_MS = 60 * 1000;
+export const RETENTION_BATCH_ROWS = 1_000;
+export const RETENTION_MAX_BATCHES_PER_RUN = 100;
+const MS_PER_DAY = 24 * 60 * 60 * 1000;
+
+export type Retention = { runOnce(now?: Date): Promise<number>; start(): void; stop(): Promise<void> };
+
+export function createRetention(options: { db: Db; retentionDays: number; logger: Logger; metrics?: DeliveryMetrics; intervalMs?: number; firstRunMs?: number }): Retention {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<number> | undefined;
+  let stopped = false;
+  /** Set by stop() to cut a run in progress short between batches. */
+  let halt = false;
+
+  const runOnce = (now = new Date()): Promise<number> => {
+    running ??= (async () => {
+      halt = false;
+      const cutoff = new Date(now.getTime() - options.retentionDays * MS_PER_DAY);
+      let pruned = 0;
+      for (let batch = 0; batch < RETENTION_MAX_BATCHES_PER_RUN && !halt; batch += 1) {
+        const n = await pruneDeliveryPayloads(options.db, cutoff, RETENTION_BATCH_ROWS);
+        pruned += n;
+        if (n < RETENTION_BATCH_ROWS) break;
+      }
+      if (pruned > 0) {
+        options.metrics?.retentionPruned.inc(pruned);
+        options.logger.info({ pruned, retentionDays: options.retentionDays }, 'retention pruned ledger payloads');
+      }
+      return pruned;
+    })().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+
+  const schedule = (delayMs: number) => {
+    timer = setTimeout(async () => {
+      try {
+        await runOnce();
+      } catch (error) {
+        options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'retention run failed; retrying next interval');
+      }
+      if (!stopped) schedule(options.intervalMs ?? RETENTION_INTERVAL_MS);
+    }, delayMs);
+    timer.unref();
+  };
+
+  return {
+    runOnce,
+    start() {
+      stopped = false;
+      schedule(options.firstRunMs ?? RETENTION_FIRST_RUN_MS);
+    },
+    async stop() {
+      stopped = true;
+      halt = true;
+      clearTimeout(timer);
+      await running?.catch(() => undefined);
+    },
+  };
+}

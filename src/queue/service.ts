@@ -1,0 +1,185 @@
+/**
+ * The delivery service a worker process runs: BullMQ worker + processor, reconciler (Q2),
+ * retention (Q11), metrics and the HTTP server (health, readiness, metrics, QStash callbacks),
+ * with an ordered, bounded stop (Q9). The store is the caller's (opened and closed by it).
+ */
+import { Queue, type Worker } from 'bullmq';
+import { sql } from 'drizzle-orm';
+import type { Redis } from 'ioredis';
+import { signingSecrets, type Settings } from '../config/settings.ts';
+import { FetchTransport } from '../delivery/fetchTransport.ts';
+import type { QStashPublisher } from '../delivery/types.ts';
+import { startHttpServer, type PostRoute, type RunningHttpServer } from '../observability/httpServer.ts';
+import type { Logger } from '../observability/logger.ts';
+import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/metrics.ts';
+import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
+import type { Store } from '../store/db.ts';
+import { createLedgerWriter } from './ledgerWriter.ts';
+import { createPgGate } from './pgGate.ts';
+import { createDeliveryProcessor } from './processor.ts';
+import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbackUrls.ts';
+import { createReconciler, type Reconciler } from './reconciler.ts';
+import { createRedis } from './redisConnection.ts';
+import { createRetention, type Retention } from './retention.ts';
+import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from './types.ts';
+import { closeDeliveryWorker, createDeliveryWorker } from './worker.ts';
+
+/** Bound on closing Redis and the HTTP server once the worker itself has stopped. */
+const CLOSE_STEP_TIMEOUT_MS = 3_000;
+
+export type DeliveryServiceOptions = {
+  settings: Settings;
+  store: Store;
+  logger: Logger;
+  /** Header templates resolve from this environment at send time (W2). Default: the live `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** BullMQ key prefix. Default `bull`. */
+  queuePrefix?: string;
+  /** Start the HTTP server (default true). */
+  http?: boolean;
+  /** Reconciler grace for freshly queued rows (tests shorten it). */
+  reconcileGraceMs?: number;
+  payloadBuilder?: WebhookPayloadBuilder;
+  /** Upstash-Retries for QStash publishes (Q7); the publisher's default (3) when absent. */
+  qstashRetries?: number;
+};
+
+export type DeliveryService = {
+  worker: Worker<DeliveryJobData>;
+  queue: Queue<DeliveryJobData>;
+  metrics: DeliveryMetrics;
+  reconciler: Reconciler;
+  retention: Retention;
+  /** The HTTP port actually bound; undefined when the server is off or the port was busy. */
+  httpPort: number | undefined;
+  /** Q9: stop taking jobs, finish in-flight ones within the bound, close Redis. True when nothing was cut off. */
+  stop(): Promise<boolean>;
+};
+
+export async function startDeliveryService(options: DeliveryServiceOptions): Promise<DeliveryService> {
+  const { settings, store, logger } = options;
+  const prefix = options.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
+  const connection: Redis = createRedis(settings.REDIS_URL);
+  connection.on('error', (err: Error) => logger.debug({ err: err.message }, 'redis connection error'));
+
+  const queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix });
+  queue.on('error', (err: Error) => logger.debug({ err: err.message }, 'queue error'));
+  const metrics = createDeliveryMetrics({ queueCounts: () => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed') });
+
+  const fetchTransport = new FetchTransport({ allowedCidrs: settings.HOOKRELAY_ALLOWED_CIDRS ?? '' });
+  // The QStash SDK is loaded only when a token is configured (~10 MB of RSS otherwise unused); without
+  // one, a 'qstash' hook is treated exactly like a missing token: one direct fetch (D7).
+  let qstash: QStashPublisher | undefined;
+  if (settings.QSTASH_TOKEN?.trim()) {
+    const { createQStashPublisher } = await import('../delivery/qstashTransport.ts');
+    qstash = createQStashPublisher({ url: settings.QSTASH_URL, token: settings.QSTASH_TOKEN, ...(options.qstashRetries !== undefined ? { retries: options.qstashRetries } : {}) });
+  }
+  // Lease = webhook timeout + one lock duration: past it a row whose job vanished is re-enqueued (Q2).
+  const ledger = createLedgerWriter(store.db, settings.HOOKRELAY_LOCK_DURATION_MS);
+
+  let worker: Worker<DeliveryJobData> | undefined;
+  let stopping = false;
+  const gate = createPgGate({
+    db: store.db,
+    logger,
+    onDown: () => void worker?.pause(true).catch(() => undefined),
+    onUp: () => {
+      if (!stopping) worker?.resume();
+    },
+  });
+
+  const processor = createDeliveryProcessor({
+    db: store.db,
+    ledger,
+    gate,
+    payloadBuilder: options.payloadBuilder ?? createWebhookPayloadBuilder({ logger }),
+    fetchTransport,
+    ...(qstash ? { qstash } : {}),
+    env: options.env ?? process.env,
+    ...(settings.APP_URL !== undefined ? { appUrl: settings.APP_URL } : {}),
+    signingSecrets: signingSecrets(settings),
+    scheduleSeconds: settings.retryScheduleSeconds,
+    ...(settings.HOOKRELAY_PUBLIC_URL !== undefined ? { publicUrl: settings.HOOKRELAY_PUBLIC_URL } : {}),
+    logger,
+    metrics,
+  });
+  worker = createDeliveryWorker({
+    queueName: settings.HOOKRELAY_QUEUE,
+    prefix,
+    connection,
+    concurrency: settings.HOOKRELAY_CONCURRENCY,
+    lockDurationMs: settings.HOOKRELAY_LOCK_DURATION_MS,
+    stalledIntervalMs: settings.HOOKRELAY_STALLED_INTERVAL_MS,
+    processor,
+    logger,
+  });
+
+  const reconciler = createReconciler({
+    db: store.db,
+    queue,
+    intervalMs: settings.HOOKRELAY_RECONCILE_INTERVAL_MS,
+    ...(options.reconcileGraceMs !== undefined ? { graceMs: options.reconcileGraceMs } : {}),
+    logger,
+    metrics,
+  });
+  reconciler.start();
+  const retention = createRetention({ db: store.db, retentionDays: settings.HOOKRELAY_RETENTION_DAYS, logger, metrics });
+  retention.start();
+
+  let http: RunningHttpServer | undefined;
+  if (options.http !== false) {
+    const postRoutes: Record<string, PostRoute> = {};
+    if (settings.HOOKRELAY_PUBLIC_URL) {
+      const { createQStashCallbackHandler } = await import('./qstashCallbackHandler.ts');
+      const handler = createQStashCallbackHandler({
+        db: store.db,
+        publicUrl: settings.HOOKRELAY_PUBLIC_URL,
+        currentSigningKey: settings.QSTASH_CURRENT_SIGNING_KEY,
+        nextSigningKey: settings.QSTASH_NEXT_SIGNING_KEY,
+        logger,
+        metrics,
+      });
+      postRoutes[QSTASH_CALLBACK_PATH] = handler;
+      postRoutes[QSTASH_FAILURE_PATH] = handler;
+    }
+    http = await startHttpServer({
+      port: settings.HOOKRELAY_HTTP_PORT,
+      logger,
+      registry: metrics.registry,
+      readiness: {
+        redis: async () => (await connection.ping()) === 'PONG',
+        postgres: async () => {
+          await store.db.execute(sql`select 1`);
+          return true;
+        },
+      },
+      postRoutes,
+    });
+  }
+
+  let stopped: Promise<boolean> | undefined;
+  const stop = (): Promise<boolean> => {
+    stopped ??= (async () => {
+      stopping = true;
+      await Promise.all([reconciler.stop(), retention.stop()]);
+      const graceful = await closeDeliveryWorker(worker, settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS, logger);
+      if (graceful) await ledger.drain();
+      gate.close();
+      await boundedStep(http?.close());
+      await boundedStep(queue.close());
+      connection.disconnect();
+      await fetchTransport.close();
+      return graceful;
+    })();
+    return stopped;
+  };
+
+  return { worker, queue, metrics, reconciler, retention, httpPort: http?.port, stop };
+}
+
+async function boundedStep(step: Promise<unknown> | undefined): Promise<void> {
+  if (!step) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([step.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_STEP_TIMEOUT_MS)))]);
+  clearTimeout(timer);
+}

@@ -1,0 +1,128 @@
+import net from 'node:net';
+import { Writable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { openStore } from '../../../src/store/db.ts';
+import { TEST_DATABASE_URL } from '../../support/db.ts';
+import { startReceiver, type Receiver } from '../../support/receiver.ts';
+import { createStack, fetchHook, waitFor, type Stack } from './harness.ts';
+import { withApplicationName } from '../../../workers/delivery.ts';
+
+type Rows<T> = { rows: T[] };
+
+describe('worker operations: HTTP server, retention, Postgres outages', () => {
+  let stack: Stack;
+  let rx: Receiver;
+
+  beforeAll(async () => {
+    stack = await createStack('ops');
+    rx = await startReceiver({ status: 200 });
+  });
+  afterAll(async () => {
+    await stack.cleanup();
+    await rx.close();
+  });
+
+  it('§13: /healthz, /readyz and /metrics answer on HOOKRELAY_HTTP_PORT=0 (any free port)', async () => {
+    const worker = await stack.startWorker();
+    expect(worker.httpPort).toBeGreaterThan(0);
+    const base = `http://127.0.0.1:${worker.httpPort}`;
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ ready: true, checks: { redis: true, postgres: true } });
+    const { deliveryIds } = await stack.producer.enqueue({ operationId: 'op-m', type: 'onComplete', event: {}, hooks: [fetchHook('m', `${rx.url}/m`)] });
+    await waitFor(async () => (await stack.producer.getDelivery(deliveryIds[0] as string))?.status === 'delivered');
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/hookrelay_deliveries_total\{outcome="delivered",transport="fetch"\} [1-9]/);
+    expect(metrics).toMatch(/hookrelay_attempt_duration_seconds_bucket/);
+    expect(metrics).toMatch(/hookrelay_queue_jobs\{state="waiting"\} 0/);
+    expect(metrics).toMatch(/hookrelay_reconciled_total/);
+    expect(metrics).toMatch(/hookrelay_critical_failures_total 0/);
+    expect((await fetch(`${base}/nope`)).status).toBe(404);
+    await worker.stop();
+  });
+
+  it('§13: a busy HTTP port is logged and delivery goes on', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, resolve));
+    const port = (blocker.address() as net.AddressInfo).port;
+    let logged = '';
+    const logger = createLogger({ level: 'info', destination: new Writable({ write: (chunk: Buffer, _enc, cb) => { logged += chunk.toString(); cb(); } }) });
+    try {
+      const worker = await stack.startWorker({ HOOKRELAY_HTTP_PORT: String(port) }, { logger });
+      expect(worker.httpPort).toBeUndefined();
+      expect(logged).toMatch(/could not listen/);
+      expect(logged).toMatch(/EADDRINUSE/);
+      const { deliveryIds } = await stack.producer.enqueue({ operationId: 'op-busy', type: 'onComplete', event: {}, hooks: [fetchHook('b', `${rx.url}/busy`)] });
+      await waitFor(async () => (await stack.producer.getDelivery(deliveryIds[0] as string))?.status === 'delivered');
+      await worker.stop();
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('Q11: retention prunes payload and attempts of old finished rows; delivered rows keep their metadata; pending rows are untouched', async () => {
+    const worker = await stack.startWorker();
+    const done = await stack.producer.enqueue({ operationId: 'op-old', type: 'onComplete', event: { secret: 'payload' }, hooks: [fetchHook('r', `${rx.url}/old`)] });
+    const id = done.deliveryIds[0] as string;
+    await waitFor(async () => (await stack.producer.getDelivery(id))?.status === 'delivered');
+    await worker.stop();
+    const pending = await stack.producer.enqueue({ operationId: 'op-pending', type: 'onComplete', event: { keep: true }, hooks: [fetchHook('p', `${rx.url}/pending`)] });
+    const pendingId = pending.deliveryIds[0] as string;
+    await stack.db.store.db.execute(sql`update deliveries set created_at = now() - interval '31 days' where id in (${id}, ${pendingId})`);
+
+    const pruned = await worker.retention.runOnce();
+    expect(pruned).toBe(1);
+    const rows = (await stack.db.store.db.execute(sql`select id, status, payload, attempts, attempt_count, delivered_at from deliveries where id in (${id}, ${pendingId})`)) as unknown as Rows<{
+      id: string;
+      status: string;
+      payload: unknown;
+      attempts: unknown[];
+      attempt_count: number;
+      delivered_at: Date | null;
+    }>;
+    const old = rows.rows.find((r) => r.id === id);
+    expect(old).toMatchObject({ status: 'delivered', payload: null, attempts: [], attempt_count: 1 });
+    expect(old?.delivered_at).not.toBeNull();
+    expect(rows.rows.find((r) => r.id === pendingId)?.payload).toEqual({ keep: true, operationId: 'op-pending' });
+  });
+
+  it('§14/Q2: the worker’s Postgres connections terminated mid-run → it pauses, reconnects, and nothing is lost or acknowledged unrecorded', async () => {
+    const appName = `hr_ops_${randomBytes(4).toString('hex')}`;
+    const workerStore = await openStore({ databaseUrl: withApplicationName(stack.db.url, appName), maxConnections: 10, onPoolError: () => undefined });
+    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await admin.connect();
+    try {
+      const worker = await stack.startWorker({ HOOKRELAY_CONCURRENCY: '16' }, { store: workerStore });
+      const N = 600;
+      const { deliveryIds } = await stack.producer.enqueueMany(
+        Array.from({ length: N }, (_, i) => ({ operationId: `op-pg-${i}`, type: 'onComplete' as const, event: { i }, hooks: [fetchHook('pg', `${rx.url}/pg`)] })),
+      );
+      let kills = 0;
+      for (let round = 0; round < 3; round += 1) {
+        await new Promise((r) => setTimeout(r, 150));
+        const res = await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [appName]);
+        kills += res.rowCount ?? 0;
+      }
+      expect(kills).toBeGreaterThan(0);
+      await waitFor(
+        async () => {
+          const r = (await stack.db.store.db.execute(sql`select count(*)::int as n from deliveries where id = any(${sql.param(deliveryIds)}::text[]) and status = 'delivered'`)) as unknown as Rows<{ n: number }>;
+          return r.rows[0]?.n === N;
+        },
+        30_000,
+        'all deliveries recorded',
+      );
+      const ids = new Set(rx.requests.filter((r) => r.path === '/pg').map((r) => r.headers['webhook-id'] as string));
+      expect(ids.size).toBe(N);
+      await worker.stop();
+    } finally {
+      await admin.end();
+      await workerStore.close().catch(() => undefined);
+    }
+  });
+});
