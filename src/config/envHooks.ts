@@ -67,11 +67,7 @@ export function loadEnvHooks(env: Record<string, string | undefined>): ParsedSer
       },
     };
   });
-  // The reserved-id rule is for caller hooks; env hooks are built here, so validate them without it.
-  return parseSerializedHooks(hooks.map((h) => ({ ...h, id: h.id.slice(ENV_HOOK_ID_PREFIX.length) }))).map((h) => ({
-    ...h,
-    id: `${ENV_HOOK_ID_PREFIX}${h.id}`,
-  }));
+  return parseSerializedHooks(hooks, { allowEnvironmentIds: true });
 }
 
 export function isEnvHookId(id: string): boolean {

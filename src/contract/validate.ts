@@ -1,5 +1,6 @@
 import { AgentHookSchema, SerializedHookSchema, type ParsedAgentHook, type ParsedSerializedHook } from './hook.ts';
 import { HookConfigError } from './errors.ts';
+import { ENV_HOOK_ID_PREFIX } from './hookTypes.ts';
 
 /**
  * D4a: validate a whole batch before anything changes; the first invalid hook rejects the
@@ -23,12 +24,30 @@ export function parseHookBatch(hooks: readonly unknown[], existingIds: ReadonlyS
   });
 }
 
+export type ParseSerializedOptions = {
+  /**
+   * Accept environment hooks (`server-env-webhook:<event>` ids). Only for hooks the library built
+   * itself from the environment and carried through the ledger to the worker (E3, D8); a
+   * caller's hook may never use a reserved id (E4).
+   */
+  allowEnvironmentIds?: boolean;
+};
+
 /** D4b: restored hooks are re-validated on every use; a corrupt one throws, never dropped. */
-export function parseSerializedHooks(hooks: readonly unknown[]): ParsedSerializedHook[] {
+export function parseSerializedHooks(hooks: readonly unknown[], options: ParseSerializedOptions = {}): ParsedSerializedHook[] {
   if (!Array.isArray(hooks)) throw new HookConfigError(undefined, undefined, [{ path: '', message: 'serialized hooks must be an array' }]);
-  return hooks.map((raw, index) => {
-    const result = SerializedHookSchema.safeParse(raw);
-    if (!result.success) throw HookConfigError.fromZod(raw, index, result.error);
-    return result.data;
-  });
+  return hooks.map((raw, index) => parseSerializedHook(raw, index, options));
+}
+
+export function parseSerializedHook(raw: unknown, index: number | undefined, options: ParseSerializedOptions = {}): ParsedSerializedHook {
+  const envId = options.allowEnvironmentIds === true && isEnvironmentHookLike(raw) ? (raw as { id: string }).id : undefined;
+  // An environment hook is checked like any other hook, under its event name, then gets its id back.
+  const candidate = envId !== undefined ? { ...(raw as object), id: envId.slice(ENV_HOOK_ID_PREFIX.length) } : raw;
+  const result = SerializedHookSchema.safeParse(candidate);
+  if (!result.success) throw HookConfigError.fromZod(raw, index, result.error);
+  return envId !== undefined ? { ...result.data, id: envId } : result.data;
+}
+
+function isEnvironmentHookLike(raw: unknown): boolean {
+  return raw !== null && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string' && (raw as { id: string }).id.startsWith(ENV_HOOK_ID_PREFIX);
 }

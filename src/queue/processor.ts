@@ -9,7 +9,9 @@
  *   hook raises CriticalHookDeliveryError and flags its operation (Q4) — never completed silently.
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
-import { SerializedHookSchema, type ParsedSerializedHook } from '../contract/hook.ts';
+import type { ParsedSerializedHook } from '../contract/hook.ts';
+import { ENV_HOOK_ID_PREFIX } from '../contract/hookTypes.ts';
+import { parseSerializedHook } from '../contract/validate.ts';
 import { deliverNotification, type NotificationFailure, type NotificationResult } from '../delivery/deliver.ts';
 import type { FetchTransport } from '../delivery/fetchTransport.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
@@ -96,9 +98,16 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
 
 /** One delivery attempt; never throws (every problem is a typed failure). */
 async function attempt(deps: ProcessorDeps, claimed: ClaimedDelivery): Promise<NotificationResult> {
-  const parsed = SerializedHookSchema.safeParse(claimed.hook);
-  if (!parsed.success) return configurationFailure('stored hook no longer validates', false);
-  const hook: ParsedSerializedHook = parsed.data;
+  let hook: ParsedSerializedHook;
+  try {
+    hook = parseSerializedHook(claimed.hook, undefined, { allowEnvironmentIds: true });
+  } catch {
+    return configurationFailure('stored hook no longer validates', false);
+  }
+  // Environment hooks are the operator's own targets (Q5): not subject to the SSRF guard — but
+  // only while the URL is still the one this worker's environment names, so a stored row
+  // carrying a reserved id cannot buy its way past the guard.
+  const trusted = hook.id.startsWith(ENV_HOOK_ID_PREFIX) && hook.webhook.url === deps.env.AGENT_HOOK_WEBHOOK_URL?.trim();
   const critical = hook.webhook.fallback === 'none';
   if (claimed.payload === null || typeof claimed.payload !== 'object' || Array.isArray(claimed.payload)) {
     return configurationFailure('event payload missing (pruned by retention?)', critical);
@@ -120,6 +129,7 @@ async function attempt(deps: ProcessorDeps, claimed: ClaimedDelivery): Promise<N
       generation: claimed.generation,
       env: deps.env,
       ...(deps.appUrl !== undefined ? { appUrl: deps.appUrl } : {}),
+      trusted,
       signingSecrets: deps.signingSecrets,
       ...(deps.qstash ? { qstash: withCallbacks(deps.qstash, deps.publicUrl, claimed) } : {}),
       ...(deps.qstashRetries !== undefined ? { qstashRetries: deps.qstashRetries } : {}),

@@ -6,7 +6,7 @@
  */
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { BaseEventSchema } from '../contract/events.ts';
+import { IngestEventSchema } from '../contract/events.ts';
 import { isControlHook, type ParsedSerializedHook } from '../contract/hook.ts';
 import { isHookType } from '../contract/hookTypes.ts';
 import { parseSerializedHooks } from '../contract/validate.ts';
@@ -168,7 +168,7 @@ function prepareItem(input: EnqueueInput, maxPayloadBytes: number): PreparedItem
   const event = normalizeEvent(input);
   assertPayloadWithinCap(JSON.stringify(event), maxPayloadBytes);
   const occurredAt = parseOccurredAt(input.occurredAt);
-  const hooks = parseSerializedHooks(input.hooks as readonly unknown[]);
+  const hooks = parseSerializedHooks(input.hooks as readonly unknown[], { allowEnvironmentIds: true });
   const rows = hooks
     .filter((hook) => hook.type === input.type && !isControlHook(hook) && matchesHook(hook, event))
     .map((hook: ParsedSerializedHook) => ({
@@ -190,7 +190,7 @@ function normalizeEvent(input: EnqueueInput): Record<string, unknown> {
   const raw: unknown = input.event;
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new TypeError('enqueue: event must be an object');
   const event = (raw as Record<string, unknown>).operationId === undefined ? { ...(raw as Record<string, unknown>), operationId: input.operationId } : (raw as Record<string, unknown>);
-  const checked = BaseEventSchema.safeParse(event);
+  const checked = IngestEventSchema.safeParse(event);
   if (!checked.success) {
     const fields = checked.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
     throw new TypeError(`enqueue: invalid event (${fields})`);
