@@ -1,4 +1,4 @@
-import { newDeliveryId } from '../dispatch/deliveryId.ts';
+import { newDeliveryId } from '../contract/deliveryId.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
 import { timeoutMs } from '../contract/webhook.ts';
 import type { ToolCallDecision } from '../contract/decision.ts';

@@ -1,4 +1,4 @@
-import { newDeliveryId } from './deliveryId.ts';
+import { newDeliveryId } from '../contract/deliveryId.ts';
 import { ENV_HOOK_ID_PREFIX, isHookType, type HookType } from '../contract/hookTypes.ts';
 import { isControlHook, type AgentHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';
 import { parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';

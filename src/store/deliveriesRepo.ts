@@ -1,14 +1,11 @@
 import { and, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
-import { ulid } from 'ulid';
 import type { Db } from './db.ts';
 import { deliveries } from './schema.ts';
 import type { Delivery, DeliveryAttempt, DeliveryStatus } from '../contract/delivery.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 
-/** Q1: `dlv_<ULID>`: no `:` or `.`, never all digits, sortable by creation time. */
-export function newDeliveryId(): string {
-  return `dlv_${ulid()}`;
-}
+/** Q1: `dlv_<ULID>` ids, generated in one place for the producer, the dispatcher and decisions. */
+export { newDeliveryId } from '../contract/deliveryId.ts';
 
 export type NewDelivery = {
   id: string;

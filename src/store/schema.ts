@@ -81,11 +81,12 @@ export const deliveries = pgTable(
   },
   (t) => [
     // Q1a: one delivery per (event key, hook); concurrent enqueues with one key converge on it.
-    uniqueIndex('deliveries_idempotency_uq').on(t.idempotencyKey, t.hookId),
+    uniqueIndex('deliveries_idempotency_uq').on(t.idempotencyKey, t.hookId).where(sql`${t.idempotencyKey} IS NOT NULL`),
     index('deliveries_status_created_idx').on(t.status, t.createdAt),
     index('deliveries_operation_idx').on(t.operationId),
     index('deliveries_hook_idx').on(t.hookId),
-    index('deliveries_due_idx').on(t.status, t.nextAttemptAt),
+    // Partial: only rows still to deliver, so a finished row leaves it and its updates skip it.
+    index('deliveries_due_idx').on(t.status, t.nextAttemptAt).where(sql`${t.status} IN ('queued', 'retrying', 'in_flight')`),
   ],
 );
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newDeliveryId } from '../../../src/dispatch/deliveryId.ts';
+import { newDeliveryId } from '../../../src/contract/deliveryId.ts';
 
 describe('newDeliveryId', () => {
   it('Q1: dlv_<ULID>: 26 Crockford base32 characters, time-ordered prefix, no ":" or ".", never all digits', () => {
