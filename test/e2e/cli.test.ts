@@ -7,6 +7,8 @@ import { createHookProducer } from '../../src/queue/producer.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import { appendOperationHooks, insertOperation } from '../../src/store/operationsRepo.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
+import { AgentContextBuilder, InterceptionEmitter, Verdict } from '../../src/interception/index.ts';
+import { createStoreRecordSink } from '../../src/store/interceptionRecordSink.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -175,6 +177,21 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
     for (const out of [show.stdout, text.stdout, list.stdout]) expect(out).not.toContain(SECRET);
     const stats = await cli(['stats', '--json']);
     expect(JSON.parse(stats.stdout)).toMatchObject({ ledger: { delivered: 1_020 } });
+  }, 60_000);
+
+  it('I4: records list shows the payload-free interception records of a session', async () => {
+    const sink = createStoreRecordSink(t.store.db);
+    const emitter = new InterceptionEmitter({ interceptors: [() => Verdict.deny({ reason: 'policy.cli_demo' })], recordSink: sink.sink, sequenceProvider: sink.sequenceProvider });
+    const builder = new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId: 'sess-cli' });
+    await emitter.emitUnchecked(builder.preToolCall({ id: 'c1', name: 'shell/exec', args: { cmd: 'records-needle' } }));
+    const run = await cli(['records', 'list', '--session', 'sess-cli', '--json']);
+    expect(run.code).toBe(0);
+    const records = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { session_id: string; interception_point: string; verdict: { reason: string } });
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ session_id: 'sess-cli', interception_point: 'pre_tool_call', verdict: { reason: 'policy.cli_demo' } });
+    expect(run.stdout).not.toContain('records-needle');
+    const table = await cli(['records', 'list', '--session', 'sess-cli']);
+    expect(table.stdout).toMatch(/sess-cli\s+0\s+pre_tool_call\s+deny\s+policy\.cli_demo/);
   }, 60_000);
 
   it('enqueue: sends an event to the persisted hooks of an operation', async () => {
