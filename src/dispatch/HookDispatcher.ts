@@ -17,6 +17,8 @@ import { evaluateControls, type ControlHook, type ToolCallControlOutcome } from 
 import { executeToolCallWebhook, type ToolCallWebhookResult } from '../control/decisionWebhook.ts';
 import { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from './criticalError.ts';
 import { matchesHook } from './matcher.ts';
+import { createHookProducer } from '../queue/producer.ts';
+import type { HookProducer } from '../queue/types.ts';
 import type { ToolSeam } from './toolSeam.ts';
 import { createInterceptionSeam, type InterceptionPosture } from './interceptionSeam.ts';
 import type { InterceptionEmitter } from '../interception/emitter.ts';
@@ -83,6 +85,7 @@ function queueEvent(event: HookEvent): HookEvent {
 export class HookDispatcher {
   readonly mode: 'local' | 'queue';
   readonly #producer: DispatchProducer | undefined;
+  readonly #ownedProducer: HookProducer | undefined;
   readonly #env: Record<string, string | undefined>;
   readonly #logger: Logger;
   readonly #appUrl: string | undefined;
@@ -98,8 +101,10 @@ export class HookDispatcher {
   constructor(options: HookDispatcherOptions = {}) {
     this.mode = options.mode ?? 'local';
     this.#env = options.env ?? process.env;
-    if (this.mode === 'queue' && !options.producer) throw new TypeError("queue mode needs a producer: new HookDispatcher({ mode: 'queue', producer: createHookProducer() })");
-    this.#producer = options.producer;
+    // Queue mode without a producer gets one configured from the same environment (SPEC §13),
+    // owned (and closed) by this dispatcher; it connects on its first enqueue.
+    this.#ownedProducer = this.mode === 'queue' && !options.producer ? createHookProducer({ env: this.#env }) : undefined;
+    this.#producer = options.producer ?? this.#ownedProducer;
     // A library logs only what needs attention (failed deliveries, D5), to stderr, unless told otherwise.
     this.#logger = options.logger ?? createLogger({ level: this.#env.LOG_LEVEL ?? 'warn', pretty: false, destination: process.stderr });
     this.#appUrl = options.appUrl ?? (this.#env.APP_URL || undefined);
@@ -417,5 +422,6 @@ export class HookDispatcher {
   /** Releases connection pools and timers. */
   async close(): Promise<void> {
     await this.#transport.close();
+    await this.#ownedProducer?.close();
   }
 }

@@ -43,6 +43,19 @@ export type ToolCallHookContextInput = {
   activeDeviceId?: string;
 };
 
+/**
+ * The same context given flat, with the T1–T3 field names themselves (what a runtime that already
+ * holds a prepared call has); `args` may be a JSON string; `executor` defaults to `server`.
+ */
+export type FlatToolCallHookContextInput = Partial<Omit<ToolCallHookContext, 'args'>> & {
+  toolCallId: string;
+  identifier: string;
+  apiName: string;
+  args?: Record<string, unknown> | string;
+  runtime?: { userId?: string };
+  origin?: { userId?: string };
+};
+
 export class ToolCallContextError extends Error {
   override readonly name = 'ToolCallContextError';
   readonly fields: string[];
@@ -97,7 +110,8 @@ function setIfPresent(target: Record<string, unknown>, key: string, value: strin
  * omitted rather than set to undefined, so payload projections only see real fields.
  * Throws ToolCallContextError naming every missing or invalid field.
  */
-export function buildToolCallHookContext(input: ToolCallHookContextInput): ToolCallHookContext {
+export function buildToolCallHookContext(input: ToolCallHookContextInput | FlatToolCallHookContextInput): ToolCallHookContext {
+  if (!isStructured(input)) return buildFromFlat(input);
   const draft: Record<string, unknown> = {
     toolCallId: input.toolCall.id,
     assistantMessageId: input.assistantMessageId,
@@ -115,6 +129,23 @@ export function buildToolCallHookContext(input: ToolCallHookContextInput): ToolC
   setIfPresent(draft, 'executionTarget', input.executionTarget);
   setIfPresent(draft, 'activeDeviceId', input.activeDeviceId);
 
+  return validated(draft);
+}
+
+function isStructured(input: ToolCallHookContextInput | FlatToolCallHookContextInput): input is ToolCallHookContextInput {
+  return isRecord((input as { toolCall?: unknown }).toolCall);
+}
+
+function buildFromFlat(input: FlatToolCallHookContextInput): ToolCallHookContext {
+  const { runtime, origin, args, ...fields } = input;
+  const draft: Record<string, unknown> = { executor: 'server' };
+  for (const [key, value] of Object.entries(fields)) if (value !== undefined && value !== '') draft[key] = value;
+  draft.args = effectiveArgs({ toolCall: { id: input.toolCallId, identifier: input.identifier, apiName: input.apiName, arguments: args } } as ToolCallHookContextInput);
+  setIfPresent(draft, 'userId', runtime?.userId ?? origin?.userId ?? (typeof input.userId === 'string' ? input.userId : undefined)); // T3
+  return validated(draft);
+}
+
+function validated(draft: Record<string, unknown>): ToolCallHookContext {
   const parsed = ToolCallHookContextSchema.safeParse(draft);
   if (!parsed.success) {
     const fields = [...new Set(parsed.error.issues.map((issue) => issue.path.map(String).join('.') || '(root)'))];

@@ -152,3 +152,37 @@ describe('T3: identity and execution plan', () => {
     for (const key of ['userId', 'toolSource', 'executionTarget', 'activeDeviceId']) expect(Object.hasOwn(context, key)).toBe(false);
   });
 });
+
+describe('buildToolCallHookContext: the flat form', () => {
+  it('T1/T3: accepts the T1 field names directly; executor defaults to server; args may be a JSON string; runtime userId wins', () => {
+    const ctx = buildToolCallHookContext({
+      toolCallId: 'call_9',
+      assistantMessageId: 'msg_9',
+      identifier: 'files',
+      apiName: 'write',
+      args: '{"path":"a.txt"}',
+      callIndex: 1,
+      stepIndex: 4,
+      operationId: 'op_9',
+      userId: 'origin-user',
+      runtime: { userId: 'runtime-user' },
+      topicId: '',
+    });
+    expect(ctx).toEqual({
+      toolCallId: 'call_9',
+      assistantMessageId: 'msg_9',
+      identifier: 'files',
+      apiName: 'write',
+      args: { path: 'a.txt' },
+      callIndex: 1,
+      stepIndex: 4,
+      operationId: 'op_9',
+      executor: 'server',
+      userId: 'runtime-user',
+    });
+  });
+
+  it('T1: a flat input missing a required field names it', () => {
+    expect(() => buildToolCallHookContext({ toolCallId: 'c', identifier: 'a', apiName: 'b', operationId: 'o', callIndex: 0, stepIndex: 0 })).toThrow(/assistantMessageId/);
+  });
+});
