@@ -18,6 +18,9 @@ import { openStore, type Store } from '../src/store/db.ts';
 import { migrateStore } from '../src/store/migrate.ts';
 import { BENCH_PREFIX, BENCH_REDIS_URL, createBenchSchema, kibPayload, percentile, sleep, uniqueName, type BenchSchema } from './support.ts';
 
+/** The V8 flags of the bin's shebang, `npm start` and the Dockerfile. */
+export const WORKER_NODE_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=384'];
+
 /** Events per producer call when pre-enqueueing (one INSERT + one addBulk each). */
 export const ENQUEUE_BATCH = 500;
 const POLL_MS = 20;
@@ -165,7 +168,8 @@ export async function runWorkerRss(opts: { queued: number; receiverUrl: string }
   try {
     for (let i = 0; i < opts.queued; i += ENQUEUE_BATCH) await producer.enqueueMany(events(i, Math.min(ENQUEUE_BATCH, opts.queued - i), opts.receiverUrl));
     const root = path.resolve(import.meta.dirname, '..');
-    const child = spawn(process.execPath, [path.join(root, 'bin/hookrelay.mjs'), 'worker'], {
+    // Run as shipped (`npx hookrelay worker`, `npm start`, the Dockerfile): with the bin's V8 heap flags.
+    const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, path.join(root, 'bin/hookrelay.mjs'), 'worker'], {
       cwd: root,
       env: {
         PATH: process.env.PATH ?? '',
