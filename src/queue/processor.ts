@@ -64,6 +64,9 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     const startedAt = new Date();
     const result = await attempt(deps, claimed);
     const decision = decideOutcome({ claimed, result, startedAt, scheduleSeconds: deps.scheduleSeconds, nowMs: Date.now() });
+    // Q4: flag the operation before the row says `failed`, so whoever sees the final status also
+    // sees the flag (and a crash in between leaves the row retryable, never failed-but-unflagged).
+    if (decision.kind === 'failed' && decision.critical) await deps.gate.run(() => flagCriticalDeliveryFailure(deps.db, claimed.operationId));
     await deps.gate.run(() => deps.ledger.record(decision.outcome));
 
     deps.metrics?.attemptDuration.observe({ transport: result.transport }, result.durationMs / MS_PER_SECOND);
@@ -86,7 +89,6 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
           deps.logger.warn({ ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus }, 'delivery failed for good; replayable from the ledger');
           throw new UnrecoverableError(`delivery failed: ${decision.errorClass}`);
         }
-        await deps.gate.run(() => flagCriticalDeliveryFailure(deps.db, claimed.operationId));
         deps.metrics?.criticalFailures.inc();
         const error = new CriticalHookDeliveryError([{ hookId: claimed.hookId, cause: new WebhookDeliveryFailure(decision.errorClass, decision.httpStatus) }]);
         deps.logger.error({ ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus, err: error.message }, 'critical webhook delivery failed for good; operation flagged');

@@ -76,7 +76,9 @@ describe('D7/Q4 fallback and critical deliveries in the worker', () => {
     await settle(deliveryIds[0] as string);
     expect(await stack.producer.getDelivery(deliveryIds[0] as string)).toMatchObject({ status: 'failed', attemptCount: 3, lastErrorClass: 'CriticalHookDeliveryError', lastHttpStatus: 500 });
     expect(requestsTo('/fail-crit')).toBe(3);
-    const metrics = await stack.worker().metrics.registry.getSingleMetricAsString('hookrelay_critical_failures_total');
-    expect(metrics).toMatch(/hookrelay_critical_failures_total 2/);
+    // The ledger row is written first; the operation flag and the metric follow it.
+    const metric = () => stack.worker().metrics.registry.getSingleMetricAsString('hookrelay_critical_failures_total');
+    await waitFor(async () => /hookrelay_critical_failures_total 2/.test(await metric()), 5_000, 'the critical-failure metric');
+    expect(await metric()).toMatch(/hookrelay_critical_failures_total 2/);
   });
 });
