@@ -61,12 +61,15 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
       generation,
     };
     const lastErrorClass = outcome === 'delivered' ? null : outcome === 'failed' && critical ? CRITICAL_ERROR_CLASS : attempt.errorClass;
+    // Q4: flag first, so a row that says `failed` always has its operation flagged. Only for a
+    // callback that can still change the row (same generation, still waiting on QStash).
+    const current = row.generation === generation && (row.status === 'accepted_by_qstash' || row.status === 'in_flight');
+    if (outcome === 'failed' && critical && current) await flagCriticalDeliveryFailure(options.db, row.operationId);
     const changed = await recordQStashCallback(options.db, { id, generation, kind: outcome, attempt, lastErrorClass, lastHttpStatus: attempt.httpStatus });
     options.metrics?.qstashCallbacks.inc({ kind, result: changed ? outcome : 'stale' });
     if (changed && outcome === 'failed') {
       options.metrics?.deliveries.inc({ outcome: 'failed', transport: 'qstash' });
       if (critical) {
-        await flagCriticalDeliveryFailure(options.db, changed.operationId);
         options.metrics?.criticalFailures.inc();
         const error = new CriticalHookDeliveryError([{ hookId: row.hookId, cause: new WebhookDeliveryFailure(attempt.errorClass ?? 'http_error', attempt.httpStatus ?? undefined) }]);
         options.logger.error({ deliveryId: id, hookId: row.hookId, operationId: changed.operationId, err: error.message }, 'critical webhook delivery failed for good at QStash; operation flagged');
