@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { AgentContext } from '../contract/agentHooks.ts';
-import { checkWebhookUrl, hasUnsafeHeaderValue, isForbiddenHeaderName, templateNames } from '../contract/webhook.ts';
+import { checkWebhookUrl, hasUnsafeHeaderValue, isForbiddenHeaderName, MAX_TIMEOUT_SECONDS, templateNames } from '../contract/webhook.ts';
 import type { Interceptor } from '../interception/interceptor.ts';
 import { DEFAULT_TIMEOUT_MS } from '../interception/timeouts.ts';
 import { DeliveryConfigError } from './errors.ts';
-import type { FetchTransport } from './fetchTransport.ts';
+import { FetchTransport } from './fetchTransport.ts';
 import { resolveHeaderTemplates } from './headerTemplates.ts';
 import { resolveWebhookUrl } from './resolveUrl.ts';
 import { parseSigningSecrets, signatureHeaders } from './signing.ts';
@@ -27,8 +27,11 @@ export const RemoteInterceptorConfigSchema = z
     allowedEnvVars: z.array(z.string().regex(/^[A-Z_][A-Z0-9_]*$/)).optional(),
     /** Milliseconds; default the contract's 5,000; `null` disables. */
     timeoutMs: z.number().positive().finite().nullable().optional(),
+    /** Seconds, as in a webhook config (W1); an alternative to `timeoutMs`. */
+    timeout: z.number().positive().max(MAX_TIMEOUT_SECONDS).optional(),
   })
   .superRefine((c, ctx) => {
+    if (c.timeout !== undefined && c.timeoutMs !== undefined) ctx.addIssue({ code: 'custom', path: ['timeout'], message: 'give timeout (seconds) or timeoutMs, not both' });
     const allowed = new Set(c.allowedEnvVars ?? []);
     for (const [name, value] of Object.entries(c.headers ?? {})) {
       if (isForbiddenHeaderName(name)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'is a forbidden header name' });
@@ -41,9 +44,11 @@ export const RemoteInterceptorConfigSchema = z
 export type RemoteInterceptorConfig = z.input<typeof RemoteInterceptorConfigSchema>;
 
 export type RemoteInterceptorDeps = {
-  fetchTransport: FetchTransport;
-  /** Where templates and HOOKRELAY_SIGNING_SECRETS are read from, at send time (W2). */
-  env: Record<string, string | undefined>;
+  /** Default: a transport of its own, guarded with `env.HOOKRELAY_ALLOWED_CIDRS` (read now). */
+  fetchTransport?: FetchTransport;
+  /** Where templates and HOOKRELAY_SIGNING_SECRETS are read from, at send time (W2). Default `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** Base for a relative `url`; default `env.APP_URL`. */
   appUrl?: string;
 };
 
@@ -59,9 +64,15 @@ export class RemoteInterceptorError extends Error {
  * JSON answer that fails the gate is `verdict_invalid`; a non-2xx, network error, oversize or
  * non-JSON body throws (`interceptor_failed`); its own bound expiring is `interceptor_timeout`.
  */
-export function createRemoteInterceptor(config: RemoteInterceptorConfig, deps: RemoteInterceptorDeps): Interceptor {
+export function createRemoteInterceptor(config: RemoteInterceptorConfig, options: RemoteInterceptorDeps = {}): Interceptor {
   const parsed = RemoteInterceptorConfigSchema.parse(config);
-  const timeoutMs = parsed.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : parsed.timeoutMs;
+  const env = options.env ?? process.env;
+  const deps = {
+    env,
+    appUrl: options.appUrl ?? (env.APP_URL || undefined),
+    fetchTransport: options.fetchTransport ?? new FetchTransport({ allowedCidrs: env.HOOKRELAY_ALLOWED_CIDRS }),
+  };
+  const timeoutMs = parsed.timeout !== undefined ? Math.ceil(parsed.timeout * 1000) : parsed.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : parsed.timeoutMs;
   const transportMs = timeoutMs === null ? MAX_TRANSPORT_MS : Math.min(MAX_TRANSPORT_MS, timeoutMs + TRANSPORT_GRACE_MS);
   return {
     name: parsed.name ?? 'remote',

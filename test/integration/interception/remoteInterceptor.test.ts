@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AgentContextBuilder, InterceptionEmitter, type InterceptionRecord } from '../../../src/interception/index.ts';
 import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
@@ -114,6 +114,25 @@ describe('I3: remote interceptors over a real socket', () => {
     expect(records.length).toBeGreaterThan(5);
     expect(dump).not.toContain(TOKEN);
     expect(dump).not.toContain('secret-query-text'); // records are payload-free
+  });
+
+  it('I3: configured like a webhook: `timeout` in seconds, transport and env from the process by default', async () => {
+    vi.stubEnv('HOOKRELAY_ALLOWED_CIDRS', '127.0.0.1/32');
+    vi.stubEnv('REMOTE_TOKEN', TOKEN);
+    try {
+      const remote = createRemoteInterceptor({ url: `${receiver.url}/verdict`, timeout: 0.15, headers: { authorization: 'Bearer ${REMOTE_TOKEN}' }, allowedEnvVars: ['REMOTE_TOKEN'] });
+      const emitter = new InterceptionEmitter({ interceptors: [remote] });
+      receiver.setHandler({ ...json({ decision: 'allow' }), delayMs: 500 });
+      const slow = await emitter.emitUnchecked(preToolCall(new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId: 'sess-seconds' })));
+      expect(slow.verdict.reason).toBe('host_error:interceptor_timeout');
+      receiver.setHandler(json({ decision: 'allow' }));
+      const fast = await emitter.emitUnchecked(preToolCall(new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId: 'sess-seconds-2' })));
+      expect(fast.verdict.decision).toBe('allow');
+      expect(receiver.requests.at(-1)!.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+    expect(() => createRemoteInterceptor({ url: 'https://example.com/v', timeout: 1, timeoutMs: 1000 })).toThrow(/timeout/);
   });
 
   it('I3: a config naming a template not in allowedEnvVars is rejected when the interceptor is created', () => {
