@@ -18,10 +18,10 @@ export type EvaluateControlsInput = {
   type: 'beforeToolCall' | 'afterToolCall';
   context: ToolCallHookContext;
   result?: ToolCallResult;
-  /** Caller hooks in registration order (a corrupt restored hook throws: D4b). */
-  callerHooks: () => readonly ControlHook[];
-  /** The current environment's hooks (an invalid configuration throws: L5). */
-  envHooks: () => readonly ControlHook[];
+  /** Caller hooks in registration order, or a thunk (a corrupt restored hook throws: D4b). */
+  callerHooks: readonly ControlHook[] | (() => readonly ControlHook[]);
+  /** The current environment's hooks, or a thunk that throws for an invalid configuration (L5). */
+  envHooks: readonly ControlHook[] | (() => readonly ControlHook[]);
   run: (hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined) => Promise<ToolCallWebhookResult>;
   logger: Pick<Logger, 'warn'>;
   signal?: AbortSignal;
@@ -41,11 +41,12 @@ export async function evaluateControls(input: EvaluateControlsInput): Promise<To
   // The payload builder copies what it sends; the caller's context is never mutated.
   const event: Record<string, unknown> = type === 'afterToolCall' ? { ...input.context, result: input.result } : input.context;
 
-  const fromCallers = await runRound(input, input.callerHooks(), event);
+  const callerHooks = typeof input.callerHooks === 'function' ? input.callerHooks() : input.callerHooks;
+  const fromCallers = await runRound(input, callerHooks, event);
   if (fromCallers) return fromCallers;
   let envHooks: readonly ControlHook[];
   try {
-    envHooks = input.envHooks();
+    envHooks = typeof input.envHooks === 'function' ? input.envHooks() : input.envHooks;
   } catch (error) {
     input.logger.warn({ hookType: type, err: error instanceof Error ? error.message : 'error' }, 'environment hooks invalid: failing closed');
     return blockedOutcome(type, HOOK_CONTROL_ERROR);

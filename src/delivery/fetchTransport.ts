@@ -106,12 +106,9 @@ export class FetchTransport {
 
   async send(req: SendRequest): Promise<SendOutcome> {
     const startedAt = performance.now();
-    const elapsed = () => performance.now() - startedAt;
-    const fail = (errorClass: TransportErrorClass, detail?: string): SendOutcome => ({ kind: 'error', errorClass, durationMs: elapsed(), ...(detail ? { detail } : {}) });
-
     const target = this.#checkTarget(req);
-    if (typeof target === 'string') return fail(target);
-    if (req.signal?.aborted) return fail('cancelled');
+    if (typeof target === 'string') return failure(target, startedAt);
+    if (req.signal?.aborted) return failure('cancelled', startedAt);
 
     const deadline = startDeadline(req.timeoutMs, req.signal);
     try {
@@ -123,9 +120,9 @@ export class FetchTransport {
         body: req.body,
         signal: deadline.signal,
       });
-      return await this.#readResponse(req, response, deadline, elapsed);
+      return await this.#readResponse(req, response, deadline, startedAt);
     } catch (error) {
-      return fail(classify(error, deadline), describeError(error));
+      return failure(classify(error, deadline), startedAt, describeError(error));
     } finally {
       deadline.dispose();
     }
@@ -166,23 +163,27 @@ export class FetchTransport {
     return verdict;
   }
 
-  async #readResponse(req: SendRequest, response: Dispatcher.ResponseData, deadline: Deadline, elapsed: () => number): Promise<SendOutcome> {
+  async #readResponse(req: SendRequest, response: Dispatcher.ResponseData, deadline: Deadline, startedAt: number): Promise<SendOutcome> {
     const base = { kind: 'response' as const, status: response.statusCode, headers: response.headers as ResponseHeaders };
     const is2xx = response.statusCode >= 200 && response.statusCode < 300;
     if (req.read === 'discard') {
       const excerptBytes = Math.min(Math.max(0, Math.floor(req.excerptBytes ?? 0)), MAX_EXCERPT_BYTES);
       const excerpt = excerptBytes > 0 ? collectExcerpt(response.body, excerptBytes, Math.min(EXCERPT_WAIT_MS, deadline.remainingMs())) : undefined;
       discardBody(response.body, DISCARD_LIMIT_BYTES, deadline.remainingMs());
-      return { ...base, ...(excerpt ? { excerpt: await excerpt } : {}), durationMs: elapsed() };
+      return { ...base, ...(excerpt ? { excerpt: await excerpt } : {}), durationMs: performance.now() - startedAt };
     }
     if (!is2xx) {
       // R5-order: a non-2xx body is not read.
       discardBody(response.body, DISCARD_LIMIT_BYTES, deadline.remainingMs());
-      return { ...base, durationMs: elapsed() };
+      return { ...base, durationMs: performance.now() - startedAt };
     }
     const read = await readCapped(response.body, req.read.maxBytes);
-    return read.tooLarge ? { ...base, tooLarge: true, durationMs: elapsed() } : { ...base, body: read.bytes, durationMs: elapsed() };
+    return read.tooLarge ? { ...base, tooLarge: true, durationMs: performance.now() - startedAt } : { ...base, body: read.bytes, durationMs: performance.now() - startedAt };
   }
+}
+
+function failure(errorClass: TransportErrorClass, startedAt: number, detail?: string): SendOutcome {
+  return { kind: 'error', errorClass, durationMs: performance.now() - startedAt, ...(detail ? { detail } : {}) };
 }
 
 function classify(error: unknown, deadline: Deadline): TransportErrorClass {

@@ -94,6 +94,10 @@ export class HookDispatcher {
   readonly #qstash: QStashPublisher | undefined;
   readonly #seam: ToolSeam | undefined;
   readonly #registry = new Map<string, ParsedAgentHook[]>();
+  // Bound once: the evaluation hot path creates no closures per call.
+  readonly #envHooksThunk = (): RunnableHook[] => this.#envHooks();
+  readonly #runControlBound = (hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined): Promise<ToolCallWebhookResult> =>
+    this.#runControl(hook, event, signal);
   #qstashCache: { url: string | undefined; token: string; publisher: QStashPublisher } | undefined;
   #secretsCache: { raw: string; secrets: readonly string[] } | undefined;
   #envHooksCache: { key: string; hooks: RunnableHook[] } | undefined;
@@ -382,9 +386,9 @@ export class HookDispatcher {
       type,
       context: effectiveContext,
       result: effectiveResult,
-      callerHooks: () => this.#callerHooks(operationId, opts.serializedHooks),
-      envHooks: () => (opts.environmentHooks === false ? [] : this.#envHooks()),
-      run: (hook, event, signal) => this.#runControl(hook, event, signal),
+      callerHooks: this.#callerHooks(operationId, opts.serializedHooks),
+      envHooks: opts.environmentHooks === false ? NO_HOOKS : this.#envHooksThunk,
+      run: this.#runControlBound,
       logger: this.#logger,
       signal: opts.signal,
     });
