@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,8 +6,8 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createHookProducer } from '../../src/queue/producer.ts';
 import { startReceiver } from '../support/receiver.ts';
+import { startHookrelay } from '../support/hookrelayProcess.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 describe('quickstart: `hookrelay start` delivers events end to end on the embedded store', () => {
@@ -16,19 +15,9 @@ describe('quickstart: `hookrelay start` delivers events end to end on the embedd
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hookrelay-embedded-'));
     const queueName = `embedded-${randomBytes(4).toString('hex')}`;
     const receiver = await startReceiver({ status: 204 });
-    const child = spawn(process.execPath, ['bin/hookrelay.mjs', 'start'], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: '', REDIS_URL, HOOKRELAY_QUEUE: queueName, HOOKRELAY_DATA_DIR: dataDir, HOOKRELAY_HTTP_PORT: '0', HOOKRELAY_ALLOWED_CIDRS: '127.0.0.1/32', LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d));
-    child.stderr.on('data', (d: Buffer) => (output += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const proc = startHookrelay(['start'], { DATABASE_URL: '', REDIS_URL, HOOKRELAY_QUEUE: queueName, HOOKRELAY_DATA_DIR: dataDir, HOOKRELAY_HTTP_PORT: '0', HOOKRELAY_ALLOWED_CIDRS: '127.0.0.1/32', LOG_LEVEL: 'info' });
     try {
-      const deadline = Date.now() + 45_000;
-      while (!/"msg":"ready"/.test(output) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 100));
-      expect(output).toMatch(/"msg":"ready"/);
+      expect(await proc.waitForOutput(/"msg":"ready"/)).toBe(true);
       const { databaseUrl } = JSON.parse(readFileSync(path.join(dataDir, 'store.json'), 'utf8')) as { databaseUrl: string };
       const producer = createHookProducer({ databaseUrl, redisUrl: REDIS_URL, queueName, env: {} });
       try {
@@ -46,10 +35,9 @@ describe('quickstart: `hookrelay start` delivers events end to end on the embedd
       } finally {
         await producer.close();
       }
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
+      expect(await proc.stop('SIGTERM')).toBe(0);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      proc.kill();
       await receiver.close();
       const redis = new Redis(REDIS_URL);
       const keys = await redis.keys(`bull:${queueName}:*`);
