@@ -7,11 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
+import { deleteKeys, queueKeys } from '../support/redisKeys.ts';
 import { createHookProducer } from '../../src/queue/producer.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { spawnWorker, type WorkerProcess } from '../integration/queue/workerProcess.ts';
+import { spawnWorker, type HookrelayProcess as WorkerProcess } from '../support/hookrelayProcess.ts';
 
 export const EVENTS = Number(process.env.CHAOS_EVENTS ?? 5_000);
 const FEED_BATCH = 100;
@@ -56,14 +57,7 @@ export async function createChaosRun(name: string, redisDb: number): Promise<Cha
   const url = new URL(db.url);
   url.searchParams.set('application_name', appName);
 
-  const clearQueueKeys = async () => {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `bull:${queue}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
-  };
+  const clearQueueKeys = () => deleteKeys(queueKeys(queue), redis);
   await clearQueueKeys();
 
   const deliveredCount = async (): Promise<number> => {

@@ -10,6 +10,7 @@ import { createTestStore, type TestStore } from '../support/db.ts';
 import { AgentContextBuilder, InterceptionEmitter, Verdict } from '../../src/interception/index.ts';
 import { createStoreRecordSink } from '../../src/store/interceptionRecordSink.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { deleteKeys, listKeys, queueKeys } from '../support/redisKeys.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BIN = path.join(ROOT, 'bin/hookrelay.mjs');
@@ -92,10 +93,7 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
     }
     await producer.close();
     await receiver.close();
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`bull:${queueName}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteKeys(queueKeys(queueName));
     await t.cleanup();
   }, 60_000);
 
@@ -137,14 +135,14 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
     await waitFor(async () => (await count('failed')) === 20);
     const before = await t.store.pool!.query('select id, status, generation, updated_at from deliveries order by id');
     const redis = new Redis(REDIS_URL);
-    const keysBefore = (await redis.keys(`bull:${queueName}:*`)).sort();
+    const keysBefore = (await listKeys(queueKeys(queueName), redis)).sort();
     const run = await cli(['replay', '--status', 'failed', '--dry-run']);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('dry run: would replay 20');
     for (const id of deliveryIds) expect(run.stdout).toContain(id);
     const after = await t.store.pool!.query('select id, status, generation, updated_at from deliveries order by id');
     expect(after.rows).toEqual(before.rows);
-    expect((await redis.keys(`bull:${queueName}:*`)).sort()).toEqual(keysBefore);
+    expect((await listKeys(queueKeys(queueName), redis)).sort()).toEqual(keysBefore);
     redis.disconnect();
   }, 60_000);
 

@@ -2,11 +2,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createHookProducer } from '../../src/queue/producer.ts';
 import { startReceiver } from '../support/receiver.ts';
 import { startHookrelay } from '../support/hookrelayProcess.ts';
+import { deleteKeys, queueKeys } from '../support/redisKeys.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -39,10 +39,7 @@ describe('quickstart: `hookrelay start` delivers events end to end on the embedd
     } finally {
       proc.kill();
       await receiver.close();
-      const redis = new Redis(REDIS_URL);
-      const keys = await redis.keys(`bull:${queueName}:*`);
-      if (keys.length) await redis.del(...keys);
-      redis.disconnect();
+      await deleteKeys(queueKeys(queueName));
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 90_000);

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServerApp } from '../../examples/server-app.ts';
 import { loadSettings } from '../../src/config/settings.ts';
@@ -7,6 +6,7 @@ import { silentLogger } from '../../src/observability/logger.ts';
 import { startDeliveryService, type DeliveryService } from '../../src/queue/service.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { deleteKeys, queueKeys } from '../support/redisKeys.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -47,10 +47,7 @@ describe('examples/server-app.ts: a server app on a queue-mode dispatcher (D8, R
     await app?.close();
     await worker?.stop();
     await receiver?.close();
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`bull:${queueName}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteKeys(queueKeys(queueName));
     await t?.cleanup();
   }, 60_000);
 

@@ -8,7 +8,8 @@ import type { HookProducer } from '../../src/queue/types.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { TEST_REDIS_URL, waitFor } from '../integration/queue/harness.ts';
-import { spawnWorker } from '../integration/queue/workerProcess.ts';
+import { spawnWorker } from '../support/hookrelayProcess.ts';
+import { deleteKeys, listKeys, queueKeys } from '../support/redisKeys.ts';
 
 const SHUTDOWN_BOUND_MS = 5_000;
 
@@ -28,16 +29,7 @@ function workerEnv(db: TestStore, queue: string, extra: Record<string, string> =
   };
 }
 
-async function deleteQueueKeys(queue: string): Promise<void> {
-  const redis = new Redis(TEST_REDIS_URL);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `bull:${queue}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
-  redis.disconnect();
-}
+const deleteQueueKeys = (queue: string) => deleteKeys(queueKeys(queue));
 
 describe('worker process (e2e)', () => {
   let db: TestStore;
@@ -145,24 +137,19 @@ describe('worker process (e2e)', () => {
     // Every Redis key of this queue, whatever its type.
     const redis = new Redis(TEST_REDIS_URL);
     try {
-      let cursor = '0';
       let redisDump = '';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `bull:${queue}:*`, 'COUNT', 1000);
-        cursor = next;
-        for (const key of keys) {
-          const type = await redis.type(key);
-          const value =
-            type === 'string' ? await redis.get(key)
-            : type === 'hash' ? await redis.hgetall(key)
-            : type === 'list' ? await redis.lrange(key, 0, -1)
-            : type === 'set' ? await redis.smembers(key)
-            : type === 'zset' ? await redis.zrange(key, 0, -1)
-            : type === 'stream' ? await redis.xrange(key, '-', '+')
-            : null;
-          redisDump += JSON.stringify(value);
-        }
-      } while (cursor !== '0');
+      for (const key of await listKeys(queueKeys(queue), redis)) {
+        const type = await redis.type(key);
+        const value =
+          type === 'string' ? await redis.get(key)
+          : type === 'hash' ? await redis.hgetall(key)
+          : type === 'list' ? await redis.lrange(key, 0, -1)
+          : type === 'set' ? await redis.smembers(key)
+          : type === 'zset' ? await redis.zrange(key, 0, -1)
+          : type === 'stream' ? await redis.xrange(key, '-', '+')
+          : null;
+        redisDump += JSON.stringify(value);
+      }
       expect(redisDump).not.toContain(token);
     } finally {
       redis.disconnect();

@@ -5,6 +5,7 @@ import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { TEST_REDIS_URL } from './harness.ts';
+import { deleteKeys, queueKeys } from '../../support/redisKeys.ts';
 
 describe('D8: queue mode without an explicit producer', () => {
   let t: TestStore;
@@ -13,10 +14,7 @@ describe('D8: queue mode without an explicit producer', () => {
     t = await createTestStore('defprod');
   });
   afterAll(async () => {
-    const redis = new Redis(TEST_REDIS_URL);
-    const keys = await redis.keys(`bull:${queueName}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteKeys(queueKeys(queueName));
     await t.cleanup();
   });
 

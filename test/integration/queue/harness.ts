@@ -11,8 +11,9 @@ import { createHookProducer } from '../../../src/queue/producer.ts';
 import { startDeliveryService, type DeliveryService } from '../../../src/queue/service.ts';
 import type { HookProducer } from '../../../src/queue/types.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
+import { deleteKeys, listKeys, TEST_REDIS_URL } from '../../support/redisKeys.ts';
 
-export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export { TEST_REDIS_URL } from '../../support/redisKeys.ts';
 
 /** Settings for a fast test worker: short retries, locks and reconcile interval, loopback allowed. */
 export const FAST_ENV: Record<string, string> = {
@@ -74,25 +75,11 @@ export async function createStack(name: string): Promise<Stack> {
       if (!last) throw new Error('no worker started');
       return last;
     },
-    async redisKeys() {
-      const keys: string[] = [];
-      let cursor = '0';
-      do {
-        const [next, batch] = await admin.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        cursor = next;
-        keys.push(...batch);
-      } while (cursor !== '0');
-      return keys;
-    },
+    redisKeys: () => listKeys(`${prefix}:*`, admin),
     async cleanup() {
       for (const w of workers) await w.stop().catch(() => undefined);
       await producer.close().catch(() => undefined);
-      let cursor = '0';
-      do {
-        const [next, batch] = await admin.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        cursor = next;
-        if (batch.length > 0) await admin.del(...batch);
-      } while (cursor !== '0');
+      await deleteKeys(`${prefix}:*`, admin);
       admin.disconnect();
       await db.cleanup();
     },
