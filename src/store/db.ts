@@ -9,6 +9,11 @@ import { schema } from './schema.ts';
 /** Either driver: node-postgres in production, PGlite embedded. Repositories only see this. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 
+/** Rows of a raw `db.execute(sql…)` result: node-postgres and PGlite both answer `{ rows }`. */
+export function rowsOf<T>(result: unknown): T[] {
+  return ((result as { rows?: T[] }).rows ?? []) as T[];
+}
+
 export type Store = {
   db: Db;
   kind: 'postgres' | 'pglite';

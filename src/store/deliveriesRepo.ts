@@ -1,5 +1,5 @@
 import { and, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
-import type { Db } from './db.ts';
+import { rowsOf, type Db } from './db.ts';
 import { deliveries } from './schema.ts';
 import type { Delivery, DeliveryAttempt, DeliveryStatus } from '../contract/delivery.ts';
 import type { HookType } from '../contract/hookTypes.ts';
@@ -146,9 +146,6 @@ export type ClaimedDelivery = {
   occurredAt: Date;
 };
 
-function rowsOf<T>(result: unknown): T[] {
-  return ((result as { rows?: T[] }).rows ?? []) as T[];
-}
 
 type ClaimRow = {
   id: string;

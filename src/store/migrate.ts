@@ -5,7 +5,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import { sql } from 'drizzle-orm';
-import type { Store } from './db.ts';
+import { rowsOf, type Store } from './db.ts';
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
 
@@ -29,6 +29,6 @@ export async function migrateStore(store: Store, options: MigrateOptions = {}): 
 
 async function currentSchema(store: Store): Promise<string> {
   const result = await store.db.execute(sql`select current_schema() as schema`);
-  const row = ((result as { rows?: { schema: string | null }[] }).rows ?? [])[0];
+  const row = rowsOf<{ schema: string | null }>(result)[0];
   return row?.schema ?? 'public';
 }

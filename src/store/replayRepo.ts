@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { Db } from './db.ts';
+import { rowsOf, type Db } from './db.ts';
 
 export type ReplayClaim = { id: string; generation: number };
 
@@ -23,8 +23,7 @@ export async function claimForReplay(db: Db, ids: readonly string[], includeAcce
      WHERE id = ANY(${sql.param([...ids])}::text[])
        AND status = ANY(${sql.param(replayableStatuses(includeAccepted))}::text[])
     RETURNING id, generation`);
-  const rows = ((result as { rows?: { id: string; generation: number }[] }).rows ?? []);
-  return rows.map((r) => ({ id: r.id, generation: Number(r.generation) }));
+  return rowsOf<{ id: string; generation: number }>(result).map((r) => ({ id: r.id, generation: Number(r.generation) }));
 }
 
 export type StatusCount = { status: string; count: number };
@@ -35,7 +34,7 @@ export async function ledgerStats(db: Db): Promise<{ byStatus: StatusCount[]; ol
   const oldest = await db.execute(
     sql`SELECT min(created_at) AS oldest FROM deliveries WHERE status IN ('queued', 'in_flight', 'retrying')`,
   );
-  const byStatus = ((counts as { rows?: StatusCount[] }).rows ?? []).map((r) => ({ status: r.status, count: Number(r.count) }));
-  const raw = ((oldest as { rows?: { oldest: Date | string | null }[] }).rows ?? [])[0]?.oldest ?? null;
+  const byStatus = rowsOf<StatusCount>(counts).map((r) => ({ status: r.status, count: Number(r.count) }));
+  const raw = rowsOf<{ oldest: Date | string | null }>(oldest)[0]?.oldest ?? null;
   return { byStatus, oldestUndeliveredAt: raw === null ? null : new Date(raw) };
 }
