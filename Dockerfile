@@ -6,7 +6,6 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin
 COPY src ./src
-COPY workers ./workers
 COPY migrations ./migrations
 COPY tsconfig.json ./
 USER node

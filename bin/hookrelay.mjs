@@ -6,6 +6,5 @@
 import { register } from 'tsx/esm/api';
 
 register();
-const { main } = await import('../src/cli/main.ts');
-const code = await main(process.argv);
-process.exit(code);
+const { runCli } = await import('../src/cli/main.ts');
+await runCli(process.argv);

@@ -33,3 +33,6 @@ export { createStoreRecordSink } from './store/interceptionRecordSink.ts';
 export { createInterceptionSeam, type InterceptionPosture } from './dispatch/interceptionSeam.ts';
 export { createHookProducer } from './queue/producer.ts';
 export type { HookProducer, HookProducerOptions, EnqueueInput, EnqueueResult, EnqueueManyResult } from './queue/types.ts';
+// The programmatic worker (a later `hookrelay/worker` entry): run it in your own worker file.
+export { startDeliveryWorker, type StartDeliveryWorkerOptions, type RunningDeliveryWorker } from './worker/index.ts';
+export type { EmailLookup } from './payload/emailCache.ts';

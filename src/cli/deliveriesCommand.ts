@@ -4,7 +4,7 @@ import { HOOK_TYPES } from '../contract/hookTypes.ts';
 import { getDeliveryRow, listDeliveries, toDelivery, type DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { withContext } from './context.ts';
 import { CliUsageError } from './errors.ts';
-import { formatTable, iso, printJsonLines } from './output.ts';
+import { formatTable, iso, printJson, printJsonArray } from './output.ts';
 import { parseTimeSpec } from './timeSpec.ts';
 
 export const DEFAULT_LIST_LIMIT = 50;
@@ -47,7 +47,7 @@ function summary(d: Delivery) {
     eventType: d.eventType,
     hookId: d.hookId,
     transport: d.transport,
-    attempts: d.attemptCount,
+    attemptCount: d.attemptCount,
     generation: d.generation,
     lastErrorClass: d.lastErrorClass,
     lastHttpStatus: d.lastHttpStatus,
@@ -61,13 +61,13 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
 
   addFilterOptions(deliveries.command('list').description('list deliveries, newest first'))
     .option('--limit <n>', `at most this many rows (default ${DEFAULT_LIST_LIMIT})`, (v) => parsePositiveInt(v, '--limit'))
-    .option('--json', 'one JSON object per line')
-    .addHelpText('after', '\nExamples:\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay deliveries list --operation op_123 --json | jq .id')
+    .option('--json', 'a JSON array, one delivery per line ([] when none match)')
+    .addHelpText('after', '\nExamples:\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay deliveries list --operation op_123 --json | jq -r ".[].id"')
     .action(async (flags: FilterFlags & { json?: boolean }) => {
       const filter = toFilter(flags);
       await withContext(async (ctx) => {
         const rows = await listDeliveries(ctx.store.db, { ...filter, limit: flags.limit ?? DEFAULT_LIST_LIMIT });
-        if (flags.json) return printJsonLines(rows.map(summary));
+        if (flags.json) return printJsonArray(rows.map(summary));
         if (rows.length === 0) {
           process.stdout.write('no deliveries match\n');
           return;
@@ -101,8 +101,8 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
         const row = await getDeliveryRow(ctx.store.db, id);
         if (!row) throw new CliUsageError(`no delivery with id "${id}"`);
         const d = toDelivery(row);
-        const full = { ...summary(d), occurredAt: row.occurredAt.toISOString(), hook: row.hook, payload: row.payload, attemptLog: d.attempts };
-        if (flags.json) return printJsonLines([full]);
+        // The library's vocabulary (Delivery): `attempts` is the list, `attemptCount` the total.
+        if (flags.json) return printJson({ ...summary(d), occurredAt: row.occurredAt.toISOString(), hook: row.hook, payload: row.payload, attempts: d.attempts });
         const lines = [
           `${d.id}  ${d.status}  ${d.eventType} → ${d.hookId} (${d.transport})`,
           `operation ${d.operationId}  generation ${d.generation}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,

@@ -6,7 +6,7 @@ import { createHookProducer } from '../queue/producer.ts';
 import { loadOperationHooks } from '../store/operationsRepo.ts';
 import { withContext } from './context.ts';
 import { CliUsageError } from './errors.ts';
-import { printJsonLines } from './output.ts';
+import { printJson } from './output.ts';
 
 function readEvent(file: string, operationId: string): Record<string, unknown> {
   let text: string;
@@ -44,7 +44,7 @@ export function registerEnqueueCommand(program: Command): void {
         try {
           const result = await producer.enqueue({ operationId: flags.operation, type: flags.type as HookType, event, hooks: hooks as SerializedHook[] });
           if (result.deliveryIds.length === 0) throw new CliUsageError(`no persisted hook of operation "${flags.operation}" matches ${flags.type}`);
-          if (flags.json) printJsonLines([result]);
+          if (flags.json) printJson(result);
           else process.stdout.write(`${result.deliveryIds.join('\n')}\n${result.queued ? '' : 'stored, not yet queued (Redis?): the worker will enqueue them\n'}`);
         } finally {
           await producer.close();

@@ -1,46 +1,75 @@
-import { Command, CommanderError } from 'commander';
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
 import { loadSettings, SettingsError } from '../config/settings.ts';
 import { RedisUnavailableError } from '../queue/redisConnection.ts';
 import { HookConfigError } from '../contract/errors.ts';
+import { WorkerPluginError } from '../worker/plugin.ts';
 import { CliUsageError } from './errors.ts';
+import { EXIT } from './exitCodes.ts';
+import { flushed } from './output.ts';
 import { registerDeliveriesCommand } from './deliveriesCommand.ts';
 import { registerReplayCommand } from './replayCommand.ts';
 import { registerEnqueueCommand } from './enqueueCommand.ts';
 import { registerStatsCommand } from './statsCommand.ts';
 import { registerRecordsCommand } from './recordsCommand.ts';
 
-/** Exit codes (issue 6): 0 success, 1 partial failure, 2 bad usage or nothing matched. */
-export const EXIT = { ok: 0, partial: 1, usage: 2 } as const;
+export { EXIT } from './exitCodes.ts';
+
+/** The package version, for `--version`. */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+}
+
+type WorkerFlags = { concurrency?: number; plugin?: string; migrate?: boolean };
+
+/** `start` and `worker` share these: the email look-up plugin and skipping migrations. */
+function addWorkerOptions(cmd: Command): Command {
+  return cmd
+    .option('--plugin <file>', 'module exporting emailLookup(userId) → email, for userEmail in payloads (B3)')
+    .addOption(new Option('--no-migrate', 'do not apply migrations at start (a migrate job owns them; or HOOKRELAY_MIGRATE=false)'));
+}
+
+async function runWorker(flags: WorkerFlags, allowPrivateRedis: boolean): Promise<void> {
+  const { loadWorkerPlugin, runDeliveryWorkerUntilSignal } = await import('../worker/index.ts');
+  const plugin = flags.plugin !== undefined ? await loadWorkerPlugin(flags.plugin) : undefined;
+  await runDeliveryWorkerUntilSignal({
+    allowPrivateRedis,
+    ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+    // Commander sets `migrate: true` by default; only an explicit --no-migrate overrides the setting.
+    ...(flags.migrate === false ? { migrate: false } : {}),
+    ...(plugin ? { emailLookup: plugin.emailLookup } : {}),
+  });
+}
 
 export function buildProgram(): Command {
   const program = new Command('hookrelay')
     .description('hookrelay: durable lifecycle hooks for agent runtimes (worker, migrations, delivery admin)')
     .showHelpAfterError('(run with --help for usage)')
+    .version(packageVersion(), '-V, --version', 'print the hookrelay version')
     .exitOverride()
     .addHelpText('after', '\nExamples:\n  hookrelay start\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay replay --status failed --dry-run');
 
-  program
-    .command('start')
-    .description('run the worker on the configured stores, or the embedded PGlite store when DATABASE_URL is unset')
-    .addHelpText('after', '\nExample:\n  npx hookrelay start\n  DATABASE_URL=postgres://postgres@127.0.0.1:5432/hookrelay npx hookrelay start')
-    .action(async () => {
-      const { runUntilSignal } = await import('../../workers/delivery.ts');
-      await runUntilSignal({ allowPrivateRedis: true });
-    });
+  addWorkerOptions(
+    program
+      .command('start')
+      .description('run the worker on the configured stores, or the embedded PGlite store when DATABASE_URL is unset'),
+  )
+    .addHelpText('after', '\nExample:\n  npx hookrelay start\n  npx hookrelay start --plugin ./hooks-plugin.mjs\n  DATABASE_URL=postgres://postgres@127.0.0.1:5432/hookrelay npx hookrelay start')
+    .action((flags: WorkerFlags) => runWorker(flags, true));
 
-  program
-    .command('worker')
-    .description('run the delivery worker only (for deployments)')
-    .option('--concurrency <n>', 'jobs processed at once (default HOOKRELAY_CONCURRENCY)', (v) => parsePositiveInt(v, '--concurrency'))
-    .addHelpText('after', '\nExample:\n  npx hookrelay worker --concurrency 32')
-    .action(async (opts: { concurrency?: number }) => {
-      const { runUntilSignal } = await import('../../workers/delivery.ts');
-      await runUntilSignal({ concurrency: opts.concurrency });
-    });
+  addWorkerOptions(
+    program
+      .command('worker')
+      .description('run the delivery worker only (for deployments)')
+      .option('--concurrency <n>', 'jobs processed at once (default HOOKRELAY_CONCURRENCY)', (v) => parsePositiveInt(v, '--concurrency')),
+  )
+    .addHelpText('after', '\nExample:\n  npx hookrelay worker --concurrency 32\n  npx hookrelay worker --plugin ./hooks-plugin.mjs --no-migrate')
+    .action((flags: WorkerFlags) => runWorker(flags, false));
 
   program
     .command('migrate')
-    .description('apply the database migrations (idempotent)')
+    .description('apply the database migrations (idempotent; concurrent runs wait for each other)')
     .addHelpText('after', '\nExample:\n  DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx hookrelay migrate')
     .action(async () => {
       const settings = loadSettings();
@@ -80,7 +109,7 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     if (err instanceof CommanderError) {
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof SettingsError || err instanceof CliUsageError || err instanceof RedisUnavailableError || err instanceof HookConfigError) {
+    if (err instanceof SettingsError || err instanceof CliUsageError || err instanceof RedisUnavailableError || err instanceof HookConfigError || err instanceof WorkerPluginError) {
       process.stderr.write(`hookrelay: ${err.message}\n`);
       return EXIT.usage;
     }
@@ -90,4 +119,18 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     process.stderr.write(`hookrelay: ${message}\n`);
     return EXIT.partial;
   }
+}
+
+/**
+ * The bin's entry: run, then exit with the documented code only once stdout and stderr are
+ * flushed — to a pipe, a file or a slow reader nothing is cut off. Exiting (rather than waiting
+ * for the event loop to empty) also means no stray handle can keep a finished command alive.
+ */
+export async function runCli(argv: string[] = process.argv): Promise<never> {
+  // A reader that went away (`| head`) is not an error of the command; the rest is dropped.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+  const code = await main(argv);
+  process.exitCode = code;
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+  process.exit(code);
 }

@@ -1,6 +1,30 @@
-/** Rows as JSON lines (`--json`): one object per line, parseable by jq. */
-export function printJsonLines(rows: readonly unknown[], out: NodeJS.WritableStream = process.stdout): void {
-  for (const row of rows) out.write(`${JSON.stringify(row)}\n`);
+/**
+ * What the CLI prints. `--json` output is always one JSON document on stdout — an object, or for
+ * lists an array with one element per line (`[]` when nothing matched) — so `| jq` works and a
+ * cut-off output never parses. Messages for people go to stderr.
+ */
+type Out = Pick<NodeJS.WritableStream, 'write'>;
+
+/** One JSON document (`show`, `stats`, `enqueue`, `replay`). */
+export function printJson(value: unknown, out: Out = process.stdout): void {
+  out.write(`${JSON.stringify(value)}\n`);
+}
+
+/** A list as a JSON array, one element per line. */
+export function printJsonArray(rows: readonly unknown[], out: Out = process.stdout): void {
+  out.write(rows.length === 0 ? '[]\n' : `[\n${rows.map((r) => JSON.stringify(r)).join(',\n')}\n]\n`);
+}
+
+/**
+ * Resolves once everything written to `stream` so far has been handed to the OS. Writes to a
+ * pipe are asynchronous: a process that exits before this drops what a slow reader has not read
+ * yet. A closed reader (EPIPE) or a destroyed stream resolves too: nothing more can be delivered.
+ */
+export function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  if (stream.destroyed || stream.writableEnded) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.write('', () => resolve());
+  });
 }
 
 /** An aligned table: a header, then one line per row, columns padded to their widest cell. */

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { desc, eq } from 'drizzle-orm';
 import { interceptionRecords } from '../store/schema.ts';
 import { withContext } from './context.ts';
-import { formatTable, iso, printJsonLines } from './output.ts';
+import { formatTable, iso, printJsonArray } from './output.ts';
 
 export function registerRecordsCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
   const records = program.command('records').description('AGENT-HOOKS-0.1 interception records (payload-free)');
@@ -11,7 +11,7 @@ export function registerRecordsCommand(program: Command, parsePositiveInt: (v: s
     .description('interception records, newest first')
     .option('--session <id>', 'session id (the operation id at the tool seam)')
     .option('--limit <n>', 'at most this many (default 50)', (v) => parsePositiveInt(v, '--limit'))
-    .option('--json', 'one JSON record per line')
+    .option('--json', 'a JSON array of records, one per line ([] when none match)')
     .addHelpText('after', '\nExample:\n  hookrelay records list --session op_123 --json')
     .action(async (flags: { session?: string; limit?: number; json?: boolean }) => {
       await withContext(async (ctx) => {
@@ -21,7 +21,7 @@ export function registerRecordsCommand(program: Command, parsePositiveInt: (v: s
           .where(flags.session ? eq(interceptionRecords.sessionId, flags.session) : undefined)
           .orderBy(desc(interceptionRecords.id))
           .limit(flags.limit ?? 50);
-        if (flags.json) return printJsonLines(rows.map((r) => r.record));
+        if (flags.json) return printJsonArray(rows.map((r) => r.record));
         if (rows.length === 0) {
           process.stdout.write('no records match\n');
           return;

@@ -7,9 +7,10 @@ import { claimForReplay, replayableStatuses } from '../store/replayRepo.ts';
 import { withContext, type CliContext } from './context.ts';
 import { addFilterOptions, toFilter, type FilterFlags } from './deliveriesCommand.ts';
 import { CliUsageError } from './errors.ts';
-import { formatTable, iso, printJsonLines } from './output.ts';
+import { EXIT } from './exitCodes.ts';
+import { formatTable, iso, printJson } from './output.ts';
 
-/** Ask before replaying more than this many on a TTY without --yes. */
+/** Above this many, a replay needs --yes (or a yes at the TTY prompt). */
 export const CONFIRM_ABOVE = 100;
 const BATCH = 100;
 const PAGE = 1_000;
@@ -64,6 +65,97 @@ async function confirm(count: number): Promise<boolean> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** One line of `replay --json`'s `results`. */
+type ReplayResult =
+  | { id: string; result: 'replayed' | 'not_queued'; generation: number }
+  | { id: string; result: 'would_replay'; status: string; hookId: string; eventType: string }
+  | { id: string; result: 'skipped'; reason: string }
+  | { id: string; result: 'unknown' };
+
+/** `replay --json` prints exactly this one object: the summary and every id's result. */
+type ReplayReport = { dryRun: boolean; replayed: number; wouldReplay: number; skipped: number; failed: number; results: ReplayResult[] };
+
+async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFlags): Promise<number> {
+  const byId = ids.length > 0;
+  const { candidates, skipped, unknown } = byId ? await byIds(ctx, ids, flags.includeAccepted === true) : { candidates: await byFilter(ctx, flags), skipped: [], unknown: [] };
+  const results: ReplayResult[] = [...unknown.map((id) => ({ id, result: 'unknown' as const })), ...skipped.map((s) => ({ id: s.id, result: 'skipped' as const, reason: s.reason }))];
+  const summary = { dryRun: flags.dryRun === true, replayed: 0, wouldReplay: 0, skipped: skipped.length, failed: unknown.length };
+  for (const id of unknown) process.stderr.write(`${id}: unknown delivery id\n`);
+
+  if (candidates.length === 0) {
+    if (flags.json) printJson({ ...summary, results } satisfies ReplayReport);
+    if (!flags.json) {
+      for (const s of skipped) process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
+      if (skipped.length > 0) process.stdout.write(`replayed 0, skipped ${skipped.length}, failed ${unknown.length}\n`);
+      else if (!byId) process.stdout.write('nothing to replay: no deliveries match\n');
+    }
+    // A filter matching nothing is a healthy system (exit 0); explicit ids that are all unknown are bad usage.
+    if (unknown.length === 0) return EXIT.ok;
+    return skipped.length > 0 ? EXIT.partial : EXIT.usage;
+  }
+
+  if (flags.dryRun) {
+    const rows = await Promise.all(candidates.map((id) => getDeliveryRow(ctx.store.db, id)));
+    const present = rows.filter((r): r is NonNullable<typeof r> => r !== undefined);
+    results.push(...present.map((r) => ({ id: r.id, result: 'would_replay' as const, status: r.status, hookId: r.hookId, eventType: r.eventType })));
+    if (flags.json) printJson({ ...summary, wouldReplay: present.length, results } satisfies ReplayReport);
+    if (!flags.json) {
+      for (const s of skipped) process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
+      process.stdout.write(formatTable(['ID', 'STATUS', 'EVENT', 'HOOK', 'LAST ERROR', 'CREATED'], present.map((r) => [r.id, r.status, r.eventType, r.hookId, r.lastErrorClass ?? '-', iso(r.createdAt)])));
+      process.stdout.write(`dry run: would replay ${present.length}, skipped ${skipped.length}; nothing changed\n`);
+    }
+    return unknown.length > 0 ? EXIT.partial : EXIT.ok;
+  }
+
+  if (candidates.length > CONFIRM_ABOVE && !flags.yes) {
+    // Nobody can answer a prompt from cron or a pipe: refuse instead of proceeding unasked.
+    if (!process.stdin.isTTY) {
+      process.stderr.write(`hookrelay: replaying ${candidates.length} deliveries (more than ${CONFIRM_ABOVE}) needs --yes when stdin is not a terminal; nothing changed\n`);
+      return EXIT.usage;
+    }
+    if (!(await confirm(candidates.length))) {
+      process.stderr.write('hookrelay: replay cancelled; nothing changed\n');
+      return EXIT.usage;
+    }
+  }
+  if (!flags.json) for (const s of skipped) process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
+
+  const queue = ctx.queue();
+  const bar = process.stderr.isTTY && !flags.json ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} {eta_formatted} left', hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
+  bar?.start(candidates.length, 0);
+  const batchSize = Math.min(BATCH, flags.rate ?? BATCH);
+  for (let i = 0; i < candidates.length; i += batchSize) {
+    const started = Date.now();
+    const batch = candidates.slice(i, i + batchSize);
+    const claimed = await claimForReplay(ctx.store.db, batch, flags.includeAccepted === true);
+    const taken = new Set(claimed.map((c) => c.id));
+    for (const id of batch) {
+      if (taken.has(id)) continue;
+      summary.skipped += 1;
+      results.push({ id, result: 'skipped', reason: 'delivered or replayed since it was selected' });
+    }
+    try {
+      await addDeliveryJobs(queue, claimed.map((c) => ({ deliveryId: c.id, generation: c.generation })));
+      summary.replayed += claimed.length;
+      results.push(...claimed.map((c) => ({ id: c.id, result: 'replayed' as const, generation: c.generation })));
+    } catch {
+      // The rows are queued in the ledger: the worker's reconciler adds their jobs (Q2).
+      summary.failed += claimed.length;
+      results.push(...claimed.map((c) => ({ id: c.id, result: 'not_queued' as const, generation: c.generation })));
+      process.stderr.write(`${claimed.length} deliveries could not be added to the queue (Redis?); they are queued in the ledger and the worker's reconciler will enqueue them\n`);
+    }
+    bar?.update(Math.min(candidates.length, i + batch.length));
+    if (flags.rate) {
+      const wait = (batch.length / flags.rate) * 1000 - (Date.now() - started);
+      if (wait > 0) await sleep(wait);
+    }
+  }
+  bar?.stop();
+  if (flags.json) printJson({ ...summary, results } satisfies ReplayReport);
+  if (!flags.json) process.stdout.write(`replayed ${summary.replayed}, skipped ${summary.skipped}, failed ${summary.failed}\n`);
+  return summary.failed > 0 ? EXIT.partial : EXIT.ok;
+}
+
 export function registerReplayCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
   addFilterOptions(
     program
@@ -74,84 +166,17 @@ export function registerReplayCommand(program: Command, parsePositiveInt: (v: st
     .option('--include-accepted', 'also replay deliveries QStash accepted (accepted_by_qstash)')
     .option('--dry-run', 'print what would be replayed and change nothing')
     .option('--rate <n>', 'at most n deliveries per second', (v) => parsePositiveInt(v, '--rate'))
-    .option('--yes', 'do not ask before replaying more than 100')
-    .option('--json', 'JSON lines instead of text')
+    .option('--yes', `replay more than ${CONFIRM_ABOVE} without asking (required when stdin is not a terminal)`)
+    .option('--json', 'one JSON object: the counts and each id\'s result')
     .addHelpText(
       'after',
-      '\nExamples:\n  hookrelay replay dlv_01J9Z3R6Y4V8Q2W7E5T1N0K3M8\n  hookrelay replay --status failed --since 2h --dry-run\n  hookrelay replay --status failed --hook billing --rate 50 --yes',
+      '\nExamples:\n  hookrelay replay dlv_01J9Z3R6Y4V8Q2W7E5T1N0K3M8\n  hookrelay replay --status failed --since 2h --dry-run\n  hookrelay replay --status failed --hook billing --rate 50 --yes\n  hookrelay replay --status failed --yes --json | jq .replayed',
     )
     .action(async (ids: string[], flags: ReplayFlags) => {
       if (ids.length === 0 && flags.status === undefined) throw new CliUsageError('give delivery ids, or --status failed with optional filters (see hookrelay replay --help)');
       if (ids.length > 0 && (flags.status || flags.operation || flags.hook || flags.event || flags.since || flags.until)) {
         throw new CliUsageError('give either delivery ids or filters, not both');
       }
-      const code = await withContext(async (ctx) => {
-        const selection = ids.length > 0 ? await byIds(ctx, ids, flags.includeAccepted === true) : { candidates: await byFilter(ctx, flags), skipped: [], unknown: [] };
-        const { candidates, skipped, unknown } = selection;
-        for (const id of unknown) process.stderr.write(`${id}: unknown delivery id\n`);
-        for (const s of skipped) {
-          if (flags.json) printJsonLines([{ id: s.id, result: 'skipped', reason: s.reason }]);
-          else process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
-        }
-        if (candidates.length === 0) {
-          if (skipped.length > 0) {
-            process.stdout.write(`replayed 0, skipped ${skipped.length}, failed ${unknown.length}\n`);
-            return unknown.length > 0 ? 1 : 0; // some ids were fine, some unknown: partial
-          }
-          if (unknown.length === 0) process.stderr.write('hookrelay: no deliveries match; nothing to replay\n');
-          return 2;
-        }
-
-        if (flags.dryRun) {
-          const rows = await Promise.all(candidates.map((id) => getDeliveryRow(ctx.store.db, id)));
-          const present = rows.filter((r): r is NonNullable<typeof r> => r !== undefined);
-          if (flags.json) printJsonLines(present.map((r) => ({ id: r.id, result: 'would_replay', status: r.status, hookId: r.hookId, eventType: r.eventType })));
-          else {
-            process.stdout.write(formatTable(['ID', 'STATUS', 'EVENT', 'HOOK', 'LAST ERROR', 'CREATED'], present.map((r) => [r.id, r.status, r.eventType, r.hookId, r.lastErrorClass ?? '-', iso(r.createdAt)])));
-            process.stdout.write(`dry run: would replay ${present.length}, skipped ${skipped.length}; nothing changed\n`);
-          }
-          return unknown.length > 0 ? 1 : 0;
-        }
-
-        if (candidates.length > CONFIRM_ABOVE && !flags.yes && process.stdin.isTTY) {
-          if (!(await confirm(candidates.length))) {
-            process.stderr.write('hookrelay: replay cancelled; nothing changed\n');
-            return 2;
-          }
-        }
-
-        const queue = ctx.queue();
-        const bar = process.stderr.isTTY && !flags.json ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} {eta_formatted} left', hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
-        bar?.start(candidates.length, 0);
-        let replayed = 0;
-        let notReplayable = skipped.length;
-        let failed = 0;
-        const batchSize = Math.min(BATCH, flags.rate ?? BATCH);
-        for (let i = 0; i < candidates.length; i += batchSize) {
-          const started = Date.now();
-          const batch = candidates.slice(i, i + batchSize);
-          const claimed = await claimForReplay(ctx.store.db, batch, flags.includeAccepted === true);
-          notReplayable += batch.length - claimed.length; // delivered or taken since it was selected
-          try {
-            await addDeliveryJobs(queue, claimed.map((c) => ({ deliveryId: c.id, generation: c.generation })));
-            replayed += claimed.length;
-            if (flags.json) printJsonLines(claimed.map((c) => ({ id: c.id, result: 'replayed', generation: c.generation })));
-          } catch {
-            // The rows are queued in the ledger: the worker's reconciler adds their jobs (Q2).
-            failed += claimed.length;
-            process.stderr.write(`${claimed.length} deliveries could not be added to the queue (Redis?); they are queued in the ledger and the worker's reconciler will enqueue them\n`);
-          }
-          bar?.update(Math.min(candidates.length, i + batch.length));
-          if (flags.rate) {
-            const wait = (batch.length / flags.rate) * 1000 - (Date.now() - started);
-            if (wait > 0) await sleep(wait);
-          }
-        }
-        bar?.stop();
-        failed += unknown.length;
-        process.stdout.write(`replayed ${replayed}, skipped ${notReplayable}, failed ${failed}\n`);
-        return failed > 0 ? 1 : 0;
-      });
-      process.exitCode = code;
+      process.exitCode = await withContext((ctx) => runReplay(ctx, ids, flags));
     });
 }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ledgerStats } from '../store/replayRepo.ts';
 import { withContext } from './context.ts';
-import { formatTable, printJsonLines } from './output.ts';
+import { formatTable, printJson } from './output.ts';
 
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 const QUEUE_TIMEOUT_MS = 3_000;
@@ -24,7 +24,7 @@ export function registerStatsCommand(program: Command): void {
         }
         const oldestAgeSeconds = ledger.oldestUndeliveredAt ? Math.max(0, Math.round((Date.now() - ledger.oldestUndeliveredAt.getTime()) / 1000)) : null;
         const ledgerCounts = Object.fromEntries(ledger.byStatus.map((s) => [s.status, s.count]));
-        if (flags.json) return printJsonLines([{ ledger: ledgerCounts, queue, oldestUndeliveredAgeSeconds: oldestAgeSeconds }]);
+        if (flags.json) return printJson({ ledger: ledgerCounts, queue, oldestUndeliveredAgeSeconds: oldestAgeSeconds });
         process.stdout.write(formatTable(['STATUS', 'COUNT'], ledger.byStatus.map((s) => [s.status, String(s.count)])));
         process.stdout.write('\n');
         process.stdout.write(

@@ -34,6 +34,12 @@ export const SettingsSchema = z.object({
   HOOKRELAY_HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8787),
   HOOKRELAY_PUBLIC_URL: httpUrl().optional(),
   HOOKRELAY_RETENTION_DAYS: intFrom(1).default(30),
+  /** `false` when a separate migrate job owns the schema: the worker then starts without migrating. */
+  HOOKRELAY_MIGRATE: z
+    .string()
+    .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
+    .default('true')
+    .transform((v) => /^(true|1)$/i.test(v)),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   QSTASH_URL: httpUrl().optional(),
   QSTASH_TOKEN: z.string().optional(),

@@ -21,6 +21,7 @@ export type DeliveryErrorClass = (typeof DELIVERY_ERROR_CLASSES)[number];
 
 /** One attempt as recorded in the ledger. */
 export const DeliveryAttemptSchema = z.object({
+  /** Its number among all the delivery's attempts, 1-based, across generations. */
   attempt: z.number().int().min(1),
   at: z.string(),
   transport: z.enum(['fetch', 'qstash']),
@@ -41,6 +42,7 @@ export const DeliverySchema = z.object({
   hookId: z.string(),
   transport: z.enum(['fetch', 'qstash']),
   status: DeliveryStatusSchema,
+  /** Every attempt ever made, across generations (a replay does not reset it); `attempts` is their list. */
   attemptCount: z.number().int(),
   generation: z.number().int(),
   lastErrorClass: z.string().nullable(),
@@ -48,6 +50,7 @@ export const DeliverySchema = z.object({
   nextAttemptAt: z.date().nullable(),
   leaseExpiresAt: z.date().nullable(),
   idempotencyKey: z.string().nullable(),
+  /** The attempts, oldest first, each with its generation; emptied by retention (Q11), the count stays. */
   attempts: z.array(DeliveryAttemptSchema),
   createdAt: z.date(),
   updatedAt: z.date(),

@@ -14,7 +14,7 @@ export type AttemptDecision =
   | { kind: 'failed'; critical: boolean; errorClass: string; httpStatus?: number; outcome: AttemptOutcome };
 
 export type DecideInput = {
-  claimed: Pick<ClaimedDelivery, 'id' | 'attemptCount' | 'generation'>;
+  claimed: Pick<ClaimedDelivery, 'id' | 'attemptCount' | 'generationAttemptCount' | 'generation'>;
   result: NotificationResult;
   startedAt: Date;
   scheduleSeconds: readonly number[];
@@ -24,9 +24,10 @@ export type DecideInput = {
 
 export function decideOutcome(input: DecideInput): AttemptDecision {
   const { claimed, result } = input;
-  const attemptNo = claimed.attemptCount + 1;
+  // The schedule counts this generation's attempts; the record numbers it among all of them.
+  const attemptNo = claimed.generationAttemptCount + 1;
   const attempt: DeliveryAttempt = {
-    attempt: attemptNo,
+    attempt: claimed.attemptCount + 1,
     at: input.startedAt.toISOString(),
     transport: result.transport,
     outcome: result.ok ? (result.transport === 'qstash' ? 'accepted_by_qstash' : 'delivered') : 'failed',

@@ -49,6 +49,8 @@ export type ProcessorDeps = {
   publicUrl?: string;
   logger: Logger;
   metrics?: DeliveryMetrics;
+  /** B5: aborted when the worker gives up waiting at shutdown; a payload still waiting on its email look-up is abandoned (retried later). */
+  signal?: AbortSignal;
 };
 
 export type DeliveryProcessor = (job: Job<DeliveryJobData>, token?: string) => Promise<void>;
@@ -119,6 +121,7 @@ async function attempt(deps: ProcessorDeps, claimed: ClaimedDelivery): Promise<N
       hook: { id: hook.id, type: hook.type, webhook: hook.webhook },
       event: claimed.payload as Record<string, unknown>,
       extra: { deliveryId: claimed.id, occurredAt: claimed.occurredAt.toISOString() },
+      ...(deps.signal ? { signal: deps.signal } : {}),
     });
     if (payload === undefined) {
       return { ok: false, errorClass: 'cancelled', permanent: false, critical, transport: hook.webhook.delivery, fellBack: false, durationMs: 0 };

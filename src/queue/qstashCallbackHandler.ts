@@ -50,7 +50,7 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
     const critical = hook.webhook?.fallback === 'none';
     const outcome: 'delivered' | 'attempt_failed' | 'failed' = kind === 'failure' ? 'failed' : callback.ok ? 'delivered' : 'attempt_failed';
     const attempt: DeliveryAttempt = {
-      attempt: Math.max(1, row.attemptCount),
+      attempt: row.attemptCount + 1, // renumbered by the UPDATE that appends it
       at: new Date().toISOString(),
       transport: 'qstash',
       outcome: outcome === 'delivered' ? 'delivered' : 'failed',

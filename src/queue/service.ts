@@ -3,6 +3,7 @@
  * retention (Q11), metrics and the HTTP server (health, readiness, metrics, QStash callbacks),
  * with an ordered, bounded stop (Q9). The store is the caller's (opened and closed by it).
  */
+import { setMaxListeners } from 'node:events';
 import { Queue, type Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
@@ -79,6 +80,9 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
 
   let worker: Worker<DeliveryJobData> | undefined;
   let stopping = false;
+  // B5: deliveries still waiting on an email look-up when the shutdown bound is reached give up.
+  const abandon = new AbortController();
+  setMaxListeners(0, abandon.signal); // one listener per delivery waiting on a look-up: concurrency-many, by design
   const gate = createPgGate({
     db: store.db,
     logger,
@@ -102,6 +106,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     ...(settings.HOOKRELAY_PUBLIC_URL !== undefined ? { publicUrl: settings.HOOKRELAY_PUBLIC_URL } : {}),
     logger,
     metrics,
+    signal: abandon.signal,
   });
   worker = createDeliveryWorker({
     queueName: settings.HOOKRELAY_QUEUE,
@@ -162,8 +167,10 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     stopped ??= (async () => {
       stopping = true;
       await Promise.all([reconciler.stop(), retention.stop()]);
-      const graceful = await closeDeliveryWorker(worker, settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS, logger);
+      const graceful = await closeDeliveryWorker(worker, settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS, logger, () => abandon.abort());
+      // Past the bound, the deliveries abandoned above still get their outcome written if they can.
       if (graceful) await ledger.drain();
+      else await boundedStep(ledger.drain());
       gate.close();
       await boundedStep(http?.close());
       await boundedStep(queue.close());

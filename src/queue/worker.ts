@@ -46,7 +46,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): Worker<Del
  * Q9: stop taking jobs and let in-flight ones finish within `timeoutMs`; past it, close by force
  * (their locks lapse and BullMQ re-runs them elsewhere). Resolves true when every job finished.
  */
-export async function closeDeliveryWorker(worker: Worker<DeliveryJobData>, timeoutMs: number, logger: Logger): Promise<boolean> {
+export async function closeDeliveryWorker(worker: Worker<DeliveryJobData>, timeoutMs: number, logger: Logger, onTimeout?: () => void): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const graceful = worker.close().then(() => true);
   const timedOut = new Promise<false>((resolve) => {
@@ -56,6 +56,7 @@ export async function closeDeliveryWorker(worker: Worker<DeliveryJobData>, timeo
   clearTimeout(timer);
   if (!finished) {
     logger.warn({ timeoutMs }, 'shutdown bound reached with deliveries still in flight; closing the worker by force');
+    onTimeout?.();
     await worker.close(true).catch(() => undefined);
   }
   return finished;

@@ -22,6 +22,7 @@ export type NewDelivery = {
 type Row = typeof deliveries.$inferSelect;
 
 export function toDelivery(row: Row): Delivery {
+  const attempts = row.attempts as DeliveryAttempt[];
   return {
     id: row.id,
     operationId: row.operationId,
@@ -29,14 +30,16 @@ export function toDelivery(row: Row): Delivery {
     hookId: row.hookId,
     transport: row.transport as Delivery['transport'],
     status: row.status as DeliveryStatus,
-    attemptCount: row.attemptCount,
+    // Every attempt ever made. The max covers rows replayed before the count became cumulative
+    // (their count restarted at 0) and is the count itself once retention pruned the list.
+    attemptCount: Math.max(row.attemptCount, attempts.length),
     generation: row.generation,
     lastErrorClass: row.lastErrorClass,
     lastHttpStatus: row.lastHttpStatus,
     nextAttemptAt: row.nextAttemptAt,
     leaseExpiresAt: row.leaseExpiresAt,
     idempotencyKey: row.idempotencyKey,
-    attempts: row.attempts as DeliveryAttempt[],
+    attempts,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     deliveredAt: row.deliveredAt,
@@ -132,6 +135,19 @@ const CLAIMABLE_STATUSES = ['queued', 'retrying', 'in_flight'];
 export const LEASE_MARGIN_MS = 30_000;
 const DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 30;
 
+/**
+ * The attempts of the row's current generation (its list holds every generation's). A replay
+ * starts a generation with a fresh retry budget; the list of a row retention pruned is empty,
+ * and only finished rows are pruned, so a replayed pruned row rightly counts from 0.
+ */
+const generationAttemptCount = sql`(SELECT count(*)::int FROM jsonb_array_elements(d.attempts) AS a
+                WHERE (a->>'generation')::int = d.generation) AS generation_attempt_count`;
+
+/** An attempt's `attempt` is its number among all the row's attempts, set where the count lives. */
+function numbered(attempt: SQL): SQL {
+  return sql`jsonb_set(${attempt}, '{attempt}', to_jsonb(d.attempt_count + 1))`;
+}
+
 /** What a worker needs to run one attempt. */
 export type ClaimedDelivery = {
   id: string;
@@ -140,8 +156,10 @@ export type ClaimedDelivery = {
   hookId: string;
   hook: unknown;
   payload: unknown;
-  /** Attempts made before this one. */
+  /** Attempts made before this one, across every generation (replay). */
   attemptCount: number;
+  /** Attempts made before this one in the current generation: what the retry schedule counts (Q3). */
+  generationAttemptCount: number;
   generation: number;
   occurredAt: Date;
 };
@@ -155,6 +173,7 @@ type ClaimRow = {
   hook: unknown;
   payload: unknown;
   attempt_count: number;
+  generation_attempt_count: number;
   generation: number;
   occurred_at: Date | string;
 };
@@ -179,7 +198,8 @@ function claimStatement(ids: readonly string[], leaseMarginMs: number): SQL {
            updated_at = now()
      WHERE d.id = ANY(${sql.param([...ids])}::text[])
        AND d.status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])
-    RETURNING d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at`;
+    RETURNING d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at,
+              ${generationAttemptCount}`;
 }
 
 function toClaimed(r: ClaimRow): ClaimedDelivery {
@@ -191,6 +211,7 @@ function toClaimed(r: ClaimRow): ClaimedDelivery {
     hook: r.hook,
     payload: r.payload,
     attemptCount: Number(r.attempt_count),
+    generationAttemptCount: Number(r.generation_attempt_count),
     generation: Number(r.generation),
     occurredAt: r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at),
   };
@@ -224,7 +245,7 @@ function recordStatement(outcomes: readonly AttemptOutcome[]): SQL {
              WHEN d.status = 'failed' AND v.status = 'accepted_by_qstash' THEN d.status
              ELSE v.status END,
            attempt_count = d.attempt_count + 1,
-           attempts = d.attempts || jsonb_build_array(v.attempt),
+           attempts = d.attempts || jsonb_build_array(${numbered(sql`v.attempt`)}),
            last_error_class = v.last_error_class,
            last_http_status = v.last_http_status,
            next_attempt_at = v.next_attempt_at,
@@ -318,7 +339,8 @@ export async function recordQStashCallback(db: Db, update: QStashCallbackUpdate)
   const result = await db.execute(sql`
     UPDATE deliveries AS d
        SET status = coalesce(${status}::text, d.status),
-           attempts = d.attempts || jsonb_build_array(${JSON.stringify(update.attempt)}::jsonb),
+           attempt_count = d.attempt_count + 1,
+           attempts = d.attempts || jsonb_build_array(${numbered(sql`${JSON.stringify(update.attempt)}::jsonb`)}),
            last_error_class = ${update.lastErrorClass}::text,
            last_http_status = ${update.lastHttpStatus}::int,
            delivered_at = CASE WHEN ${status}::text = 'delivered' THEN coalesce(d.delivered_at, now()) ELSE d.delivered_at END,

@@ -1,34 +1,67 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
-import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
+import type pg from 'pg';
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Store } from './db.ts';
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
+
+/**
+ * First key of the two-key advisory lock that serializes migrations; the second is the hash of the
+ * bookkeeping schema, so migrations of different schemas (parallel tests) do not wait on each other.
+ */
+export const MIGRATION_LOCK_CLASS = 0x686b7231; // 'hkr1'
 
 export type MigrateOptions = {
   /** Schema holding drizzle's bookkeeping table; tests use their own schema to stay isolated. */
   migrationsSchema?: string;
 };
 
-/** Apply the committed drizzle-kit migrations. Idempotent: applied ones are recorded and skipped. */
+/**
+ * Apply the committed drizzle-kit migrations. Idempotent: applied ones are recorded and skipped.
+ * On Postgres several processes may call it at once (replicas starting together, a migrate job
+ * beside workers): a session advisory lock on one dedicated connection lets one of them migrate
+ * while the others wait, then find nothing left to do. PGlite is single-process: no lock needed.
+ */
 export async function migrateStore(store: Store, options: MigrateOptions = {}): Promise<void> {
-  // Bookkeeping lives beside the tables (the connection's current schema), so a deployment or a
-  // test isolated by search_path never mistakes another schema's migrations for its own.
-  const migrationsSchema = options.migrationsSchema ?? (await currentSchema(store));
-  const config = { migrationsFolder: MIGRATIONS_FOLDER, migrationsSchema };
   if (store.kind === 'pglite') {
-    await migratePglite(store.db as unknown as PgliteDatabase, config);
-  } else {
-    await migratePg(store.db as unknown as NodePgDatabase, config);
+    const migrationsSchema = options.migrationsSchema ?? rowsOf<{ schema: string | null }>(await store.db.execute(sql`select current_schema() as schema`))[0]?.schema ?? 'public';
+    await migratePglite(store.db as unknown as PgliteDatabase, { migrationsFolder: MIGRATIONS_FOLDER, migrationsSchema });
+    return;
+  }
+  if (!store.pool) throw new Error('migrateStore: a postgres store needs its pool (open it with openStore)');
+  await migrateLocked(store.pool, options.migrationsSchema);
+}
+
+async function migrateLocked(pool: pg.Pool, schemaOption: string | undefined): Promise<void> {
+  // The lock belongs to the session, so everything runs on this one client; a crashed holder's
+  // lock goes with its connection.
+  const client = await pool.connect();
+  let lockKey: [number, string] | undefined;
+  let broken: Error | undefined;
+  try {
+    // Bookkeeping lives beside the tables (the connection's current schema), so a deployment or a
+    // test isolated by search_path never mistakes another schema's migrations for its own.
+    const migrationsSchema = schemaOption ?? (await currentSchema(client));
+    await client.query('SELECT pg_advisory_lock($1::int4, hashtext($2)::int4)', [MIGRATION_LOCK_CLASS, migrationsSchema]);
+    lockKey = [MIGRATION_LOCK_CLASS, migrationsSchema];
+    await migratePg(drizzlePg(client), { migrationsFolder: MIGRATIONS_FOLDER, migrationsSchema });
+  } finally {
+    if (lockKey) {
+      await client.query('SELECT pg_advisory_unlock($1::int4, hashtext($2)::int4)', lockKey).catch((err: unknown) => {
+        broken = err instanceof Error ? err : new Error(String(err));
+      });
+    }
+    // A client whose unlock failed is discarded: closing its connection releases the lock.
+    client.release(broken);
   }
 }
 
-async function currentSchema(store: Store): Promise<string> {
-  const result = await store.db.execute(sql`select current_schema() as schema`);
-  const row = rowsOf<{ schema: string | null }>(result)[0];
-  return row?.schema ?? 'public';
+async function currentSchema(client: pg.PoolClient): Promise<string> {
+  const result = await client.query<{ schema: string | null }>('SELECT current_schema() AS schema');
+  return result.rows[0]?.schema ?? 'public';
 }

@@ -10,7 +10,8 @@ export function replayableStatuses(includeAccepted: boolean): string[] {
 
 /**
  * Q10: move the rows back to `queued` under a new generation (a new QStash deduplication id, Q7)
- * with a fresh attempt budget; the id — and so `webhook-id` — stays. One conditional UPDATE:
+ * with a fresh attempt budget (the retry schedule counts the new generation's attempts; the
+ * row's `attempt_count` keeps counting every attempt); the id — and so `webhook-id` — stays. One conditional UPDATE:
  * a row that has since been delivered, or that an earlier (interrupted) replay already took, is
  * not returned, so a re-run never enqueues it twice.
  */
@@ -18,7 +19,7 @@ export async function claimForReplay(db: Db, ids: readonly string[], includeAcce
   if (ids.length === 0) return [];
   const result = await db.execute(sql`
     UPDATE deliveries
-       SET status = 'queued', generation = generation + 1, attempt_count = 0,
+       SET status = 'queued', generation = generation + 1,
            next_attempt_at = now(), lease_expires_at = NULL, updated_at = now()
      WHERE id = ANY(${sql.param([...ids])}::text[])
        AND status = ANY(${sql.param(replayableStatuses(includeAccepted))}::text[])

@@ -151,7 +151,7 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
     const interrupted = await cli(['replay', '--status', 'failed', '--yes', '--rate', '10'], {}, { killAfterMs: 1_200 });
     expect(interrupted.code).not.toBe(0);
     const again = await cli(['replay', '--status', 'failed', '--yes']);
-    expect(again.code === 0 || again.code === 2).toBe(true);
+    expect(again.code).toBe(0); // what is left, or nothing to replay: both are success
     await waitFor(async () => (await count('delivered')) === 1_020);
     // Each of the 20 was replayed exactly once (one generation bump) and received exactly once.
     const generations = await t.store.pool!.query<{ generation: number }>(`select generation from deliveries where operation_id like 'dry-%'`);
@@ -164,13 +164,14 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
   it('Q10: --json outputs parse as JSON; deliveries show never prints the resolved secret', async () => {
     const list = await cli(['deliveries', 'list', '--status', 'delivered', '--limit', '5', '--json']);
     expect(list.code).toBe(0);
-    const rows = list.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: string; status: string });
+    const rows = JSON.parse(list.stdout) as Array<{ id: string; status: string }>;
     expect(rows).toHaveLength(5);
     expect(rows.every((r) => r.status === 'delivered')).toBe(true);
     const show = await cli(['deliveries', 'show', rows[0]!.id, '--json']);
-    const shown = JSON.parse(show.stdout) as { hook: unknown; attemptLog: unknown[] };
+    const shown = JSON.parse(show.stdout) as { hook: unknown; attempts: unknown[]; attemptCount: number };
     expect(JSON.stringify(shown.hook)).toContain('Bearer ${CLI_TOKEN}');
-    expect(shown.attemptLog.length).toBeGreaterThan(0);
+    expect(shown.attempts.length).toBeGreaterThan(0);
+    expect(shown.attemptCount).toBe(shown.attempts.length);
     const text = await cli(['deliveries', 'show', rows[0]!.id]);
     for (const out of [show.stdout, text.stdout, list.stdout]) expect(out).not.toContain(SECRET);
     const stats = await cli(['stats', '--json']);
@@ -184,7 +185,7 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
     await emitter.emitUnchecked(builder.preToolCall({ id: 'c1', name: 'shell/exec', args: { cmd: 'records-needle' } }));
     const run = await cli(['records', 'list', '--session', 'sess-cli', '--json']);
     expect(run.code).toBe(0);
-    const records = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { session_id: string; interception_point: string; verdict: { reason: string } });
+    const records = JSON.parse(run.stdout) as Array<{ session_id: string; interception_point: string; verdict: { reason: string } }>;
     expect(records).toHaveLength(1);
     expect(records[0]).toMatchObject({ session_id: 'sess-cli', interception_point: 'pre_tool_call', verdict: { reason: 'policy.cli_demo' } });
     expect(run.stdout).not.toContain('records-needle');

@@ -40,6 +40,7 @@ describe('§13: defaults', () => {
   it('§13: HOOKRELAY_HTTP_PORT defaults to 8787', () => expect(s.HOOKRELAY_HTTP_PORT).toBe(8787));
   it('§13: HOOKRELAY_PUBLIC_URL unset', () => expect(s.HOOKRELAY_PUBLIC_URL).toBeUndefined());
   it('§13 / Q11: HOOKRELAY_RETENTION_DAYS defaults to 30', () => expect(s.HOOKRELAY_RETENTION_DAYS).toBe(30));
+  it('§13: HOOKRELAY_MIGRATE defaults to true (the worker migrates at start)', () => expect(s.HOOKRELAY_MIGRATE).toBe(true));
   it('§13: LOG_LEVEL defaults to info', () => expect(s.LOG_LEVEL).toBe('info'));
   it('§13: QSTASH_URL, QSTASH_TOKEN, QSTASH_CURRENT_SIGNING_KEY, QSTASH_NEXT_SIGNING_KEY unset', () => {
     expect(s.QSTASH_URL).toBeUndefined();
@@ -62,6 +63,7 @@ describe('§13: defaults', () => {
       HOOKRELAY_SHUTDOWN_TIMEOUT_MS: 25_000,
       HOOKRELAY_HTTP_PORT: 8787,
       HOOKRELAY_RETENTION_DAYS: 30,
+      HOOKRELAY_MIGRATE: true,
       LOG_LEVEL: 'info',
       retryScheduleSeconds: [5, 300, 1800, 7200, 18000, 36000, 36000],
     });
@@ -91,6 +93,7 @@ describe('§13: empty strings count as unset', () => {
     'HOOKRELAY_HTTP_PORT',
     'HOOKRELAY_PUBLIC_URL',
     'HOOKRELAY_RETENTION_DAYS',
+    'HOOKRELAY_MIGRATE',
     'LOG_LEVEL',
     'QSTASH_URL',
     'QSTASH_TOKEN',
@@ -123,6 +126,7 @@ describe('§13: values are read', () => {
       HOOKRELAY_HTTP_PORT: '0',
       HOOKRELAY_PUBLIC_URL: 'https://worker.example.com',
       HOOKRELAY_RETENTION_DAYS: '7',
+      HOOKRELAY_MIGRATE: 'false',
       LOG_LEVEL: 'debug',
       QSTASH_URL: 'http://127.0.0.1:8080',
       QSTASH_TOKEN: 'qtok',
@@ -145,6 +149,7 @@ describe('§13: values are read', () => {
       HOOKRELAY_HTTP_PORT: 0,
       HOOKRELAY_PUBLIC_URL: 'https://worker.example.com',
       HOOKRELAY_RETENTION_DAYS: 7,
+      HOOKRELAY_MIGRATE: false,
       LOG_LEVEL: 'debug',
       QSTASH_URL: 'http://127.0.0.1:8080',
       QSTASH_TOKEN: 'qtok',
@@ -168,6 +173,17 @@ describe('§13: values are read', () => {
   it('§13: HOOKRELAY_HTTP_PORT bounds 0 and 65535 are accepted', () => {
     expect(loadSettings({ HOOKRELAY_HTTP_PORT: '65535' }).HOOKRELAY_HTTP_PORT).toBe(65_535);
     expect(loadSettings({ HOOKRELAY_HTTP_PORT: '0' }).HOOKRELAY_HTTP_PORT).toBe(0);
+  });
+
+  it.each([
+    ['true', true],
+    ['TRUE', true],
+    ['1', true],
+    ['false', false],
+    ['False', false],
+    ['0', false],
+  ])('§13: HOOKRELAY_MIGRATE=%s → %s', (value, expected) => {
+    expect(loadSettings({ HOOKRELAY_MIGRATE: value }).HOOKRELAY_MIGRATE).toBe(expected);
   });
 
   it.each(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])('§13: LOG_LEVEL=%s is a pino level', (level) => {
@@ -201,6 +217,8 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     ['HOOKRELAY_HTTP_PORT', '80.5'],
     ['HOOKRELAY_RETENTION_DAYS', '0'],
     ['HOOKRELAY_RETENTION_DAYS', 'forever'],
+    ['HOOKRELAY_MIGRATE', 'no'],
+    ['HOOKRELAY_MIGRATE', 'off'],
     ['LOG_LEVEL', 'loud'],
     ['LOG_LEVEL', 'INFO'],
     ['HOOKRELAY_QUEUE', 'bad queue'],

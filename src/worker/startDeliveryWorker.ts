@@ -1,0 +1,118 @@
+/**
+ * The delivery worker as a function: settings → store (migrated unless told not to) → queue
+ * worker → HTTP server, with one ordered stop. `hookrelay start` / `hookrelay worker` run it until
+ * a signal; applications that want their own worker file (with an email look-up, say) call it.
+ */
+import { loadSettings, type Settings } from '../config/settings.ts';
+import { createLogger, type Logger } from '../observability/logger.ts';
+import type { EmailLookup } from '../payload/emailCache.ts';
+import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
+import { ensureRedis } from '../queue/redisConnection.ts';
+import { startDeliveryService, type DeliveryService } from '../queue/service.ts';
+import { openStore, type Store } from '../store/db.ts';
+import { serveEmbeddedStore } from '../store/embedded.ts';
+import { migrateStore } from '../store/migrate.ts';
+
+/** Postgres `application_name` of the worker's connections (operators can tell them apart). */
+export const WORKER_APPLICATION_NAME = 'hookrelay-worker';
+/** The worker's pool: batched ledger statements, the reconciler, retention and readiness probes. */
+export const WORKER_POOL_SIZE = 10;
+
+export type StartDeliveryWorkerOptions = {
+  /**
+   * Reads a user's email for `userEmail` (B3–B5): one cache per worker, shared by all its
+   * deliveries; a throwing look-up or a missing email omits the field, the delivery still goes.
+   */
+  emailLookup?: EmailLookup;
+  /** The environment settings are read from and header templates resolve from (W2). Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Settings already loaded (default: read from `env`). */
+  settings?: Settings;
+  logger?: Logger;
+  /** Jobs processed at once (default HOOKRELAY_CONCURRENCY). */
+  concurrency?: number;
+  /** Apply the migrations at start (default HOOKRELAY_MIGRATE, true); false when a migrate job owns them. */
+  migrate?: boolean;
+  /** BullMQ key prefix; must be the producer's (default `bull`). */
+  queuePrefix?: string;
+  /** `hookrelay start` may launch a private redis-server for the quickstart; nothing else does. */
+  allowPrivateRedis?: boolean;
+};
+
+export type RunningDeliveryWorker = {
+  settings: Settings;
+  store: Store;
+  service: DeliveryService;
+  /** The DATABASE_URL in use: the configured one, or the embedded store's socket. */
+  databaseUrl: string | undefined;
+  /** Q9: stop taking jobs, let in-flight ones finish (bounded), close Redis, HTTP and the store. */
+  stop(): Promise<void>;
+};
+
+/** Adds `application_name` to a postgres URL unless the operator set one. */
+export function withApplicationName(databaseUrl: string, name = WORKER_APPLICATION_NAME): string {
+  try {
+    const url = new URL(databaseUrl);
+    if (!url.searchParams.has('application_name')) url.searchParams.set('application_name', name);
+    return url.toString();
+  } catch {
+    return databaseUrl;
+  }
+}
+
+export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = {}): Promise<RunningDeliveryWorker> {
+  const base = options.settings ?? loadSettings(options.env ?? process.env);
+  const settings: Settings = options.concurrency !== undefined ? { ...base, HOOKRELAY_CONCURRENCY: options.concurrency } : base;
+  const logger = options.logger ?? createLogger({ level: settings.LOG_LEVEL });
+  // Run in reverse order of start by stop(), and on a failed start, so nothing is left open.
+  const stops: Array<() => Promise<unknown>> = [];
+  const stopAll = async (): Promise<void> => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch((err: unknown) => logger.warn({ err: String(err) }, 'error while stopping'));
+  };
+
+  try {
+    const redis = options.allowPrivateRedis
+      ? await ensureRedis(settings.REDIS_URL, settings.HOOKRELAY_DATA_DIR, logger)
+      : { url: settings.REDIS_URL, stop: async () => undefined };
+    stops.push(redis.stop);
+
+    const store = await openStore({
+      databaseUrl: settings.DATABASE_URL ? withApplicationName(settings.DATABASE_URL) : undefined,
+      maxConnections: WORKER_POOL_SIZE,
+      dataDir: settings.HOOKRELAY_DATA_DIR,
+      onPoolError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
+    });
+    stops.push(() => store.close());
+    if (options.migrate ?? settings.HOOKRELAY_MIGRATE) await migrateStore(store);
+    else logger.info('migrations skipped (HOOKRELAY_MIGRATE=false / --no-migrate)');
+
+    let databaseUrl = settings.DATABASE_URL;
+    if (store.kind === 'pglite') {
+      const served = await serveEmbeddedStore(store, settings.HOOKRELAY_DATA_DIR);
+      databaseUrl = served.databaseUrl;
+      stops.push(served.stop);
+      logger.info({ DATABASE_URL: databaseUrl }, 'embedded store served; the CLI and a server app on this machine can use this DATABASE_URL');
+    }
+
+    const service = await startDeliveryService({
+      settings: { ...settings, REDIS_URL: redis.url },
+      store,
+      logger,
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.queuePrefix !== undefined ? { queuePrefix: options.queuePrefix } : {}),
+      // One builder per worker: its email cache (B4) is shared by this worker's deliveries only.
+      payloadBuilder: createWebhookPayloadBuilder({ logger, ...(options.emailLookup ? { emailLookup: options.emailLookup } : {}) }),
+    });
+    stops.push(() => service.stop());
+
+    logger.info(
+      { store: store.kind, queue: settings.HOOKRELAY_QUEUE, concurrency: settings.HOOKRELAY_CONCURRENCY, httpPort: service.httpPort ?? null, emailLookup: options.emailLookup !== undefined },
+      'ready',
+    );
+    let stopped: Promise<void> | undefined;
+    return { settings, store, service, databaseUrl, stop: () => (stopped ??= stopAll()) };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
