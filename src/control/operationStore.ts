@@ -47,7 +47,15 @@ export type PublishDeferredResultInput = {
   signal?: AbortSignal;
 };
 
-export type PublishDeferredResultOutput = { applied: boolean; result: ToolCallResult; status: 'allow' | 'blocked' };
+/**
+ * `applied: true`: this call wrote the final result and `status` says what its result control
+ * decided. `applied: false`: a result was published before (P2) and `result` is the stored one;
+ * it speaks for itself (a denial is the sanitized R5b shape), since no review state is stored
+ * beside it (P1) and this call decided nothing.
+ */
+export type PublishDeferredResultOutput =
+  | { applied: true; result: ToolCallResult; status: 'allow' | 'blocked' }
+  | { applied: false; result: ToolCallResult };
 
 /** The call cannot be rebuilt while an afterToolCall control exists: fail closed (nothing written). */
 export class DeferredContextError extends Error {
@@ -76,6 +84,12 @@ function withoutEnvHooks(hooks: readonly unknown[]): unknown[] {
 function rejectionReceipt(decision: ApprovalDecision): ToolCallResult {
   const reason = decision.rejectionReason ?? (decision.action === 'stop' ? 'Stopped by user.' : 'Rejected by user.');
   return { content: reason, success: false, error: 'user_rejected', state: { type: decision.action, reason } };
+}
+
+/** The output of one publish: this call's decision only when its write applied (P2). */
+function published(written: { applied: boolean; result: unknown }, status: 'allow' | 'blocked'): PublishDeferredResultOutput {
+  const result = written.result as ToolCallResult;
+  return written.applied ? { applied: true, result, status } : { applied: false, result };
 }
 
 function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string | undefined): ToolCallHookContext | undefined {
@@ -165,14 +179,11 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
       const d = await db();
       const existing = await getPlaceholder(d, input.operationId, input.toolCallId);
       if (!existing) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
-      if (existing.result !== null) {
-        return { applied: false, result: existing.result as ToolCallResult, status: existing.status === 'blocked' ? 'blocked' : 'allow' };
-      }
+      if (existing.result !== null) return { applied: false, result: existing.result as ToolCallResult };
       const claimed = existing.approval as ApprovalDecision | null;
       if (claimed && claimed.action !== 'approve') {
         // P3: a human rejected or stopped this call: its output is never published, only the receipt.
-        const written = await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: rejectionReceipt(claimed), status: 'blocked' });
-        return { applied: written.applied, result: written.result as ToolCallResult, status: 'blocked' };
+        return published(await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: rejectionReceipt(claimed) }), 'blocked');
       }
 
       const roundIds = [...new Set([input.interventionOperationId, input.operationId].filter((x): x is string => typeof x === 'string'))];
@@ -216,8 +227,8 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
           if (outcome.result) final = outcome.result;
         }
       }
-      const written = await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: final, status });
-      return { applied: written.applied, result: written.result as ToolCallResult, status: written.status === 'blocked' ? 'blocked' : 'allow' };
+      // P1: the final result itself (the allowed result or the sanitized denial), nothing beside it.
+      return published(await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: final }), status);
     },
 
     /** P3: record the human decision privately (first claim wins); nothing is published. */
@@ -245,7 +256,7 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
       let receiptApplied = false;
       if (decision.action !== 'approve') {
         const receipt = rejectionReceipt(decision);
-        receiptApplied = (await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: receipt, status: 'blocked' })).applied;
+        receiptApplied = (await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: receipt })).applied;
       }
       const hooks = (await loadOperationHooks(d, input.operationId)) ?? [];
       const event = { operationId: input.operationId, action: decision.action, toolCallId: input.toolCallId, ...(decision.rejectionReason ? { rejectionReason: decision.rejectionReason } : {}) };
