@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
 /** An absolute http(s) URL (APP_URL, HOOKRELAY_PUBLIC_URL, QSTASH_URL are bases for HTTP requests). */
@@ -34,6 +35,14 @@ export const SettingsSchema = z.object({
   HOOKRELAY_HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8787),
   HOOKRELAY_PUBLIC_URL: httpUrl().optional(),
   HOOKRELAY_RETENTION_DAYS: intFrom(1).default(30),
+  /** W2: which variables hook templates may read (comma-separated names, `*` globs, `none`); hookrelay's own never. */
+  HOOKRELAY_TEMPLATE_ENV: z
+    .string()
+    .default(DEFAULT_TEMPLATE_ENV)
+    .superRefine((v, ctx) => {
+      const problem = templateEnvPatternProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem.replace(/^HOOKRELAY_TEMPLATE_ENV: /, '') });
+    }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   QSTASH_URL: httpUrl().optional(),
   QSTASH_TOKEN: z.string().optional(),

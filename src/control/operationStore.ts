@@ -1,7 +1,8 @@
 import type { AgentHook, ParsedSerializedHook, SerializedHook } from '../contract/hook.ts';
 import { serializeHook } from '../contract/hook.ts';
 import { ENV_HOOK_ID_PREFIX } from '../contract/hookTypes.ts';
-import { parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
+import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
+import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import { loadSettings } from '../config/settings.ts';
 import type { HookDispatcher } from '../dispatch/HookDispatcher.ts';
@@ -25,6 +26,8 @@ export type OperationStoreOptions = {
   databaseUrl?: string;
   /** An already-open store (tests, or a process that owns one). Not closed by `close()`. */
   store?: Store;
+  /** W2: which variables hook templates may read; default HOOKRELAY_TEMPLATE_ENV (read now), else `*`. */
+  templateEnv?: string;
 };
 
 export type ApprovalDecision = { action: 'approve' | 'reject' | 'rejectAndContinue' | 'stop'; rejectionReason?: string; [k: string]: unknown };
@@ -107,6 +110,7 @@ function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string |
  * environment hooks are read fresh (L1).
  */
 export function createOperationStore(options: OperationStoreOptions = {}) {
+  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? process.env.HOOKRELAY_TEMPLATE_ENV);
   let opened: Promise<Store> | undefined;
   const owned = options.store === undefined;
   const getStore = (): Promise<Store> => {
@@ -146,6 +150,7 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
     /** Create the record and persist caller hooks (templates unresolved) when any has a webhook (L1, L2). */
     async createOperation(input: { operationId: string; parentOperationId?: string; userId?: string; hooks?: AgentHook[] | SerializedHook[] }): Promise<void> {
       const parsed = parseHookBatch(input.hooks ?? []);
+      assertTemplateSources(parsed, templateEnv); // W2: refused before anything is persisted
       const serialized = parsed.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
       // L2/D9: one transaction; a retried create neither duplicates nor re-runs a hook.
       await createOperationWithHooks(await db(), { id: input.operationId, parentOperationId: input.parentOperationId ?? null, userId: input.userId ?? null }, serialized);
