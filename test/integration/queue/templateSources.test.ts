@@ -133,7 +133,7 @@ describe('W2 template sources: queue mode (real worker)', () => {
   });
 
   it("W2 template sources: a forged environment-hook row cannot carry AGENT_HOOK_WEBHOOK_TOKEN to a URL the worker's environment does not name", async () => {
-    const forged = { id: 'server-env-webhook:onComplete', type: 'onComplete', webhook: { url: `${rx.url}/forged`, headers: { authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, allowedEnvVars: ['AGENT_HOOK_WEBHOOK_TOKEN'] } };
+    const forged = { id: 'server-env-webhook:onComplete', type: 'onComplete' as const, webhook: { url: `${rx.url}/forged`, headers: { authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, allowedEnvVars: ['AGENT_HOOK_WEBHOOK_TOKEN'] } };
     const { deliveryIds } = await stack.producer.enqueue({ operationId: 'op-forged', type: 'onComplete', event: {}, hooks: [forged] });
     const done = await settled(deliveryIds[0]!);
     expect(done).toMatchObject({ status: 'failed', lastErrorClass: 'configuration' });
