@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
 /** An absolute http(s) URL (APP_URL, HOOKRELAY_PUBLIC_URL, QSTASH_URL are bases for HTTP requests). */
@@ -40,6 +41,14 @@ export const SettingsSchema = z.object({
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
     .default('true')
     .transform((v) => /^(true|1)$/i.test(v)),
+  /** W2: which variables hook templates may read (comma-separated names, `*` globs, `none`); hookrelay's own never. */
+  HOOKRELAY_TEMPLATE_ENV: z
+    .string()
+    .default(DEFAULT_TEMPLATE_ENV)
+    .superRefine((v, ctx) => {
+      const problem = templateEnvPatternProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem.replace(/^HOOKRELAY_TEMPLATE_ENV: /, '') });
+    }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   QSTASH_URL: httpUrl().optional(),
   QSTASH_TOKEN: z.string().optional(),

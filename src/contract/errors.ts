@@ -33,3 +33,13 @@ export class HookConfigError extends Error {
     );
   }
 }
+
+/**
+ * D10 / §14: an event that cannot be accepted (not an object, a bad index, nested too deep to
+ * serialize). A TypeError, as the other bad-input errors of dispatch and enqueue; the message
+ * names the field or the rule, never a value.
+ */
+export class EventValidationError extends TypeError {
+  override readonly name = 'EventValidationError';
+  readonly errorClass = 'invalid_event' as const;
+}

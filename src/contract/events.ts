@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EventValidationError } from './errors.ts';
 import type { HookType } from './hookTypes.ts';
 import { ToolCallHookContextSchema, ToolCallResultSchema } from './toolContext.ts';
 
@@ -100,4 +101,39 @@ export type HookEventOf<T extends HookType> = z.infer<(typeof EventSchemas)[T]>;
 /** D10: parse an event loosely for its type; throws a ZodError naming the field. */
 export function parseHookEvent<T extends HookType>(type: T, event: unknown): HookEventOf<T> {
   return EventSchemas[type].parse(event) as HookEventOf<T>;
+}
+
+/**
+ * D10: how deeply an event (and so its payload) may nest objects and arrays. Far beyond any real
+ * event, far below what exhausts a stack in JSON.stringify, Postgres or a receiver's parser, so an
+ * event accepted here can be stored, delivered and replayed the same way.
+ */
+export const MAX_EVENT_DEPTH = 256;
+
+/** True when `value` nests objects/arrays more than `maxDepth` levels (a cycle nests forever). Bounded recursion. */
+function nestsDeeperThan(value: unknown, maxDepth: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (maxDepth === 0) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i += 1) if (nestsDeeperThan(value[i], maxDepth - 1)) return true;
+    return false;
+  }
+  for (const key of Object.keys(value)) if (nestsDeeperThan((value as Record<string, unknown>)[key], maxDepth - 1)) return true;
+  return false;
+}
+
+/**
+ * D10: JSON text of an event or payload, or an EventValidationError (never a raw RangeError from
+ * JSON.stringify): too deep (or cyclic) per MAX_EVENT_DEPTH, or not serializable (a BigInt).
+ */
+export function serializeEventJson(value: unknown, label = 'event'): string {
+  if (nestsDeeperThan(value, MAX_EVENT_DEPTH)) {
+    throw new EventValidationError(`${label} nests objects/arrays more than ${MAX_EVENT_DEPTH} levels deep (or contains a cycle)`);
+  }
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    if (error instanceof TypeError || error instanceof RangeError) throw new EventValidationError(`${label} is not JSON-serializable (a BigInt or a cycle)`);
+    throw error;
+  }
 }

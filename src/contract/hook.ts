@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ENV_HOOK_ID_PREFIX, HookTypeSchema, isToolHookType, type HookType } from './hookTypes.ts';
-import { controlTypeProblem, WebhookConfigSchema, type WebhookConfig, type WebhookConfigInput } from './webhook.ts';
+import { controlTypeProblem, EnvironmentWebhookConfigSchema, WebhookConfigSchema, type WebhookConfig, type WebhookConfigInput } from './webhook.ts';
 
 /** A handler: any function. Return values are ignored; a thrown error is logged (D5). */
 export type HookHandler = (event: Record<string, unknown> & { operationId: string }) => unknown;
@@ -47,6 +47,19 @@ export const SerializedHookSchema = z
     type: HookTypeSchema,
     matcher: MatcherSchema.optional(),
     webhook: WebhookConfigSchema,
+  })
+  .superRefine(crossFieldRules);
+
+/**
+ * An environment hook carried through the ledger (E3, D8), checked under its event name (its
+ * reserved id stripped): like a serialized hook, but it may read `AGENT_HOOK_WEBHOOK_*` (W2).
+ */
+export const EnvironmentSerializedHookSchema = z
+  .strictObject({
+    id: z.string(),
+    type: HookTypeSchema,
+    matcher: MatcherSchema.optional(),
+    webhook: EnvironmentWebhookConfigSchema,
   })
   .superRefine(crossFieldRules);
 

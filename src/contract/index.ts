@@ -8,3 +8,4 @@ export * from './operation.ts';
 export * from './delivery.ts';
 export * from './errors.ts';
 export * from './validate.ts';
+export * from './templateSources.ts';

@@ -1,6 +1,7 @@
-import { AgentHookSchema, SerializedHookSchema, type ParsedAgentHook, type ParsedSerializedHook } from './hook.ts';
+import { AgentHookSchema, EnvironmentSerializedHookSchema, SerializedHookSchema, type ParsedAgentHook, type ParsedSerializedHook } from './hook.ts';
 import { HookConfigError } from './errors.ts';
 import { ENV_HOOK_ID_PREFIX } from './hookTypes.ts';
+import { templateSourceProblem, type TemplateEnvPattern } from './templateSources.ts';
 
 /**
  * D4a: validate a whole batch before anything changes; the first invalid hook rejects the
@@ -43,11 +44,30 @@ export function parseSerializedHook(raw: unknown, index: number | undefined, opt
   const envId = options.allowEnvironmentIds === true && isEnvironmentHookLike(raw) ? (raw as { id: string }).id : undefined;
   // An environment hook is checked like any other hook, under its event name, then gets its id back.
   const candidate = envId !== undefined ? { ...(raw as object), id: envId.slice(ENV_HOOK_ID_PREFIX.length) } : raw;
-  const result = SerializedHookSchema.safeParse(candidate);
+  const result = (envId !== undefined ? EnvironmentSerializedHookSchema : SerializedHookSchema).safeParse(candidate);
   if (!result.success) throw HookConfigError.fromZod(raw, index, result.error);
   return envId !== undefined ? { ...result.data, id: envId } : result.data;
 }
 
 function isEnvironmentHookLike(raw: unknown): boolean {
   return raw !== null && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string' && (raw as { id: string }).id.startsWith(ENV_HOOK_ID_PREFIX);
+}
+
+type HookWithTemplates = { id: string; webhook?: { allowedEnvVars?: string[] | undefined } | undefined };
+
+/**
+ * W2 at registration, the operator's half: every allowedEnvVars entry (every template must name
+ * one) is allowed by HOOKRELAY_TEMPLATE_ENV. The schemas already refused hookrelay's own
+ * variables; this rule needs the settings, so it runs where they are read (dispatcher, producer,
+ * operation store). The first offending hook throws a HookConfigError naming its id and field.
+ */
+export function assertTemplateSources(hooks: readonly HookWithTemplates[], pattern: TemplateEnvPattern, options: ParseSerializedOptions = {}): void {
+  for (const [index, hook] of hooks.entries()) {
+    const environmentHook = options.allowEnvironmentIds === true && hook.id.startsWith(ENV_HOOK_ID_PREFIX);
+    const issues = (hook.webhook?.allowedEnvVars ?? []).flatMap((variable, i) => {
+      const problem = templateSourceProblem(variable, { pattern, environmentHook });
+      return problem ? [{ path: `webhook.allowedEnvVars[${i}]`, message: problem }] : [];
+    });
+    if (issues.length > 0) throw new HookConfigError(hook.id, index, issues);
+  }
 }

@@ -1,20 +1,32 @@
 import { z } from 'zod';
 import { isControlHookType } from './hookTypes.ts';
+import { reservedTemplateSourceProblem } from './templateSources.ts';
 
 /** Largest timeout in seconds: setTimeout's 2^31-1 ms ceiling (W1). */
 export const MAX_TIMEOUT_SECONDS = 2_147_483.647;
 export const DEFAULT_TIMEOUT_SECONDS = 30;
 
-const ENV_VAR_NAME = /^[A-Z_][A-Z0-9_]*$/;
+export const ENV_VAR_NAME = /^[A-Z_][A-Z0-9_]*$/;
 /** `${NAME}` templates inside header values (W2). */
 export const TEMPLATE_PATTERN = /\$\{([^}]*)\}/g;
-/** RFC 9110 token characters for a header field name. */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const FORBIDDEN_HEADER_NAMES = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'trailer', 'upgrade']);
-const FORBIDDEN_HEADER_PREFIXES = ['proxy-', 'sec-', 'upstash-'];
-const UNSAFE_HEADER_VALUE = /[\r\n\0]/;
+/** RFC 9110 token characters for a header field name (undici's `isValidHTTPToken`). */
+export const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/**
+ * W1b: hop-by-hop and framing names (undici refuses host/content-length overrides, keep-alive,
+ * upgrade, transfer-encoding and expect at send time; te, trailer and connection are hop-by-hop).
+ */
+const FORBIDDEN_HEADER_NAMES = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'trailer', 'upgrade', 'keep-alive', 'te', 'expect']);
+/** Proxy, browser-reserved, QStash control, and `webhook-*`: hookrelay's own id/timestamp/signature (Q1, Q6). */
+const FORBIDDEN_HEADER_PREFIXES = ['proxy-', 'sec-', 'upstash-', 'webhook-'];
+/**
+ * Anything but HTAB, visible ASCII, space and obs-text (0x80–0xFF): the field-value rule undici
+ * applies (`headerCharRegex`), so CR, LF, NUL, other controls, DEL and characters past U+00FF
+ * (U+2028 included) are refused before any attempt instead of failing inside the HTTP client.
+ */
+const UNSAFE_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+export const UNSAFE_HEADER_VALUE_MESSAGE = 'value contains CR, LF or NUL, or another character HTTP does not allow in a header value (controls, DEL, beyond U+00FF)';
 
-/** W1b: names a caller may never set (hop-by-hop, framing, browser-reserved, QStash control). */
+/** W1b: names a caller may never set (hop-by-hop, framing, browser-reserved, QStash control, webhook-*). */
 export function isForbiddenHeaderName(name: string): boolean {
   const lower = name.toLowerCase();
   return FORBIDDEN_HEADER_NAMES.has(lower) || FORBIDDEN_HEADER_PREFIXES.some((p) => lower.startsWith(p));
@@ -22,6 +34,13 @@ export function isForbiddenHeaderName(name: string): boolean {
 
 export function hasUnsafeHeaderValue(value: string): boolean {
   return UNSAFE_HEADER_VALUE.test(value);
+}
+
+/** W1b: a header name problem (token syntax, forbidden name), or undefined. */
+export function headerNameProblem(name: string): string | undefined {
+  if (!HEADER_NAME.test(name)) return 'is not a valid header name';
+  if (isForbiddenHeaderName(name)) return 'is a forbidden header name';
+  return undefined;
 }
 
 /** Template names used in a header value, in order of appearance. */
@@ -48,6 +67,7 @@ export function checkWebhookUrl(url: string): string | undefined {
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'must use http or https';
   if (parsed.username !== '' || parsed.password !== '') return 'must not contain credentials';
+  if (parsed.port === '0') return 'must not use port 0';
   return undefined;
 }
 
@@ -95,28 +115,57 @@ const BodySchema = z.record(z.string(), z.unknown()).superRefine((body, ctx) => 
 });
 
 const HeadersSchema = z.record(z.string(), z.string()).superRefine((headers, ctx) => {
+  const seen = new Set<string>();
   for (const [name, value] of Object.entries(headers)) {
-    if (!HEADER_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid header name' });
-    else if (isForbiddenHeaderName(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'is a forbidden header name' });
-    if (hasUnsafeHeaderValue(value)) ctx.addIssue({ code: 'custom', path: [name], message: 'value contains CR, LF or NUL' });
+    const problem = headerNameProblem(name);
+    if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+    else if (seen.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: [name], message: 'is given more than once (header names are case-insensitive)' });
+    seen.add(name.toLowerCase());
+    if (hasUnsafeHeaderValue(value)) ctx.addIssue({ code: 'custom', path: [name], message: UNSAFE_HEADER_VALUE_MESSAGE });
   }
 });
 
-/** The webhook config (W1), strict: unknown keys are rejected; combinations per W1a; templates per W2. */
-export const WebhookConfigSchema = z
-  .strictObject({
-    url: WebhookUrlSchema,
-    delivery: z.enum(['fetch', 'qstash']).default('fetch'),
-    timeout: TimeoutSchema.default(DEFAULT_TIMEOUT_SECONDS),
-    headers: HeadersSchema.optional(),
-    allowedEnvVars: z.array(z.string().regex(ENV_VAR_NAME, { message: 'must match ^[A-Z_][A-Z0-9_]*$' })).optional(),
-    body: BodySchema.optional(),
-    eventFields: z.array(z.string()).optional(),
-    fallback: z.enum(['fetch', 'none']).default('fetch'),
-    responseHandling: z.enum(['ignore', 'toolCall']).default('ignore'),
-    onError: z.enum(['continue', 'block']).default('continue'),
-  })
-  .superRefine((w, ctx) => {
+/**
+ * W2 at registration: every template names a variable listed in allowedEnvVars, and neither a
+ * template nor an allowedEnvVars entry names one of hookrelay's own variables (environment hooks
+ * alone may read `AGENT_HOOK_WEBHOOK_*`). The operator's HOOKRELAY_TEMPLATE_ENV pattern is
+ * checked where settings are known (`assertTemplateSources`). Messages name variables, never values.
+ */
+function templateRules(w: { headers?: Record<string, string> | undefined; allowedEnvVars?: string[] | undefined }, ctx: z.RefinementCtx, environmentHook: boolean): void {
+  const allowed = new Set(w.allowedEnvVars ?? []);
+  for (const [index, variable] of (w.allowedEnvVars ?? []).entries()) {
+    const problem = reservedTemplateSourceProblem(variable, environmentHook);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['allowedEnvVars', index], message: problem });
+  }
+  for (const [name, value] of Object.entries(w.headers ?? {})) {
+    for (const variable of templateNames(value)) {
+      // Echo the name only when it is a variable name: text inside a malformed template may be a secret.
+      if (!ENV_VAR_NAME.test(variable)) {
+        ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$) listed in allowedEnvVars' });
+        continue;
+      }
+      const reserved = reservedTemplateSourceProblem(variable, environmentHook);
+      if (reserved) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template: ${reserved}` });
+      else if (!allowed.has(variable)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template \${${variable}} is not listed in allowedEnvVars` });
+    }
+  }
+}
+
+const webhookFields = {
+  url: WebhookUrlSchema,
+  delivery: z.enum(['fetch', 'qstash']).default('fetch'),
+  timeout: TimeoutSchema.default(DEFAULT_TIMEOUT_SECONDS),
+  headers: HeadersSchema.optional(),
+  allowedEnvVars: z.array(z.string().regex(ENV_VAR_NAME, { message: 'must match ^[A-Z_][A-Z0-9_]*$' })).optional(),
+  body: BodySchema.optional(),
+  eventFields: z.array(z.string()).optional(),
+  fallback: z.enum(['fetch', 'none']).default('fetch'),
+  responseHandling: z.enum(['ignore', 'toolCall']).default('ignore'),
+  onError: z.enum(['continue', 'block']).default('continue'),
+};
+
+function webhookConfigSchema(environmentHook: boolean) {
+  return z.strictObject(webhookFields).superRefine((w, ctx) => {
     if (w.responseHandling === 'toolCall') {
       if (w.delivery === 'qstash') ctx.addIssue({ code: 'custom', path: ['delivery'], message: "responseHandling 'toolCall' requires delivery 'fetch'" });
       if (w.body !== undefined) ctx.addIssue({ code: 'custom', path: ['body'], message: "is not allowed with responseHandling 'toolCall'" });
@@ -124,19 +173,14 @@ export const WebhookConfigSchema = z
     } else if (w.onError === 'block') {
       ctx.addIssue({ code: 'custom', path: ['onError'], message: "'block' requires responseHandling 'toolCall'" });
     }
-    const allowed = new Set(w.allowedEnvVars ?? []);
-    for (const [name, value] of Object.entries(w.headers ?? {})) {
-      for (const variable of templateNames(value)) {
-        if (!allowed.has(variable)) {
-          // Echo the name only when it is a variable name: text inside a malformed template may be a secret.
-          const message = ENV_VAR_NAME.test(variable)
-            ? `template \${${variable}} is not listed in allowedEnvVars`
-            : 'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$) listed in allowedEnvVars';
-          ctx.addIssue({ code: 'custom', path: ['headers', name], message });
-        }
-      }
-    }
+    templateRules(w, ctx, environmentHook);
   });
+}
+
+/** The webhook config (W1), strict: unknown keys are rejected; combinations per W1a; templates per W2. */
+export const WebhookConfigSchema = webhookConfigSchema(false);
+/** The same, for the environment hooks hookrelay builds itself (E3): they alone may read `AGENT_HOOK_WEBHOOK_*`. */
+export const EnvironmentWebhookConfigSchema = webhookConfigSchema(true);
 
 /** What callers write (defaults optional). */
 export type WebhookConfigInput = z.input<typeof WebhookConfigSchema>;

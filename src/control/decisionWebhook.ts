@@ -1,4 +1,5 @@
 import { newDeliveryId } from '../contract/deliveryId.ts';
+import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
 import { timeoutMs } from '../contract/webhook.ts';
 import type { ToolCallDecision } from '../contract/decision.ts';
@@ -21,6 +22,10 @@ export type ExecuteToolCallWebhookInput = {
   webhook: WebhookConfig;
   payload: string;
   env: Record<string, string | undefined>;
+  /** HOOKRELAY_TEMPLATE_ENV, parsed (W2); default `*`. */
+  templateEnv?: TemplateEnvPattern;
+  /** An environment hook (E3): only it may read `AGENT_HOOK_WEBHOOK_*` (W2). */
+  environmentHook?: boolean;
   appUrl?: string;
   trusted?: boolean;
   signingSecrets: readonly string[];
@@ -42,7 +47,10 @@ export async function executeToolCallWebhook(input: ExecuteToolCallWebhookInput)
     url = resolved.url;
     trusted = input.trusted === true || resolved.trusted;
     // W2: templates resolve from the current environment on every call (rotation applies at once).
-    headers = resolveHeaderTemplates(input.webhook.headers, input.webhook.allowedEnvVars, input.env);
+    headers = resolveHeaderTemplates(input.webhook.headers, input.webhook.allowedEnvVars, input.env, {
+      ...(input.templateEnv ? { templateEnv: input.templateEnv } : {}),
+      environmentHook: input.environmentHook === true,
+    });
   } catch (error) {
     if (error instanceof DeliveryConfigError) return { status: 'error', code: 'configuration' };
     throw error;

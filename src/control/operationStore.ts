@@ -1,7 +1,8 @@
 import type { AgentHook, ParsedSerializedHook, SerializedHook } from '../contract/hook.ts';
 import { serializeHook } from '../contract/hook.ts';
 import { ENV_HOOK_ID_PREFIX } from '../contract/hookTypes.ts';
-import { parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
+import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
+import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import { loadSettings } from '../config/settings.ts';
 import type { HookDispatcher } from '../dispatch/HookDispatcher.ts';
@@ -25,6 +26,8 @@ export type OperationStoreOptions = {
   databaseUrl?: string;
   /** An already-open store (tests, or a process that owns one). Not closed by `close()`. */
   store?: Store;
+  /** W2: which variables hook templates may read; default HOOKRELAY_TEMPLATE_ENV (read now), else `*`. */
+  templateEnv?: string;
 };
 
 export type ApprovalDecision = { action: 'approve' | 'reject' | 'rejectAndContinue' | 'stop'; rejectionReason?: string; [k: string]: unknown };
@@ -47,7 +50,15 @@ export type PublishDeferredResultInput = {
   signal?: AbortSignal;
 };
 
-export type PublishDeferredResultOutput = { applied: boolean; result: ToolCallResult; status: 'allow' | 'blocked' };
+/**
+ * `applied: true`: this call wrote the final result and `status` says what its result control
+ * decided. `applied: false`: a result was published before (P2) and `result` is the stored one;
+ * it speaks for itself (a denial is the sanitized R5b shape), since no review state is stored
+ * beside it (P1) and this call decided nothing.
+ */
+export type PublishDeferredResultOutput =
+  | { applied: true; result: ToolCallResult; status: 'allow' | 'blocked' }
+  | { applied: false; result: ToolCallResult };
 
 /** The call cannot be rebuilt while an afterToolCall control exists: fail closed (nothing written). */
 export class DeferredContextError extends Error {
@@ -78,6 +89,12 @@ function rejectionReceipt(decision: ApprovalDecision): ToolCallResult {
   return { content: reason, success: false, error: 'user_rejected', state: { type: decision.action, reason } };
 }
 
+/** The output of one publish: this call's decision only when its write applied (P2). */
+function published(written: { applied: boolean; result: unknown }, status: 'allow' | 'blocked'): PublishDeferredResultOutput {
+  const result = written.result as ToolCallResult;
+  return written.applied ? { applied: true, result, status } : { applied: false, result };
+}
+
 function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string | undefined): ToolCallHookContext | undefined {
   const ctx: Record<string, unknown> = { operationId: input.operationId, toolCallId: input.toolCallId, executor: 'server', args: {}, ...input.context };
   // T3: the runtime account (the operation's owner) when the callback carries none.
@@ -93,6 +110,7 @@ function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string |
  * environment hooks are read fresh (L1).
  */
 export function createOperationStore(options: OperationStoreOptions = {}) {
+  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? process.env.HOOKRELAY_TEMPLATE_ENV);
   let opened: Promise<Store> | undefined;
   const owned = options.store === undefined;
   const getStore = (): Promise<Store> => {
@@ -132,6 +150,7 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
     /** Create the record and persist caller hooks (templates unresolved) when any has a webhook (L1, L2). */
     async createOperation(input: { operationId: string; parentOperationId?: string; userId?: string; hooks?: AgentHook[] | SerializedHook[] }): Promise<void> {
       const parsed = parseHookBatch(input.hooks ?? []);
+      assertTemplateSources(parsed, templateEnv); // W2: refused before anything is persisted
       const serialized = parsed.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
       // L2/D9: one transaction; a retried create neither duplicates nor re-runs a hook.
       await createOperationWithHooks(await db(), { id: input.operationId, parentOperationId: input.parentOperationId ?? null, userId: input.userId ?? null }, serialized);
@@ -165,14 +184,11 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
       const d = await db();
       const existing = await getPlaceholder(d, input.operationId, input.toolCallId);
       if (!existing) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
-      if (existing.result !== null) {
-        return { applied: false, result: existing.result as ToolCallResult, status: existing.status === 'blocked' ? 'blocked' : 'allow' };
-      }
+      if (existing.result !== null) return { applied: false, result: existing.result as ToolCallResult };
       const claimed = existing.approval as ApprovalDecision | null;
       if (claimed && claimed.action !== 'approve') {
         // P3: a human rejected or stopped this call: its output is never published, only the receipt.
-        const written = await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: rejectionReceipt(claimed), status: 'blocked' });
-        return { applied: written.applied, result: written.result as ToolCallResult, status: 'blocked' };
+        return published(await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: rejectionReceipt(claimed) }), 'blocked');
       }
 
       const roundIds = [...new Set([input.interventionOperationId, input.operationId].filter((x): x is string => typeof x === 'string'))];
@@ -216,8 +232,8 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
           if (outcome.result) final = outcome.result;
         }
       }
-      const written = await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: final, status });
-      return { applied: written.applied, result: written.result as ToolCallResult, status: written.status === 'blocked' ? 'blocked' : 'allow' };
+      // P1: the final result itself (the allowed result or the sanitized denial), nothing beside it.
+      return published(await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: final }), status);
     },
 
     /** P3: record the human decision privately (first claim wins); nothing is published. */
@@ -245,7 +261,7 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
       let receiptApplied = false;
       if (decision.action !== 'approve') {
         const receipt = rejectionReceipt(decision);
-        receiptApplied = (await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: receipt, status: 'blocked' })).applied;
+        receiptApplied = (await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: receipt })).applied;
       }
       const hooks = (await loadOperationHooks(d, input.operationId)) ?? [];
       const event = { operationId: input.operationId, action: decision.action, toolCallId: input.toolCallId, ...(decision.rejectionReason ? { rejectionReason: decision.rejectionReason } : {}) };

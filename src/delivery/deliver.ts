@@ -3,6 +3,7 @@
  * webhook once: resolve URL and headers (configuration errors before any attempt, D7), sign
  * (Q1/Q6), then QStash with at most one fetch fallback (D7/Q7) or a direct fetch (W3/W4).
  */
+import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
 import { timeoutMs } from '../contract/webhook.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -31,6 +32,10 @@ export type DeliverNotificationInput = {
   generation: number;
   /** Environment that header templates resolve from (W2). */
   env: Record<string, string | undefined>;
+  /** HOOKRELAY_TEMPLATE_ENV, parsed (W2); default `*` (every name but hookrelay's own). */
+  templateEnv?: TemplateEnvPattern;
+  /** An environment hook built from `AGENT_HOOK_WEBHOOK_*` (E3): only it may read those variables (W2). */
+  environmentHook?: boolean;
   appUrl?: string;
   /** Operator-trusted target (environment hooks): skips the SSRF guard. */
   trusted?: boolean;
@@ -93,7 +98,10 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
     const resolved = resolveWebhookUrl(webhook.url, input.appUrl);
     url = resolved.url;
     trusted = input.trusted === true || resolved.trusted;
-    headers = resolveHeaderTemplates(webhook.headers, webhook.allowedEnvVars, input.env);
+    headers = resolveHeaderTemplates(webhook.headers, webhook.allowedEnvVars, input.env, {
+      ...(input.templateEnv ? { templateEnv: input.templateEnv } : {}),
+      environmentHook: input.environmentHook === true,
+    });
   } catch (error) {
     if (!(error instanceof DeliveryConfigError)) throw error;
     return { ok: false, errorClass: 'configuration', permanent: true, critical, transport: webhook.delivery, fellBack: false, detail: error.message, durationMs: elapsed() };

@@ -116,7 +116,8 @@ export class FetchTransport {
         origin: target.origin,
         path: `${target.pathname}${target.search}`,
         method: 'POST',
-        headers: { 'user-agent': USER_AGENT, ...req.headers },
+        // hookrelay's own user agent, always: a caller's header never replaces it.
+        headers: { ...req.headers, 'user-agent': USER_AGENT },
         body: req.body,
         signal: deadline.signal,
       });
@@ -146,6 +147,7 @@ export class FetchTransport {
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'configuration';
     if (url.username !== '' || url.password !== '') return 'configuration';
+    if (url.port === '0') return 'configuration'; // W1: never a real listener
     if (req.trusted) return url;
     const literal = ipLiteralHost(url.hostname);
     if (literal !== undefined && !this.#literalAllowed(literal)) return 'ssrf_blocked';

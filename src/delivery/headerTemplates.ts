@@ -1,42 +1,60 @@
 /**
- * W2 / W1b: resolve `${NAME}` header templates at send time, only from the hook's
- * allowedEnvVars and only from the given environment. Errors name the header and the variable,
- * never a value.
+ * W2 / W1b: resolve `${NAME}` header templates at send time — the one place every outgoing
+ * request (notification, decision, remote interceptor; local mode and the worker) gets its
+ * headers. A template resolves only from the hook's allowedEnvVars, never from one of hookrelay's
+ * own variables (environment hooks alone may read `AGENT_HOOK_WEBHOOK_*`), only when the
+ * operator's HOOKRELAY_TEMPLATE_ENV allows it, and only from the given environment. Errors name
+ * the header and the variable, never a value and never the text of a malformed template.
  */
-import { hasUnsafeHeaderValue, isForbiddenHeaderName, TEMPLATE_PATTERN } from '../contract/webhook.ts';
+import { ENV_VAR_NAME, hasUnsafeHeaderValue, headerNameProblem, TEMPLATE_PATTERN, UNSAFE_HEADER_VALUE_MESSAGE } from '../contract/webhook.ts';
+import { templateSourceProblem, type TemplateEnvPattern } from '../contract/templateSources.ts';
 import { DeliveryConfigError } from './errors.ts';
 
-/** RFC 9110 token characters for a header field name. */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const TEMPLATE_START = '${';
 export const CONTENT_TYPE = 'content-type';
 export const JSON_CONTENT_TYPE = 'application/json';
+/** hookrelay always sends its own user agent (the transport sets it); a caller's value is dropped. */
+export const USER_AGENT_HEADER = 'user-agent';
+
+export type ResolveHeaderOptions = {
+  /** The operator's HOOKRELAY_TEMPLATE_ENV, parsed; default `*` (every name but hookrelay's own). */
+  templateEnv?: TemplateEnvPattern;
+  /** An environment hook built by hookrelay from `AGENT_HOOK_WEBHOOK_*` (E3): may read those variables. */
+  environmentHook?: boolean;
+};
 
 export function resolveHeaderTemplates(
   headers: Record<string, string> | undefined,
   allowedEnvVars: string[] | undefined,
   env: Record<string, string | undefined>,
+  options: ResolveHeaderOptions = {},
 ): Record<string, string> {
   const allowed = new Set(allowedEnvVars ?? []);
+  const sourceOptions = { ...(options.templateEnv ? { pattern: options.templateEnv } : {}), environmentHook: options.environmentHook === true };
   const resolved: Record<string, string> = {};
   for (const [rawName, template] of Object.entries(headers ?? {})) {
     const name = rawName.toLowerCase();
     const label = `header ${JSON.stringify(name)}`;
-    if (!HEADER_NAME.test(rawName)) throw new DeliveryConfigError(`${label} is not a valid header name`);
-    if (isForbiddenHeaderName(name)) throw new DeliveryConfigError(`${label} is a forbidden header name`);
+    const nameProblem = headerNameProblem(rawName);
+    if (nameProblem) throw new DeliveryConfigError(`${label} ${nameProblem}`);
     if (Object.hasOwn(resolved, name)) throw new DeliveryConfigError(`${label} is given more than once (header names are case-insensitive)`);
     if (typeof template !== 'string') throw new DeliveryConfigError(`${label} must be a string`);
     const value = template.replace(TEMPLATE_PATTERN, (_match, variable: string) => {
+      // The text of a malformed template may be a pasted secret: never echoed.
+      if (!ENV_VAR_NAME.test(variable)) throw new DeliveryConfigError(`${label}: contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$)`);
       const named = JSON.stringify(variable);
+      const refused = templateSourceProblem(variable, sourceOptions);
+      if (refused) throw new DeliveryConfigError(`${label}: template variable ${refused}`);
       if (!allowed.has(variable)) throw new DeliveryConfigError(`${label}: template variable ${named} is not listed in allowedEnvVars`);
       const found = Object.hasOwn(env, variable) ? env[variable] : undefined;
       if (found === undefined || found === '') throw new DeliveryConfigError(`${label}: environment variable ${named} is unset or empty`);
       return found;
     });
-    if (hasUnsafeHeaderValue(value)) throw new DeliveryConfigError(`${label}: value contains CR, LF or NUL after template expansion`);
+    if (hasUnsafeHeaderValue(value)) throw new DeliveryConfigError(`${label}: ${UNSAFE_HEADER_VALUE_MESSAGE} after template expansion`);
     if (value.includes(TEMPLATE_START)) throw new DeliveryConfigError(`${label}: value still contains "\${" after template expansion`);
     resolved[name] = value;
   }
+  delete resolved[USER_AGENT_HEADER];
   delete resolved[CONTENT_TYPE];
   resolved[CONTENT_TYPE] = JSON_CONTENT_TYPE;
   return resolved;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AgentContext } from '../contract/agentHooks.ts';
-import { checkWebhookUrl, hasUnsafeHeaderValue, isForbiddenHeaderName, MAX_TIMEOUT_SECONDS, templateNames } from '../contract/webhook.ts';
+import { parseTemplateEnvPattern, reservedTemplateSourceProblem, templateSourceProblem } from '../contract/templateSources.ts';
+import { checkWebhookUrl, ENV_VAR_NAME, hasUnsafeHeaderValue, headerNameProblem, MAX_TIMEOUT_SECONDS, templateNames, UNSAFE_HEADER_VALUE_MESSAGE } from '../contract/webhook.ts';
 import type { Interceptor } from '../interception/interceptor.ts';
 import { DEFAULT_TIMEOUT_MS } from '../interception/timeouts.ts';
 import { DeliveryConfigError } from './errors.ts';
@@ -33,11 +34,19 @@ export const RemoteInterceptorConfigSchema = z
   .superRefine((c, ctx) => {
     if (c.timeout !== undefined && c.timeoutMs !== undefined) ctx.addIssue({ code: 'custom', path: ['timeout'], message: 'give timeout (seconds) or timeoutMs, not both' });
     const allowed = new Set(c.allowedEnvVars ?? []);
+    for (const [index, v] of (c.allowedEnvVars ?? []).entries()) {
+      const reserved = reservedTemplateSourceProblem(v);
+      if (reserved) ctx.addIssue({ code: 'custom', path: ['allowedEnvVars', index], message: reserved });
+    }
     for (const [name, value] of Object.entries(c.headers ?? {})) {
-      if (isForbiddenHeaderName(name)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'is a forbidden header name' });
-      if (hasUnsafeHeaderValue(value)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'value contains CR, LF or NUL' });
+      const nameProblem = headerNameProblem(name);
+      if (nameProblem) ctx.addIssue({ code: 'custom', path: ['headers', name], message: nameProblem });
+      if (hasUnsafeHeaderValue(value)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: UNSAFE_HEADER_VALUE_MESSAGE });
       for (const v of templateNames(value)) {
-        if (!allowed.has(v)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template \${${v}} is not listed in allowedEnvVars` });
+        // The text of a malformed template may be a pasted secret: never echoed.
+        if (!ENV_VAR_NAME.test(v)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$)' });
+        else if (reservedTemplateSourceProblem(v)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template: ${reservedTemplateSourceProblem(v)}` });
+        else if (!allowed.has(v)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template \${${v}} is not listed in allowedEnvVars` });
       }
     }
   });
@@ -48,6 +57,8 @@ export type RemoteInterceptorDeps = {
   fetchTransport?: FetchTransport;
   /** Where templates and HOOKRELAY_SIGNING_SECRETS are read from, at send time (W2). Default `process.env`. */
   env?: Record<string, string | undefined>;
+  /** W2: the operator's allow pattern; default `env.HOOKRELAY_TEMPLATE_ENV` (read now), else `*`. */
+  templateEnv?: string;
   /** Base for a relative `url`; default `env.APP_URL`. */
   appUrl?: string;
 };
@@ -67,6 +78,11 @@ export class RemoteInterceptorError extends Error {
 export function createRemoteInterceptor(config: RemoteInterceptorConfig, options: RemoteInterceptorDeps = {}): Interceptor {
   const parsed = RemoteInterceptorConfigSchema.parse(config);
   const env = options.env ?? process.env;
+  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? env.HOOKRELAY_TEMPLATE_ENV);
+  for (const variable of parsed.allowedEnvVars ?? []) {
+    const problem = templateSourceProblem(variable, { pattern: templateEnv });
+    if (problem) throw new RemoteInterceptorError(`allowedEnvVars: ${problem}`);
+  }
   const deps = {
     env,
     appUrl: options.appUrl ?? (env.APP_URL || undefined),
@@ -83,7 +99,7 @@ export function createRemoteInterceptor(config: RemoteInterceptorConfig, options
       let headers: Record<string, string>;
       try {
         ({ url, trusted } = resolveWebhookUrl(parsed.url, deps.appUrl));
-        headers = resolveHeaderTemplates(parsed.headers, parsed.allowedEnvVars, deps.env);
+        headers = resolveHeaderTemplates(parsed.headers, parsed.allowedEnvVars, deps.env, { templateEnv });
       } catch (error) {
         if (error instanceof DeliveryConfigError) throw new RemoteInterceptorError(`configuration: ${error.message}`);
         throw error;

@@ -1,5 +1,5 @@
 /**
- * W1 / Q5: where a webhook is sent. An absolute URL stays as written (untrusted: SSRF-guarded);
+ * W1 / Q5: where a webhook is sent (port 0 refused: it never names a real listener). An absolute URL stays as written (untrusted: SSRF-guarded);
  * a path `/…` is appended to the application base URL (APP_URL / appUrl), which the operator
  * configured, so it is trusted. A relative URL with no base is a configuration error.
  */
@@ -10,6 +10,7 @@ export type ResolvedUrl = { url: string; trusted: boolean };
 export function resolveWebhookUrl(url: string, appUrl: string | undefined): ResolvedUrl {
   if (!url.startsWith('/')) {
     if (!isHttpUrl(url)) throw new DeliveryConfigError('webhook url must be an http(s) URL or a path starting with "/"');
+    if (new URL(url).port === '0') throw new DeliveryConfigError('webhook url must not use port 0');
     return { url, trusted: false };
   }
   if (url.startsWith('//')) throw new DeliveryConfigError('a relative webhook url must start with exactly one "/"');
@@ -18,6 +19,7 @@ export function resolveWebhookUrl(url: string, appUrl: string | undefined): Reso
   }
   if (!isHttpUrl(appUrl)) throw new DeliveryConfigError('APP_URL / appUrl must be an absolute http(s) URL');
   const base = new URL(appUrl);
+  if (base.port === '0') throw new DeliveryConfigError('APP_URL / appUrl must not use port 0');
   // The base path is kept: APP_URL=https://app.example/api + /hooks → https://app.example/api/hooks
   const joined = new URL(`${base.origin}${base.pathname.replace(/\/+$/, '')}${url}`);
   return { url: joined.toString(), trusted: true };

@@ -1,7 +1,10 @@
 import { newDeliveryId } from '../contract/deliveryId.ts';
 import { ENV_HOOK_ID_PREFIX, isHookType, type HookType } from '../contract/hookTypes.ts';
 import { isControlHook, type AgentHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';
-import { parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
+import { EventValidationError } from '../contract/errors.ts';
+import { serializeEventJson } from '../contract/events.ts';
+import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
+import { parseTemplateEnvPattern, type TemplateEnvPattern } from '../contract/templateSources.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import { ENV_HOOK_VARIABLES, loadEnvHooks } from '../config/envHooks.ts';
 import { DeliveryConfigError } from '../delivery/errors.ts';
@@ -42,6 +45,11 @@ export type HookDispatcherOptions = {
   appUrl?: string;
   /** SSRF allow-list (Q5); default HOOKRELAY_ALLOWED_CIDRS read at construction. */
   allowedCidrs?: string;
+  /**
+   * W2: which variables hook templates may read (`HOOK_*,BILLING_TOKEN`; `*` globs; `none`);
+   * default HOOKRELAY_TEMPLATE_ENV read at construction, else `*`. hookrelay's own variables never.
+   */
+  templateEnv?: string;
   /** Local-mode QStash publisher; default built from QSTASH_URL / QSTASH_TOKEN at send time. */
   qstash?: QStashPublisher;
 };
@@ -90,6 +98,7 @@ export class HookDispatcher {
   readonly #logger: Logger;
   readonly #appUrl: string | undefined;
   readonly #transport: FetchTransport;
+  readonly #templateEnv: TemplateEnvPattern;
   readonly #payloads: WebhookPayloadBuilder;
   readonly #qstash: QStashPublisher | undefined;
   readonly #seam: ToolSeam | undefined;
@@ -105,9 +114,12 @@ export class HookDispatcher {
   constructor(options: HookDispatcherOptions = {}) {
     this.mode = options.mode ?? 'local';
     this.#env = options.env ?? process.env;
+    // W2: an invalid pattern fails construction (TemplateEnvPatternError names the variable).
+    this.#templateEnv = parseTemplateEnvPattern(options.templateEnv ?? this.#env.HOOKRELAY_TEMPLATE_ENV);
     // Queue mode without a producer gets one configured from the same environment (SPEC §13),
     // owned (and closed) by this dispatcher; it connects on its first enqueue.
-    this.#ownedProducer = this.mode === 'queue' && !options.producer ? createHookProducer({ env: this.#env }) : undefined;
+    this.#ownedProducer =
+      this.mode === 'queue' && !options.producer ? createHookProducer({ env: this.#env, ...(options.templateEnv !== undefined ? { templateEnv: options.templateEnv } : {}) }) : undefined;
     this.#producer = options.producer ?? this.#ownedProducer;
     // A library logs only what needs attention (failed deliveries, D5), to stderr, unless told otherwise.
     this.#logger = options.logger ?? createLogger({ level: this.#env.LOG_LEVEL ?? 'warn', pretty: false, destination: process.stderr });
@@ -125,6 +137,7 @@ export class HookDispatcher {
     if (typeof operationId !== 'string' || operationId === '') throw new TypeError('operationId must be a non-empty string');
     const existing = this.#registry.get(operationId);
     const parsed = parseHookBatch(hooks, new Set((existing ?? []).map((h) => h.id)));
+    assertTemplateSources(parsed, this.#templateEnv); // W2: the operator's pattern, before anything is stored
     loadEnvHooks(this.#env); // §14: an invalid environment configuration fails registration, naming the variables
     const first = existing === undefined;
     this.#registry.set(operationId, [...(existing ?? []), ...parsed]);
@@ -237,7 +250,7 @@ export class HookDispatcher {
       } catch (error) {
         // D5: e.g. an event that cannot be serialized, an invalid HOOKRELAY_SIGNING_SECRETS: this
         // hook failed (critical with fallback 'none', D6); its siblings still run.
-        const errorClass = error instanceof DeliveryConfigError ? 'configuration' : 'internal_error';
+        const errorClass = error instanceof DeliveryConfigError ? 'configuration' : error instanceof EventValidationError ? error.errorClass : 'internal_error';
         const fields = { operationId, hookId: hook.id, hookType: type, errorClass, err: error instanceof Error ? error.name : 'error' };
         if (hook.webhook.fallback === 'none') {
           this.#logger.error(fields, 'critical webhook delivery failed');
@@ -264,10 +277,12 @@ export class HookDispatcher {
     const result = await deliverNotification({
       webhook: hook.webhook,
       hookId: hook.id,
-      payload: JSON.stringify(payload),
+      payload: serializeEventJson(payload, 'webhook payload'), // D10: a typed error, never a raw RangeError
       deliveryId,
       generation: 0,
       env: this.#env,
+      templateEnv: this.#templateEnv,
+      environmentHook: hook.env === true,
       appUrl: this.#appUrl,
       trusted: hook.env === true,
       signingSecrets: this.#signingSecrets(),
@@ -415,6 +430,8 @@ export class HookDispatcher {
       webhook: hook.webhook!,
       payload,
       env: this.#env,
+      templateEnv: this.#templateEnv,
+      environmentHook: hook.env === true,
       appUrl: this.#appUrl,
       trusted: hook.env === true,
       signingSecrets,

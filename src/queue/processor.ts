@@ -11,6 +11,7 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { ParsedSerializedHook } from '../contract/hook.ts';
 import { ENV_HOOK_ID_PREFIX } from '../contract/hookTypes.ts';
+import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import { parseSerializedHook } from '../contract/validate.ts';
 import { deliverNotification, type NotificationFailure, type NotificationResult } from '../delivery/deliver.ts';
 import type { FetchTransport } from '../delivery/fetchTransport.ts';
@@ -42,6 +43,8 @@ export type ProcessorDeps = {
   qstashRetries?: number;
   /** The environment header templates resolve from: this process's, at send time (W2). */
   env: Record<string, string | undefined>;
+  /** HOOKRELAY_TEMPLATE_ENV of this worker, parsed (W2); default `*` (every name but hookrelay's own). */
+  templateEnv?: TemplateEnvPattern;
   appUrl?: string;
   signingSecrets: readonly string[];
   scheduleSeconds: readonly number[];
@@ -108,10 +111,10 @@ async function attempt(deps: ProcessorDeps, claimed: ClaimedDelivery): Promise<N
   } catch {
     return configurationFailure('stored hook no longer validates', false);
   }
-  // Environment hooks are the operator's own targets (Q5): not subject to the SSRF guard — but
-  // only while the URL is still the one this worker's environment names, so a stored row
-  // carrying a reserved id cannot buy its way past the guard.
-  const trusted = hook.id.startsWith(ENV_HOOK_ID_PREFIX) && hook.webhook.url === deps.env.AGENT_HOOK_WEBHOOK_URL?.trim();
+  // Environment hooks are the operator's own targets (Q5): not subject to the SSRF guard, and the
+  // only hooks that may read AGENT_HOOK_WEBHOOK_* (W2) — but only while the URL is still the one
+  // this worker's environment names, so a stored row carrying a reserved id buys neither.
+  const environmentHook = hook.id.startsWith(ENV_HOOK_ID_PREFIX) && hook.webhook.url === deps.env.AGENT_HOOK_WEBHOOK_URL?.trim();
   const critical = hook.webhook.fallback === 'none';
   if (claimed.payload === null || typeof claimed.payload !== 'object' || Array.isArray(claimed.payload)) {
     return configurationFailure('event payload missing (pruned by retention?)', critical);
@@ -133,8 +136,10 @@ async function attempt(deps: ProcessorDeps, claimed: ClaimedDelivery): Promise<N
       deliveryId: claimed.id,
       generation: claimed.generation,
       env: deps.env,
+      ...(deps.templateEnv ? { templateEnv: deps.templateEnv } : {}),
+      environmentHook,
       ...(deps.appUrl !== undefined ? { appUrl: deps.appUrl } : {}),
-      trusted,
+      trusted: environmentHook,
       signingSecrets: deps.signingSecrets,
       ...(deps.qstash ? { qstash: withCallbacks(deps.qstash, deps.publicUrl, claimed) } : {}),
       ...(deps.qstashRetries !== undefined ? { qstashRetries: deps.qstashRetries } : {}),

@@ -6,10 +6,12 @@
  */
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { IngestEventSchema } from '../contract/events.ts';
+import { EventValidationError } from '../contract/errors.ts';
+import { IngestEventSchema, serializeEventJson } from '../contract/events.ts';
 import { isControlHook, type ParsedSerializedHook } from '../contract/hook.ts';
 import { isHookType } from '../contract/hookTypes.ts';
-import { parseSerializedHooks } from '../contract/validate.ts';
+import { parseTemplateEnvPattern, type TemplateEnvPattern } from '../contract/templateSources.ts';
+import { assertTemplateSources, parseSerializedHooks } from '../contract/validate.ts';
 import { matchesHook } from '../dispatch/matcher.ts';
 import { silentLogger, type Logger } from '../observability/logger.ts';
 import type { Db, Store } from '../store/db.ts';
@@ -48,6 +50,8 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   const databaseUrl = options.databaseUrl ?? nonEmpty(env.DATABASE_URL);
   const maxPayloadBytes = options.maxPayloadBytes ?? positiveInt(env.HOOKRELAY_MAX_PAYLOAD_BYTES) ?? DEFAULT_MAX_PAYLOAD_BYTES;
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
+  // W2: an invalid pattern fails here (TemplateEnvPatternError names the variable).
+  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? env.HOOKRELAY_TEMPLATE_ENV);
 
   let storePromise: Promise<Store> | undefined;
   let queue: Queue<DeliveryJobData> | undefined;
@@ -99,7 +103,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
 
   const enqueueMany = async (items: readonly EnqueueInput[]): Promise<EnqueueManyResult> => {
     // Everything is validated before anything is stored (D4b, Q8).
-    const prepared = items.map((item) => prepareItem(item, maxPayloadBytes));
+    const prepared = items.map((item) => prepareItem(item, maxPayloadBytes, templateEnv));
     const rows = prepared.flatMap((p) => p.rows);
     if (rows.length === 0) return { deliveryIds: [], perItem: prepared.map(() => []), queued: true };
 
@@ -159,16 +163,18 @@ async function resolveIds(db: Db, prepared: readonly PreparedItem[], inserted: R
 }
 
 /** Validates one item and builds its ledger rows (one per matching webhook, hook order). */
-function prepareItem(input: EnqueueInput, maxPayloadBytes: number): PreparedItem {
+function prepareItem(input: EnqueueInput, maxPayloadBytes: number, templateEnv: TemplateEnvPattern): PreparedItem {
   if (typeof input.operationId !== 'string' || input.operationId === '') throw new TypeError('enqueue: operationId must be a non-empty string');
   if (!isHookType(input.type)) throw new TypeError(`enqueue: unknown hook type ${JSON.stringify(input.type)}`);
   if (input.idempotencyKey !== undefined && (typeof input.idempotencyKey !== 'string' || input.idempotencyKey === '')) {
     throw new TypeError('enqueue: idempotencyKey must be a non-empty string when given');
   }
   const event = normalizeEvent(input);
-  assertPayloadWithinCap(JSON.stringify(event), maxPayloadBytes);
+  // D10: too deep (or cyclic) is a typed error, never a raw RangeError from JSON.stringify.
+  assertPayloadWithinCap(serializeEventJson(event, 'enqueue: event'), maxPayloadBytes);
   const occurredAt = parseOccurredAt(input.occurredAt);
   const hooks = parseSerializedHooks(input.hooks as readonly unknown[], { allowEnvironmentIds: true });
+  assertTemplateSources(hooks, templateEnv, { allowEnvironmentIds: true }); // W2: refused before anything is stored
   const rows = hooks
     .filter((hook) => hook.type === input.type && !isControlHook(hook) && matchesHook(hook, event))
     .map((hook: ParsedSerializedHook) => ({
@@ -188,12 +194,12 @@ function prepareItem(input: EnqueueInput, maxPayloadBytes: number): PreparedItem
 /** D10: any object with a string operationId (taken from the input when the event has none). */
 function normalizeEvent(input: EnqueueInput): Record<string, unknown> {
   const raw: unknown = input.event;
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new TypeError('enqueue: event must be an object');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new EventValidationError('enqueue: event must be an object');
   const event = (raw as Record<string, unknown>).operationId === undefined ? { ...(raw as Record<string, unknown>), operationId: input.operationId } : (raw as Record<string, unknown>);
   const checked = IngestEventSchema.safeParse(event);
   if (!checked.success) {
     const fields = checked.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    throw new TypeError(`enqueue: invalid event (${fields})`);
+    throw new EventValidationError(`enqueue: invalid event (${fields})`);
   }
   return event;
 }

@@ -8,6 +8,7 @@ import { Queue, type Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { signingSecrets, type Settings } from '../config/settings.ts';
+import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
 import { FetchTransport } from '../delivery/fetchTransport.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
 import { startHttpServer, type PostRoute, type RunningHttpServer } from '../observability/httpServer.ts';
@@ -100,6 +101,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     fetchTransport,
     ...(qstash ? { qstash } : {}),
     env: options.env ?? process.env,
+    templateEnv: parseTemplateEnvPattern(settings.HOOKRELAY_TEMPLATE_ENV),
     ...(settings.APP_URL !== undefined ? { appUrl: settings.APP_URL } : {}),
     signingSecrets: signingSecrets(settings),
     scheduleSeconds: settings.retryScheduleSeconds,

@@ -69,6 +69,8 @@ export type HookProducerOptions = {
   logger?: Logger;
   /** Where defaults are read from (default `process.env`, read when the producer is created). */
   env?: Record<string, string | undefined>;
+  /** W2: which variables hook templates may read; default `HOOKRELAY_TEMPLATE_ENV`, else `*`. */
+  templateEnv?: string;
 };
 
 /** What the dispatcher's queue mode calls. */

@@ -2,12 +2,10 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from './db.ts';
 import { deferredPlaceholders } from './schema.ts';
 
-export type PlaceholderStatus = 'pending' | 'allow' | 'blocked';
-
+/** P1: a placeholder is empty (`result` null) or holds the final result; no review state beside it. */
 export type StoredPlaceholder = {
   operationId: string;
   toolCallId: string;
-  status: PlaceholderStatus;
   result: unknown;
   approval: unknown;
   publishedAt: Date | null;
@@ -36,7 +34,6 @@ export async function getPlaceholder(db: Db, operationId: string, toolCallId: st
   return {
     operationId: row.operationId,
     toolCallId: row.toolCallId,
-    status: row.status as PlaceholderStatus,
     result: row.result,
     approval: row.approval,
     publishedAt: row.publishedAt,
@@ -44,13 +41,14 @@ export async function getPlaceholder(db: Db, operationId: string, toolCallId: st
 }
 
 /**
- * P2: the single final write. One conditional UPDATE that applies only while `result` is NULL;
- * exactly one racing writer gets `applied: true`, every other one reads the stored result.
+ * P1/P2: the single final write of the final result (the allowed result or the sanitized
+ * denial). One conditional UPDATE that applies only while `result` is NULL; exactly one racing
+ * writer gets `applied: true`, every other one reads the stored result.
  */
 export async function publishPlaceholderOnce(
   db: Db,
-  input: { operationId: string; toolCallId: string; result: unknown; status: Exclude<PlaceholderStatus, 'pending'> },
-): Promise<{ applied: boolean; result: unknown; status: PlaceholderStatus }> {
+  input: { operationId: string; toolCallId: string; result: unknown },
+): Promise<{ applied: boolean; result: unknown }> {
   const where = and(
     eq(deferredPlaceholders.operationId, input.operationId),
     eq(deferredPlaceholders.toolCallId, input.toolCallId),
@@ -58,13 +56,13 @@ export async function publishPlaceholderOnce(
   );
   const updated = await db
     .update(deferredPlaceholders)
-    .set({ result: sql`${JSON.stringify(input.result)}::jsonb`, status: input.status, publishedAt: sql`now()`, updatedAt: sql`now()` })
+    .set({ result: sql`${JSON.stringify(input.result)}::jsonb`, publishedAt: sql`now()`, updatedAt: sql`now()` })
     .where(where)
-    .returning({ result: deferredPlaceholders.result, status: deferredPlaceholders.status });
-  if (updated[0]) return { applied: true, result: updated[0].result, status: updated[0].status as PlaceholderStatus };
+    .returning({ result: deferredPlaceholders.result });
+  if (updated[0]) return { applied: true, result: updated[0].result };
   const stored = await getPlaceholder(db, input.operationId, input.toolCallId);
   if (!stored) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
-  return { applied: false, result: stored.result, status: stored.status };
+  return { applied: false, result: stored.result };
 }
 
 /** P3: record a private approval claim (first claim wins); nothing is published. */

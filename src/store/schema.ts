@@ -32,8 +32,9 @@ export const operationHooks = pgTable(
 );
 
 /**
- * Deferred-completion placeholders (P2): `result` stays NULL until the single final write, which
- * is one conditional UPDATE … WHERE result IS NULL. `approval` holds a private claim (P3).
+ * Deferred-completion placeholders (P1/P2): `result` is NULL (empty) or the final result — the
+ * allowed result or the sanitized denial — written once by one conditional UPDATE … WHERE result
+ * IS NULL. No review state beside it (P1). `approval` holds a private human claim (P3).
  */
 export const deferredPlaceholders = pgTable(
   'deferred_placeholders',
@@ -41,7 +42,6 @@ export const deferredPlaceholders = pgTable(
     id: bigserial('id', { mode: 'number' }).primaryKey(),
     operationId: text('operation_id').notNull(),
     toolCallId: text('tool_call_id').notNull(),
-    status: text('status').notNull().default('pending'),
     result: jsonb('result'),
     approval: jsonb('approval'),
     ...timestamps,

@@ -3,7 +3,8 @@
  * environment hooks (E1–E4, L5), secrets, and the SSRF guard at dispatcher level (Q5).
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CriticalHookDeliveryError, HookDispatcher, type AgentHook } from '../../../src/index.ts';
+import { CriticalHookDeliveryError, HookConfigError, HookDispatcher, type AgentHook } from '../../../src/index.ts';
+import { USER_AGENT } from '../../../src/delivery/fetchTransport.ts';
 import { WebhookDeliveryFailure } from '../../../src/dispatch/criticalError.ts';
 import { startReceiver, type Behaviour, type Receiver } from '../../support/receiver.ts';
 import { captureLogger, quietLogger, rejection, toolContext } from '../../unit/dispatch/helpers.ts';
@@ -467,5 +468,63 @@ describe('W2: secrets never leak', () => {
     // the URL (query included) is the caller's own config and is serialized as written; logs and errors never echo a query string
     for (const hay of haystacks.slice(1)) expect(hay).not.toContain('query-secret');
     expect(text().length).toBeGreaterThan(0);
+  });
+});
+
+describe('D10: an event too deep to serialize, local mode', () => {
+  it('D10: a webhook whose payload nests 10,000 deep fails as invalid_event (no raw RangeError); siblings and handlers still run; nothing sent for it', async () => {
+    const log = captureLogger();
+    const d = make({ logger: log.logger });
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 10_000; i += 1) deep = { a: deep };
+    let handled = 0;
+    d.register(OP, [
+      { id: 'deep', type: 'onComplete', webhook: { url: at('/deep') } },
+      { id: 'critical', type: 'onComplete', webhook: { url: at('/critical'), fallback: 'none' } },
+      { id: 'projected', type: 'onComplete', webhook: { url: at('/projected'), eventFields: ['operationId', 'reason'] } },
+      { id: 'handler', type: 'onComplete', handler: () => void handled++ },
+    ]);
+    const error = await rejection(d.dispatch(OP, 'onComplete', { operationId: OP, reason: 'done', nested: deep }));
+    expect(error).toBeInstanceOf(CriticalHookDeliveryError);
+    expect((error as CriticalHookDeliveryError).hookId).toBe('critical');
+    expect(((error as CriticalHookDeliveryError).cause as WebhookDeliveryFailure).errorClass).toBe('invalid_event');
+    // Only the hook whose payload leaves the deep field out is sent.
+    expect(paths()).toEqual(['/projected']);
+    expect(handled).toBe(1);
+    const failures = log.lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.hookId === 'deep' || l.hookId === 'critical');
+    expect(failures.map((l) => [l.hookId, l.errorClass, l.err])).toEqual([
+      ['deep', 'invalid_event', 'EventValidationError'],
+      ['critical', 'invalid_event', 'EventValidationError'],
+    ]);
+  });
+});
+
+describe('W1b: hookrelay owns webhook-* and the user agent', () => {
+  it('W1b: a caller cannot set webhook-signature (or any webhook-*): refused at register, so no spoofed signature reaches a receiver', async () => {
+    const d = make();
+    for (const name of ['webhook-signature', 'Webhook-Id', 'webhook-timestamp']) {
+      expect(() => d.register(OP, [{ id: 'spoof', type: 'onComplete', webhook: { url: at('/spoof'), headers: { [name]: 'v1,spoof' } } }])).toThrow(/forbidden/);
+    }
+    await d.dispatch(OP, 'onComplete', { operationId: OP }, [{ id: 'spoof', type: 'onComplete', webhook: { url: at('/spoof'), headers: { 'webhook-signature': 'v1,spoof' } } }]).catch(() => undefined);
+    expect(receiver.requests).toHaveLength(0);
+  });
+
+  it("W1b: hookrelay's user agent is always sent; a caller's user-agent is dropped", async () => {
+    const d = make();
+    d.register(OP, [{ id: 'ua', type: 'onComplete', webhook: { url: at('/ua'), headers: { 'User-Agent': 'spoofed/9.9', 'x-tenant': 't1' } } }]);
+    await d.dispatch(OP, 'onComplete', { operationId: OP });
+    expect(paths()).toEqual(['/ua']);
+    expect(receiver.requests[0]!.headers['user-agent']).toBe(USER_AGENT);
+    expect(receiver.requests[0]!.headers['x-tenant']).toBe('t1');
+    expect(receiver.requests[0]!.headers['webhook-signature']).toBeUndefined(); // no secret configured, none sent
+  });
+
+  it('W1b: te, keep-alive, expect and a value with \\x01 / U+2028 / € are refused at register, not at send time', () => {
+    const d = make();
+    const bad: Record<string, string>[] = [{ te: 'trailers' }, { 'keep-alive': 'timeout=5' }, { expect: '100-continue' }, { 'x-a': 'a\x01b' }, { 'x-a': 'a\u2028b' }, { 'x-a': '€5' }, { 'x-a': 'a\x7f' }];
+    for (const headers of bad) {
+      expect(() => d.register(OP, [{ id: 'h', type: 'onComplete', webhook: { url: at('/h'), headers } }])).toThrow(HookConfigError);
+    }
+    expect(d.getSerializedHooks(OP)).toBeUndefined();
   });
 });

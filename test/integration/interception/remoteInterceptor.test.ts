@@ -140,4 +140,17 @@ describe('I3: remote interceptors over a real socket', () => {
       /headers\.authorization|allowedEnvVars/,
     );
   });
+
+  it('I3 / W2 template sources: a remote interceptor can never read hookrelay\'s own variables, and follows HOOKRELAY_TEMPLATE_ENV', () => {
+    for (const variable of ['DATABASE_URL', 'QSTASH_CURRENT_SIGNING_KEY', 'HOOKRELAY_SIGNING_SECRETS']) {
+      expect(() =>
+        createRemoteInterceptor({ url: 'https://example.com/v', headers: { 'x-s': `\${${variable}}` }, allowedEnvVars: [variable] }, { fetchTransport: transport, env }),
+      ).toThrow(new RegExp(variable));
+    }
+    expect(() =>
+      createRemoteInterceptor({ url: 'https://example.com/v', headers: { 'x-s': '${BILLING_TOKEN}' }, allowedEnvVars: ['BILLING_TOKEN'] }, { fetchTransport: transport, env: { ...env, HOOKRELAY_TEMPLATE_ENV: 'HOOK_*' } }),
+    ).toThrow(/BILLING_TOKEN is not allowed by HOOKRELAY_TEMPLATE_ENV/);
+    expect(() => createRemoteInterceptor({ url: 'https://example.com/v', headers: { 'webhook-signature': 'v1,x' } }, { fetchTransport: transport, env })).toThrow(/forbidden/);
+    expect(() => createRemoteInterceptor({ url: 'https://example.com:0/v' }, { fetchTransport: transport, env })).toThrow(/port 0/);
+  });
 });

@@ -119,7 +119,7 @@ describe('L2 restore from the runtime snapshot, else from Postgres', () => {
       dispatcher: d,
     });
     expect(rx.requests.map((r) => r.path)).toEqual(['/snapshot']);
-    expect(snap.status).toBe('allow');
+    expect(snap).toMatchObject({ applied: true, status: 'allow' });
 
     rx.requests.length = 0;
     const pg = await ops.publishDeferredResult({ operationId: op, toolCallId: 'without', result: toolResult('b'), context: ctx(op, 'without'), dispatcher: d });
@@ -167,7 +167,7 @@ describe('L3 rounds', () => {
     expect(order).toEqual(['/a1', '/a2', '/b1', 'env/env']);
     expect(envR.requests).toHaveLength(1);
     expect(body(envR.requests[0]!).hookId).toBe('server-env-webhook:afterToolCall');
-    expect(out.status).toBe('allow');
+    expect(out).toMatchObject({ applied: true, status: 'allow' });
   });
 
   it('L3: caller hook ids are not de-duplicated across operations (same id in both → both run)', async () => {

@@ -175,6 +175,35 @@ describe('P6 publishing without a review marker (P1)', () => {
     });
     expect(row!.text).not.toContain('RAW-SSN');
   });
+
+  it('P1: after publish the placeholder row holds no status or review column; a denial is the sanitized result itself', async () => {
+    const op = nextOp('no-status-column');
+    caller.setHandler(deny('withheld by policy'));
+    await ops.createOperation({ operationId: op, hooks: [control('policy', `${caller.url}/caller`)] });
+    await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
+    const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw secret output'), context: ctx(op, 'c'), dispatcher: dispatcher() });
+    expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('withheld by policy') });
+
+    const columns = await sql<{ column_name: string }>(
+      t.url,
+      'SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY column_name',
+      [t.schema, 'deferred_placeholders'],
+    );
+    expect(columns.map((c) => c.column_name)).toEqual(['approval', 'created_at', 'id', 'operation_id', 'published_at', 'result', 'tool_call_id', 'updated_at']);
+    const [row] = await sql<Record<string, unknown>>(t.url, 'SELECT * FROM deferred_placeholders WHERE operation_id = $1', [op]);
+    expect(Object.keys(row!).sort()).toEqual(['approval', 'created_at', 'id', 'operation_id', 'published_at', 'result', 'tool_call_id', 'updated_at']);
+    expect(row!.result).toStrictEqual(blockedAfterResult('withheld by policy'));
+    expect(row!.approval).toBeNull();
+    expect(JSON.stringify(row)).not.toContain('raw secret output');
+    // What a reader gets back is the row, nothing derived beside it.
+    expect(await ops.getPlaceholder({ operationId: op, toolCallId: 'c' })).toEqual({
+      operationId: op,
+      toolCallId: 'c',
+      result: blockedAfterResult('withheld by policy'),
+      approval: null,
+      publishedAt: expect.any(Date),
+    });
+  });
 });
 
 describe('P6 persisted caller hooks keep control (L2)', () => {
@@ -246,7 +275,7 @@ describe('P6 publish/rollback atomicity (P1, P2)', () => {
     expect(renamed).toBe(true);
     const empty = await ops.getPlaceholder({ operationId: op, toolCallId: 'c' });
     expect(empty?.result).toBeNull();
-    expect(empty?.status).toBe('pending');
+    expect(empty).not.toHaveProperty('status');
 
     const retry = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('second try'), context: ctx(op, 'c'), dispatcher: d });
     expect(retry).toEqual({ applied: true, status: 'allow', result: toolResult('second try') });
@@ -268,7 +297,7 @@ describe('P6 duplicate callback after the policy was removed (P2, L4)', () => {
 
     clearEnvHooks(env);
     const dup = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw 2'), context: ctx(op, 'c'), dispatcher: d });
-    expect(dup).toEqual({ applied: false, status: 'blocked', result: blockedAfterResult('env says no') });
+    expect(dup).toEqual({ applied: false, result: blockedAfterResult('env says no') });
     expect(envR.requests).toHaveLength(1);
     expect((await ops.getPlaceholder({ operationId: op, toolCallId: 'c' }))?.result).toEqual(blockedAfterResult('env says no'));
   });
@@ -282,7 +311,7 @@ describe('P6 duplicate callback after the policy was removed (P2, L4)', () => {
     await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw 1'), context: ctx(op, 'c'), dispatcher: d });
     await sql(t.url, 'DELETE FROM operation_hooks WHERE operation_id = $1', [op]);
     const dup = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw 2'), dispatcher: d });
-    expect(dup).toEqual({ applied: false, status: 'blocked', result: blockedAfterResult('caller says no') });
+    expect(dup).toEqual({ applied: false, result: blockedAfterResult('caller says no') });
     const [row] = await sql<{ text: string }>(t.url, 'SELECT p::text AS text FROM deferred_placeholders p WHERE operation_id = $1', [op]);
     expect(row!.text).not.toContain('raw 2');
   });
@@ -316,7 +345,7 @@ describe('P6 partial member start failure (P5)', () => {
         }),
       ),
     );
-    expect(started.map((o) => [o.applied, o.status])).toEqual([
+    expect(started.map((o) => [o.applied, o.applied ? o.status : undefined])).toEqual([
       [true, 'allow'],
       [true, 'allow'],
     ]);

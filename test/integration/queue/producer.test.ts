@@ -1,7 +1,8 @@
 import net from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HookConfigError } from '../../../src/contract/errors.ts';
+import { EventValidationError, HookConfigError } from '../../../src/contract/errors.ts';
+import { MAX_EVENT_DEPTH } from '../../../src/contract/events.ts';
 import { PayloadTooLargeError } from '../../../src/queue/payloadCap.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
@@ -85,6 +86,31 @@ describe('producer', () => {
     await expect(
       stack.producer.enqueue({ operationId: 'op-big2', type: 'onComplete', event: { blob: 'x'.repeat(262_144) }, hooks: [fetchHook('h', `${rx.url}/big`)] }),
     ).rejects.toThrow(/over the cap of 262144 bytes/);
+  });
+
+  it('D10: an event nested 10,000 deep (or cyclic, or holding a BigInt) is a typed EventValidationError, not a RangeError; nothing stored', async () => {
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 10_000; i += 1) deep = { a: deep };
+    const cyclic: Record<string, unknown> = { operationId: 'op-cyclic' };
+    cyclic.self = cyclic;
+    const before = await countRows(stack);
+    for (const event of [{ nested: deep }, cyclic, { n: 10n }]) {
+      const attempt = stack.producer.enqueue({ operationId: 'op-deep', type: 'onComplete', event, hooks: [fetchHook('h', `${rx.url}/deep`)] });
+      await expect(attempt).rejects.toBeInstanceOf(EventValidationError);
+      await expect(attempt).rejects.toThrow(/^enqueue: event /);
+    }
+    expect(await countRows(stack)).toBe(before);
+    // The bound itself: MAX_EVENT_DEPTH levels are stored, one more is refused.
+    const nest = (levels: number) => {
+      let v: Record<string, unknown> = {};
+      for (let i = 1; i < levels; i += 1) v = { a: v };
+      return v;
+    };
+    await expect(stack.producer.enqueue({ operationId: 'op-deep', type: 'onComplete', event: { ...nest(MAX_EVENT_DEPTH + 1) }, hooks: [fetchHook('h', `${rx.url}/deep`)] })).rejects.toThrow(
+      new RegExp(`more than ${MAX_EVENT_DEPTH} levels`),
+    );
+    const ok = await stack.producer.enqueue({ operationId: 'op-deep', type: 'onComplete', event: nest(MAX_EVENT_DEPTH), hooks: [fetchHook('h', `${rx.url}/deep`)] });
+    expect(ok.deliveryIds).toHaveLength(1);
   });
 
   it('Q1a: 100 concurrent enqueues with one idempotency key → one set of ids, one delivery each', async () => {

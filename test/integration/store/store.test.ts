@@ -71,7 +71,7 @@ describe('store on Postgres', () => {
     const db = t.store.db;
     await insertPlaceholder(db, 'op-p', 'call-1');
     const writers = Array.from({ length: 20 }, (_, i) =>
-      publishPlaceholderOnce(db, { operationId: 'op-p', toolCallId: 'call-1', result: { content: `r${i}`, success: true }, status: 'allow' }),
+      publishPlaceholderOnce(db, { operationId: 'op-p', toolCallId: 'call-1', result: { content: `r${i}`, success: true } }),
     );
     const results = await Promise.all(writers);
     expect(results.filter((r) => r.applied)).toHaveLength(1);
@@ -140,7 +140,7 @@ describe('store on embedded PGlite', () => {
     expect(await loadOperationHooks(store.db, 'op-lite')).toEqual([hook]);
     await insertPlaceholder(store.db, 'op-lite', 'c1');
     const results = await Promise.all(
-      [1, 2, 3].map((i) => publishPlaceholderOnce(store.db, { operationId: 'op-lite', toolCallId: 'c1', result: { content: i }, status: 'allow' })),
+      [1, 2, 3].map((i) => publishPlaceholderOnce(store.db, { operationId: 'op-lite', toolCallId: 'c1', result: { content: i } })),
     );
     expect(results.filter((r) => r.applied)).toHaveLength(1);
   });

@@ -64,6 +64,7 @@ describe('§13: defaults', () => {
       HOOKRELAY_HTTP_PORT: 8787,
       HOOKRELAY_RETENTION_DAYS: 30,
       HOOKRELAY_MIGRATE: true,
+      HOOKRELAY_TEMPLATE_ENV: '*',
       LOG_LEVEL: 'info',
       retryScheduleSeconds: [5, 300, 1800, 7200, 18000, 36000, 36000],
     });
@@ -94,6 +95,7 @@ describe('§13: empty strings count as unset', () => {
     'HOOKRELAY_PUBLIC_URL',
     'HOOKRELAY_RETENTION_DAYS',
     'HOOKRELAY_MIGRATE',
+    'HOOKRELAY_TEMPLATE_ENV',
     'LOG_LEVEL',
     'QSTASH_URL',
     'QSTASH_TOKEN',
@@ -127,6 +129,7 @@ describe('§13: values are read', () => {
       HOOKRELAY_PUBLIC_URL: 'https://worker.example.com',
       HOOKRELAY_RETENTION_DAYS: '7',
       HOOKRELAY_MIGRATE: 'false',
+      HOOKRELAY_TEMPLATE_ENV: 'HOOK_*,BILLING_TOKEN',
       LOG_LEVEL: 'debug',
       QSTASH_URL: 'http://127.0.0.1:8080',
       QSTASH_TOKEN: 'qtok',
@@ -150,6 +153,7 @@ describe('§13: values are read', () => {
       HOOKRELAY_PUBLIC_URL: 'https://worker.example.com',
       HOOKRELAY_RETENTION_DAYS: 7,
       HOOKRELAY_MIGRATE: false,
+      HOOKRELAY_TEMPLATE_ENV: 'HOOK_*,BILLING_TOKEN',
       LOG_LEVEL: 'debug',
       QSTASH_URL: 'http://127.0.0.1:8080',
       QSTASH_TOKEN: 'qtok',
@@ -234,6 +238,12 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     ['HOOKRELAY_PUBLIC_URL', 'ws://worker.example.com'],
     ['QSTASH_URL', 'qstash'],
     ['QSTASH_URL', 'redis://qstash.example.com'],
+    ['HOOKRELAY_TEMPLATE_ENV', 'hook_*'],
+    ['HOOKRELAY_TEMPLATE_ENV', 'HOOK_*,bad name'],
+    ['HOOKRELAY_TEMPLATE_ENV', ','],
+    ['HOOKRELAY_TEMPLATE_ENV', 'DATABASE_URL'],
+    ['HOOKRELAY_TEMPLATE_ENV', 'HOOK_*,QSTASH_*'],
+    ['HOOKRELAY_TEMPLATE_ENV', 'HOOKRELAY_*'],
   ])('§13: %s=%j throws naming the variable', (name, value) => {
     const error = settingsError({ [name]: value });
     expect(error.name).toBe('SettingsError');

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
-import { BaseEventSchema, EventSchemas, parseHookEvent } from '../../../src/contract/events.ts';
+import { BaseEventSchema, EventSchemas, MAX_EVENT_DEPTH, parseHookEvent, serializeEventJson } from '../../../src/contract/events.ts';
+import { EventValidationError } from '../../../src/contract/errors.ts';
 import { HOOK_TYPES, type HookType } from '../../../src/contract/hookTypes.ts';
 import { ToolCallHookContextSchema, ToolCallResultSchema, BlockedToolResultSchema } from '../../../src/contract/toolContext.ts';
 import { accepts, issuePath, paths, rejects } from './helpers.ts';
@@ -227,5 +228,27 @@ describe('T1 / R5b: tool context and blocked result schemas', () => {
     expect(paths(rejects(BlockedToolResultSchema, { content: 'r', success: true, error: 'hook_denied', state: { type: 'blocked', reason: 'r' } }))).toEqual(['success']);
     expect(paths(rejects(BlockedToolResultSchema, { content: 'r', success: false, error: 'other', state: { type: 'blocked', reason: 'r' } }))).toEqual(['error']);
     expect(paths(rejects(BlockedToolResultSchema, { content: 'r', success: false, error: 'hook_denied', state: { type: 'blocked' } }))).toEqual(['state.reason']);
+  });
+});
+
+describe('D10: events are serialized with a typed error, never a raw RangeError', () => {
+  const nest = (levels: number): unknown => {
+    let v: unknown = {};
+    for (let i = 1; i < levels; i += 1) v = [v];
+    return v;
+  };
+
+  it('D10: up to MAX_EVENT_DEPTH levels serialize; one more is an EventValidationError naming the rule', () => {
+    expect(serializeEventJson(nest(MAX_EVENT_DEPTH))).toMatch(/^\[+\{\}\]+$/);
+    expect(() => serializeEventJson(nest(MAX_EVENT_DEPTH + 1))).toThrow(EventValidationError);
+    expect(() => serializeEventJson(nest(10_000), 'payload')).toThrow(/^payload nests objects\/arrays more than 256 levels deep/);
+  });
+
+  it('D10: a cycle and a BigInt are EventValidationErrors (a TypeError subclass), scalars pass', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.me = cyclic;
+    expect(() => serializeEventJson(cyclic)).toThrow(EventValidationError);
+    expect(() => serializeEventJson({ n: 1n })).toThrow(TypeError);
+    expect(serializeEventJson({ a: 'x', n: 1, d: new Date(0) })).toBe('{"a":"x","n":1,"d":"1970-01-01T00:00:00.000Z"}');
   });
 });

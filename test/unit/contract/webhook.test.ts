@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AgentHookSchema, SerializedHookSchema } from '../../../src/contract/hook.ts';
 import { HOOK_TYPES } from '../../../src/contract/hookTypes.ts';
-import { parseHookBatch } from '../../../src/contract/validate.ts';
+import { parseHookBatch, parseSerializedHooks } from '../../../src/contract/validate.ts';
 import {
   DEFAULT_TIMEOUT_SECONDS,
   isForbiddenHeaderName,
@@ -427,5 +427,103 @@ describe('W2: header templates are checked against allowedEnvVars at registratio
     const input = wh({ headers: { a: '${T}', b: '${T}' }, allowedEnvVars: ['T'] });
     for (let i = 0; i < 5; i += 1) accepts(WebhookConfigSchema, input);
     for (let i = 0; i < 5; i += 1) expect(paths(rejects(WebhookConfigSchema, wh({ headers: { a: '${T}', b: '${U}' }, allowedEnvVars: ['T'] })))).toEqual(['headers.b']);
+  });
+});
+
+describe('W1: port 0 is refused in webhook URLs', () => {
+  it.each(['http://203.0.113.10:0/hook', 'https://hooks.example.com:0/', 'https://hooks.example.com:000/', 'http://[2001:db8::1]:0/x'])('W1: %s is rejected naming url', (url) => {
+    const issues = rejects(WebhookConfigSchema, { url });
+    expect(paths(issues)).toEqual(['url']);
+    expect(issues[0]!.message).toMatch(/port 0/);
+  });
+
+  it.each(['https://hooks.example.com:1/', 'https://hooks.example.com:65535/', 'https://hooks.example.com:443/'])('W1: %s is accepted', (url) => {
+    expect(accepts(WebhookConfigSchema, { url }).url).toBe(url);
+  });
+});
+
+describe('W1b: header names and values by the rules the HTTP client (undici) applies', () => {
+  it.each(['webhook-signature', 'Webhook-Signature', 'webhook-id', 'WEBHOOK-TIMESTAMP', 'webhook-anything'])(
+    'W1b: %j is reserved for hookrelay (Q1/Q6) and rejected at registration',
+    (name) => {
+      expect(isForbiddenHeaderName(name)).toBe(true);
+      const issues = rejects(WebhookConfigSchema, wh({ headers: { [name]: 'v1,spoof' } }));
+      expect(paths(issues)).toEqual([`headers.${name}`]);
+      expect(issues[0]!.message).toMatch(/forbidden/);
+    },
+  );
+
+  it.each(['te', 'TE', 'keep-alive', 'Keep-Alive', 'expect', 'Expect'])('W1b: hop-by-hop / unsupported %j is rejected at registration', (name) => {
+    expect(isForbiddenHeaderName(name)).toBe(true);
+    expect(paths(rejects(WebhookConfigSchema, wh({ headers: { [name]: 'x' } })))).toEqual([`headers.${name}`]);
+  });
+
+  it.each(['x-webhook-id', 'webhook', 'tenant', 'expected-by', 'x-te'])('W1b: %j is an ordinary name', (name) => {
+    expect(isForbiddenHeaderName(name)).toBe(false);
+    accepts(WebhookConfigSchema, wh({ headers: { [name]: 'v' } }));
+  });
+
+  it.each([
+    ['\x01', 'a\x01b'],
+    ['\x1f', 'a\x1fb'],
+    ['DEL \x7f', 'a\x7fb'],
+    ['U+2028', 'a\u2028b'],
+    ['U+0100', 'a\u0100b'],
+    ['€ (not Latin-1)', 'price €'],
+    ['an emoji', 'ok 👍'],
+  ])('W1b: a value with %s is rejected at registration, naming the header and not the value', (_label, value) => {
+    const issues = rejects(WebhookConfigSchema, wh({ headers: { 'x-v': `SECRET-MARK ${value}` } }));
+    expect(paths(issues)).toEqual(['headers.x-v']);
+    expect(JSON.stringify(issues)).not.toContain('SECRET-MARK');
+  });
+
+  it.each([
+    ['HTAB', 'a\tb'],
+    ['Latin-1 é', 'café'],
+    ['obs-text \xff', 'a\xffb'],
+    ['visible ASCII and spaces', ' !"#~ '],
+  ])('W1b: a value with %s is accepted (undici sends it)', (_label, value) => {
+    expect(accepts(WebhookConfigSchema, wh({ headers: { 'x-v': value } })).headers).toEqual({ 'x-v': value });
+  });
+
+  it('W1b: the same name twice in different case is rejected at registration (as at send time)', () => {
+    expect(paths(rejects(WebhookConfigSchema, wh({ headers: { 'X-Tenant': 'a', 'x-tenant': 'b' } })))).toEqual(['headers.x-tenant']);
+  });
+
+  it('W1b: user-agent is accepted at registration (hookrelay sends its own in its place)', () => {
+    expect(accepts(WebhookConfigSchema, wh({ headers: { 'User-Agent': 'mine/1.0' } })).headers).toEqual({ 'User-Agent': 'mine/1.0' });
+  });
+});
+
+describe('W2 template sources: hookrelay\'s own variables are never a template source', () => {
+  const reserved = ['DATABASE_URL', 'REDIS_URL', 'QSTASH_TOKEN', 'QSTASH_CURRENT_SIGNING_KEY', 'QSTASH_NEXT_SIGNING_KEY', 'HOOKRELAY_SIGNING_SECRETS', 'HOOKRELAY_ANYTHING', 'AGENT_HOOK_WEBHOOK_TOKEN', 'AGENT_HOOK_WEBHOOK_URL'];
+
+  it.each(reserved)('W2 template sources: a caller hook reading %s is refused, naming it at the header and in allowedEnvVars', (variable) => {
+    const error = hookConfigError(() =>
+      parseHookBatch([{ id: 'thief', type: 'onComplete', webhook: wh({ headers: { 'x-db': `\${${variable}}` }, allowedEnvVars: ['HOOK_TOKEN', variable] }) }]),
+    );
+    expect(error.hookId).toBe('thief');
+    expect(error.issues.map((i) => i.path).sort()).toEqual(['webhook.allowedEnvVars[1]', 'webhook.headers.x-db']);
+    for (const issue of error.issues) expect(issue.message).toContain(variable);
+  });
+
+  it('W2 template sources: listing a reserved name in allowedEnvVars is refused even without a template', () => {
+    expect(paths(rejects(WebhookConfigSchema, wh({ allowedEnvVars: ['DATABASE_URL'] })))).toEqual(['allowedEnvVars.0']);
+  });
+
+  it('W2 template sources: names that only look alike are ordinary (DATABASE_URL_2, MY_REDIS_URL, QSTASH without _)', () => {
+    for (const name of ['DATABASE_URL_2', 'MY_REDIS_URL', 'QSTASH', 'HOOKRELAY', 'AGENT_HOOK_TOKEN']) {
+      accepts(WebhookConfigSchema, wh({ headers: { a: `\${${name}}` }, allowedEnvVars: [name] }));
+    }
+  });
+
+  it('W2 template sources: the environment hooks hookrelay builds may read AGENT_HOOK_WEBHOOK_*, and nothing else reserved', () => {
+    const envHook = (headers: Record<string, string>, allowedEnvVars: string[]) => ({ id: 'server-env-webhook:onComplete', type: 'onComplete', webhook: wh({ headers, allowedEnvVars }) });
+    const [ok] = parseSerializedHooks([envHook({ authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, ['AGENT_HOOK_WEBHOOK_TOKEN'])], { allowEnvironmentIds: true });
+    expect(ok!.id).toBe('server-env-webhook:onComplete');
+    const error = hookConfigError(() => parseSerializedHooks([envHook({ 'x-db': '${DATABASE_URL}' }, ['DATABASE_URL'])], { allowEnvironmentIds: true }));
+    expect(error.message).toContain('DATABASE_URL');
+    // Without the environment-id permission the same hook is a caller hook: refused.
+    hookConfigError(() => parseSerializedHooks([envHook({ authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, ['AGENT_HOOK_WEBHOOK_TOKEN'])]));
   });
 });

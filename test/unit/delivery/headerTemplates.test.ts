@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DeliveryConfigError } from '../../../src/delivery/errors.ts';
 import { resolveHeaderTemplates } from '../../../src/delivery/headerTemplates.ts';
+import { parseTemplateEnvPattern } from '../../../src/contract/templateSources.ts';
 
 const SECRET = 's3cr3t-Value-9f8e7d';
 
@@ -94,5 +95,65 @@ describe('W2: header templates resolve at send time', () => {
   it("W1b: content-type is always application/json (a caller's value is replaced)", () => {
     expect(resolveHeaderTemplates(undefined, undefined, {})).toEqual({ 'content-type': 'application/json' });
     expect(resolveHeaderTemplates({ 'Content-Type': 'text/plain' }, [], {})).toEqual({ 'content-type': 'application/json' });
+  });
+});
+
+describe('W2 template sources: refused again at send time (the choke point of every request)', () => {
+  const env = { DATABASE_URL: `postgres://u:${SECRET}@db/x`, QSTASH_CURRENT_SIGNING_KEY: SECRET, HOOKRELAY_SIGNING_SECRETS: SECRET, AGENT_HOOK_WEBHOOK_TOKEN: SECRET, BILLING_TOKEN: SECRET, HOOK_TOKEN: 'ok' };
+
+  it.each(['DATABASE_URL', 'QSTASH_CURRENT_SIGNING_KEY', 'HOOKRELAY_SIGNING_SECRETS', 'AGENT_HOOK_WEBHOOK_TOKEN'])(
+    'W2 template sources: %s is refused even when listed in allowedEnvVars; the error names it, never its value',
+    (variable) => {
+      const error = configError(() => resolveHeaderTemplates({ 'x-db': `\${${variable}}` }, [variable], env));
+      expect(error.errorClass).toBe('configuration');
+      expect(error.message).toContain(variable);
+      expect(error.message).toContain("hookrelay's own variables");
+      expect(error.message).not.toContain(SECRET);
+    },
+  );
+
+  it('W2 template sources: only an environment hook may read AGENT_HOOK_WEBHOOK_*, and still nothing else reserved', () => {
+    expect(resolveHeaderTemplates({ authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, ['AGENT_HOOK_WEBHOOK_TOKEN'], env, { environmentHook: true }).authorization).toBe(`Bearer ${SECRET}`);
+    expect(configError(() => resolveHeaderTemplates({ 'x-db': '${DATABASE_URL}' }, ['DATABASE_URL'], env, { environmentHook: true })).message).toContain('DATABASE_URL');
+  });
+
+  it('W2 template sources: the operator pattern excludes other names; allowed ones resolve', () => {
+    const templateEnv = parseTemplateEnvPattern('HOOK_*');
+    const error = configError(() => resolveHeaderTemplates({ authorization: 'Bearer ${BILLING_TOKEN}' }, ['BILLING_TOKEN'], env, { templateEnv }));
+    expect(error.message).toContain('BILLING_TOKEN is not allowed by HOOKRELAY_TEMPLATE_ENV');
+    expect(error.message).not.toContain(SECRET);
+    expect(resolveHeaderTemplates({ a: '${HOOK_TOKEN}' }, ['HOOK_TOKEN'], env, { templateEnv }).a).toBe('ok');
+    const none = parseTemplateEnvPattern('none');
+    configError(() => resolveHeaderTemplates({ a: '${HOOK_TOKEN}' }, ['HOOK_TOKEN'], env, { templateEnv: none }));
+    expect(resolveHeaderTemplates({ a: 'plain' }, [], env, { templateEnv: none }).a).toBe('plain');
+  });
+});
+
+describe('W1b / W2: send-time header rules', () => {
+  it('W2: a malformed template never echoes its text (it may be a pasted secret)', () => {
+    for (const header of [`\${${SECRET}}`, `Bearer \${sk-live-${SECRET}}`, `\${ ${SECRET} }`]) {
+      const error = configError(() => resolveHeaderTemplates({ authorization: header }, [], {}));
+      expect(error.message).toContain('authorization');
+      expect(error.message).not.toContain(SECRET);
+    }
+  });
+
+  it.each(['webhook-signature', 'Webhook-Id', 'webhook-timestamp', 'te', 'keep-alive', 'Expect'])('W1b: %s is refused at send time too', (name) => {
+    expect(configError(() => resolveHeaderTemplates({ [name]: 'v1,spoof' }, [], {})).message).toContain('forbidden');
+  });
+
+  it.each([
+    ['\\x01', '\x01'],
+    ['DEL', '\x7f'],
+    ['U+2028', '\u2028'],
+    ['a character past U+00FF', '€'],
+  ])('W1b: a value with %s after expansion is a configuration error without the value', (_label, bad) => {
+    const error = configError(() => resolveHeaderTemplates({ 'x-token': 'v=${T}' }, ['T'], { T: `${SECRET}${bad}` }));
+    expect(error.message).toContain('x-token');
+    expect(error.message).not.toContain(SECRET);
+  });
+
+  it("W1b: a caller's user-agent is dropped (the transport always sends hookrelay's)", () => {
+    expect(resolveHeaderTemplates({ 'User-Agent': 'spoofed/1.0', 'x-a': 'b' }, [], {})).toEqual({ 'x-a': 'b', 'content-type': 'application/json' });
   });
 });

@@ -1,0 +1,1 @@
+ALTER TABLE "deferred_placeholders" DROP COLUMN "status";

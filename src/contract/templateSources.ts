@@ -1,0 +1,111 @@
+/**
+ * W2: which environment variables a `${NAME}` header template may read.
+ *
+ * Two rules, both checked at registration and again at send time:
+ * - hookrelay's own variables are never a template source, whoever wrote the hook (static);
+ *   the `AGENT_HOOK_WEBHOOK_*` ones only for the environment hooks built from them (E3);
+ * - the operator's allow pattern `HOOKRELAY_TEMPLATE_ENV` (comma-separated names with `*` globs,
+ *   `none` for no templates at all) says which other names caller hooks may use. Default `*`.
+ */
+
+/** Variables hookrelay reads for its own configuration (connection strings, keys, secrets). */
+export const RESERVED_TEMPLATE_VARIABLES: readonly string[] = ['DATABASE_URL', 'REDIS_URL'];
+export const RESERVED_TEMPLATE_PREFIXES: readonly string[] = ['QSTASH_', 'HOOKRELAY_', 'AGENT_HOOK_WEBHOOK_'];
+/** The environment hooks' own variables (E1): a source for those hooks alone. */
+export const ENV_HOOK_VARIABLE_PREFIX = 'AGENT_HOOK_WEBHOOK_';
+
+export const TEMPLATE_ENV_VARIABLE = 'HOOKRELAY_TEMPLATE_ENV';
+/** Every name except the reserved ones: hooks written before the pattern existed keep working. */
+export const DEFAULT_TEMPLATE_ENV = '*';
+const NO_TEMPLATES = 'none';
+const PATTERN_ENTRY = /^[A-Z_*][A-Z0-9_*]*$/;
+
+export function isReservedTemplateVariable(name: string): boolean {
+  return RESERVED_TEMPLATE_VARIABLES.includes(name) || RESERVED_TEMPLATE_PREFIXES.some((p) => name.startsWith(p));
+}
+
+/** The operator's allow pattern, parsed once (`parseTemplateEnvPattern`). */
+export type TemplateEnvPattern = {
+  /** The pattern as configured (for messages; it holds names, never values). */
+  readonly source: string;
+  readonly exact: ReadonlySet<string>;
+  readonly globs: readonly RegExp[];
+};
+
+/** An invalid HOOKRELAY_TEMPLATE_ENV: names the variable and the position of the entry at fault (never its text). */
+export class TemplateEnvPatternError extends Error {
+  override readonly name = 'TemplateEnvPatternError';
+  readonly variables = [TEMPLATE_ENV_VARIABLE];
+}
+
+/** Why an entry of the pattern is unusable, or undefined. Used by the settings schema too. */
+export function templateEnvPatternProblem(raw: string): string | undefined {
+  try {
+    parseTemplateEnvPattern(raw);
+    return undefined;
+  } catch (error) {
+    return error instanceof TemplateEnvPatternError ? error.message : 'is invalid';
+  }
+}
+
+/**
+ * Parses `HOOK_*,BILLING_TOKEN` style patterns. Unset or blank = the default (`*`); `none` = no
+ * template may resolve. An entry that can only ever match reserved names is an error: it would
+ * silently do nothing, and the operator most likely meant to expose a secret that stays closed.
+ */
+export function parseTemplateEnvPattern(raw: string | undefined): TemplateEnvPattern {
+  const source = raw === undefined || raw.trim() === '' ? DEFAULT_TEMPLATE_ENV : raw.trim();
+  if (source === NO_TEMPLATES) return { source, exact: new Set(), globs: [] };
+  const entries = source.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  if (entries.length === 0) throw new TemplateEnvPatternError(`${TEMPLATE_ENV_VARIABLE}: no entry; give names such as HOOK_*,BILLING_TOKEN, '*' or 'none'`);
+  const exact = new Set<string>();
+  const globs: RegExp[] = [];
+  for (const [index, entry] of entries.entries()) {
+    const which = `entry ${index + 1} of ${entries.length}`;
+    if (!PATTERN_ENTRY.test(entry)) {
+      throw new TemplateEnvPatternError(`${TEMPLATE_ENV_VARIABLE}: ${which} must be an upper-case variable name (A-Z, 0-9, _) with optional * globs, or the whole value '*' or 'none'`);
+    }
+    const literalPrefix = entry.split('*')[0] ?? '';
+    const onlyReserved = entry.includes('*') ? RESERVED_TEMPLATE_PREFIXES.some((p) => literalPrefix.startsWith(p)) : isReservedTemplateVariable(entry);
+    if (onlyReserved) {
+      throw new TemplateEnvPatternError(`${TEMPLATE_ENV_VARIABLE}: ${which} names only hookrelay's own variables (DATABASE_URL, REDIS_URL, QSTASH_*, HOOKRELAY_*, AGENT_HOOK_WEBHOOK_*), which are never template sources`);
+    }
+    if (entry.includes('*')) globs.push(new RegExp(`^${entry.replaceAll('*', '[A-Z0-9_]*')}$`));
+    else exact.add(entry);
+  }
+  return { source, exact, globs };
+}
+
+export function templateEnvAllows(pattern: TemplateEnvPattern, name: string): boolean {
+  return pattern.exact.has(name) || pattern.globs.some((g) => g.test(name));
+}
+
+/** The default pattern (`*`), shared. */
+export const DEFAULT_TEMPLATE_ENV_PATTERN: TemplateEnvPattern = parseTemplateEnvPattern(DEFAULT_TEMPLATE_ENV);
+
+export type TemplateSourceOptions = {
+  /** The operator's pattern; default `*` (every name but the reserved ones). */
+  pattern?: TemplateEnvPattern;
+  /** An environment hook built from `AGENT_HOOK_WEBHOOK_*` (E3): may read those variables (other names follow the rules of any hook). */
+  environmentHook?: boolean;
+};
+
+/** The static rule: hookrelay's own variables are never a source (environment hooks may read theirs). */
+export function reservedTemplateSourceProblem(name: string, environmentHook = false): string | undefined {
+  if (environmentHook && name.startsWith(ENV_HOOK_VARIABLE_PREFIX)) return undefined;
+  if (isReservedTemplateVariable(name)) return `${name} is one of hookrelay's own variables and can never be a template source`;
+  return undefined;
+}
+
+/**
+ * Why `name` may not be a template source for this hook, or undefined: the static rule, then the
+ * operator's pattern. The message names the variable only (a name from the hook config, never a value).
+ */
+export function templateSourceProblem(name: string, options: TemplateSourceOptions = {}): string | undefined {
+  const environmentHook = options.environmentHook === true;
+  const reserved = reservedTemplateSourceProblem(name, environmentHook);
+  if (reserved !== undefined) return reserved;
+  if (environmentHook && name.startsWith(ENV_HOOK_VARIABLE_PREFIX)) return undefined;
+  if (!templateEnvAllows(options.pattern ?? DEFAULT_TEMPLATE_ENV_PATTERN, name)) return `${name} is not allowed by ${TEMPLATE_ENV_VARIABLE}`;
+  return undefined;
+}
