@@ -46,10 +46,9 @@ const search = await hooks.evaluateToolCall('op_demo', call('call_1', 'search', 
 console.log('search/web  →', JSON.stringify(search));
 const shell = await hooks.evaluateToolCall('op_demo', call('call_2', 'shell', 'exec', { cmd: 'rm -rf /' }));
 console.log('shell/exec  →', shell.status, shell.status === 'blocked' ? shell.reason : '');
-hooks.unregister('op_demo');
-await new Promise((r) => setTimeout(r, 50)); // agent_shutdown is recorded in the background
+hooks.unregister('op_demo', { reason: 'done' }); // agent_shutdown: summary.reason "completed"
+await hooks.close(); // waits for the agent_shutdown record (emitted in the background)
 
 for (const r of records) console.log(`record #${r.sequence} ${r.interception_point.padEnd(14)} ${r.verdict.decision}${r.verdict.reason ? ` (${r.verdict.reason})` : ''}`);
-await hooks.close();
 await transport.close();
 policy.close();

@@ -30,7 +30,8 @@ export { createOperationStore, DeferredContextError, DeferredCancelledError, App
 export { createRemoteInterceptor, RemoteInterceptorConfigSchema, type RemoteInterceptorConfig } from './delivery/remoteInterceptor.ts';
 export { FetchTransport } from './delivery/fetchTransport.ts';
 export { createStoreRecordSink } from './store/interceptionRecordSink.ts';
-export { createInterceptionSeam, type InterceptionPosture } from './dispatch/interceptionSeam.ts';
+export { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from './dispatch/interceptionSeam.ts';
+export { shutdownReasonFor, type ShutdownReason } from './dispatch/shutdownReason.ts';
 export { createHookProducer } from './queue/producer.ts';
 export type { HookProducer, HookProducerOptions, EnqueueInput, EnqueueResult, EnqueueManyResult } from './queue/types.ts';
 // The programmatic worker (a later `hookrelay/worker` entry): run it in your own worker file.

@@ -277,7 +277,9 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
     /**
      * D2/§8 terminal lifecycle: persist first, then `onComplete` (and `onError` only for reason
      * `error`); a CriticalHookDeliveryError is rethrown so a queue step is retried; then
-     * unregister — except for `parked` (waiting on an async tool): no hooks, no unregister.
+     * unregister with the reason (an emitter's agent_shutdown maps it: `done` → `completed`,
+     * `error` → `error`, `interrupted` / `max_steps` / `cost_limit` → `cancelled`) — except for
+     * `parked` (waiting on an async tool): no hooks, no unregister, the session stays open.
      */
     async completeOperation(input: { operationId: string; reason: string; dispatcher: HookDispatcher; event?: Record<string, unknown> }): Promise<void> {
       const d = await db();
@@ -300,7 +302,7 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
         await run('onComplete', { ...base, reason: input.reason });
         if (input.reason === 'error') await run('onError', base);
       } finally {
-        input.dispatcher.unregister(input.operationId);
+        input.dispatcher.unregister(input.operationId, { reason: input.reason }); // agent_shutdown says how it ended
       }
       if (failures.length > 0) throw new CriticalHookDeliveryError(failures);
       if (other !== undefined) throw other;

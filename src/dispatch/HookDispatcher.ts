@@ -23,7 +23,8 @@ import { matchesHook } from './matcher.ts';
 import { createHookProducer } from '../queue/producer.ts';
 import type { HookProducer } from '../queue/types.ts';
 import type { ToolSeam } from './toolSeam.ts';
-import { createInterceptionSeam, type InterceptionPosture } from './interceptionSeam.ts';
+import { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from './interceptionSeam.ts';
+import { shutdownReasonFor } from './shutdownReason.ts';
 import type { InterceptionEmitter } from '../interception/emitter.ts';
 
 /** What queue mode needs from a producer (`createHookProducer` provides it). */
@@ -40,6 +41,13 @@ export type HookDispatcherOptions = {
   emitter?: InterceptionEmitter;
   /** I4: what an infrastructure `host_error:*` deny does: `terminate` (default) or `continue`. */
   interceptionPosture?: InterceptionPosture;
+  /**
+   * An application-owned AGENT-HOOKS-0.1 session the tool points join (a builder for every
+   * operation, or a function choosing one per operation; `undefined` from it = a per-operation
+   * session owned by the dispatcher). The application emits that session's agent_startup and
+   * agent_shutdown itself; the dispatcher never does.
+   */
+  interceptionSession?: InterceptionSessionOption;
   logger?: Logger;
   emailLookup?: EmailLookup;
   appUrl?: string;
@@ -128,7 +136,7 @@ export class HookDispatcher {
     this.#payloads = createWebhookPayloadBuilder({ emailLookup: options.emailLookup, logger: this.#logger });
     this.#qstash = options.qstash;
     this.#seam = options.emitter
-      ? createInterceptionSeam(options.emitter, { posture: options.interceptionPosture, logger: this.#logger })
+      ? createInterceptionSeam(options.emitter, { posture: options.interceptionPosture, session: options.interceptionSession, logger: this.#logger })
       : undefined;
   }
 
@@ -139,15 +147,22 @@ export class HookDispatcher {
     const parsed = parseHookBatch(hooks, new Set((existing ?? []).map((h) => h.id)));
     assertTemplateSources(parsed, this.#templateEnv); // W2: the operator's pattern, before anything is stored
     loadEnvHooks(this.#env); // §14: an invalid environment configuration fails registration, naming the variables
-    const first = existing === undefined;
+    // The session opens first: an invalid interceptionSession throws before anything is registered.
+    if (existing === undefined) this.#seam?.onStartup(operationId);
     this.#registry.set(operationId, [...(existing ?? []), ...parsed]);
-    if (first) this.#seam?.onStartup(operationId);
   }
 
-  /** D2: remove the registration (at completion). */
-  unregister(operationId: string): void {
-    const had = this.#registry.delete(operationId);
-    if (had) this.#seam?.onShutdown(operationId);
+  /**
+   * D2: remove the registration (at completion). With an emitter, the operation's own session
+   * closes with agent_shutdown, its `summary.reason` mapped from `reason` (default `done` →
+   * `completed`; see `shutdownReasonFor`) — also a session this process opened at a tool call
+   * without a registration (a cold worker).
+   */
+  unregister(operationId: string, options: { reason?: string } = {}): void {
+    const reason = options.reason ?? 'done';
+    if (typeof reason !== 'string') throw new TypeError('options.reason must be a string');
+    this.#registry.delete(operationId);
+    this.#seam?.onShutdown(operationId, shutdownReasonFor(reason));
   }
 
   /** D9a: `undefined` for an unknown operation, `[]` when it has no webhook hooks. Templates unresolved. */
@@ -440,8 +455,9 @@ export class HookDispatcher {
     });
   }
 
-  /** Releases connection pools and timers. */
+  /** Waits for pending agent_startup / agent_shutdown records, then releases connection pools and timers. */
   async close(): Promise<void> {
+    await this.#seam?.drain();
     await this.#transport.close();
     await this.#ownedProducer?.close();
   }

@@ -51,7 +51,17 @@ export type InterceptionEmitterOptions = EnvelopeLimits & {
   recordBufferSize?: number;
 };
 
-export type EmitOptions = { signal?: AbortSignal };
+export type EmitOptions = {
+  signal?: AbortSignal;
+  /**
+   * The host's own limit on what a transform may leave as `target` (e.g. tool arguments must stay
+   * an object). Called only for a permitted, changed target in `enforce` mode; a returned string
+   * (payload-free: a constraint, never a value, §14) turns the emission into
+   * `host_error:transform_invalid` — the value could not be set (§5.2, §11) — so the record says
+   * what happened and the action fails closed instead of going on with the original.
+   */
+  acceptTarget?: (target: JsonValue) => string | undefined;
+};
 
 /** A host projection failure (§10.3): the host could not construct a context at all. */
 export type HostFailure = {
@@ -215,6 +225,12 @@ export class InterceptionEmitter {
       throw err;
     }
 
+    // §5.2: a permitted fold the host cannot set (its own `acceptTarget` limit) is transform_invalid,
+    // decided before identity so the reason names the cause whatever the identity provider.
+    const changed = this.mode === 'enforce' && isPermit(outcome.combined) && JSON.stringify(work.target) !== JSON.stringify(context.target);
+    const refusal = changed ? options.acceptTarget?.(work.target) : undefined;
+    if (refusal !== undefined) outcome = { ...outcome, combined: hostErrorVerdict(HostError.TransformInvalid, refusal), decidedBy: null };
+
     // §10.3: enforced identity over the post-composition context. A fold that
     // left the provider's domain fails closed rather than proceeding unbound.
     let enforcedIdentity = inputIdentity;
@@ -230,7 +246,7 @@ export class InterceptionEmitter {
       }
     }
     // §4.3/§6: a permitted transform is observable in the action; a blocked emission discards folds.
-    if (this.mode === 'enforce' && isPermit(outcome.combined) && JSON.stringify(work.target) !== JSON.stringify(context.target)) {
+    if (changed && isPermit(outcome.combined)) {
       writeTarget(context, work.target);
     }
     return this.#finish(context, context, outcome, inputIdentity, enforcedIdentity);

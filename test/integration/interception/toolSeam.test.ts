@@ -101,7 +101,10 @@ describe('I4: interception at the dispatcher tool seam', () => {
   });
 
   it('I4: posture continue keeps the run going on an infrastructure deny (no terminate)', async () => {
-    const emitter = new InterceptionEmitter({ interceptors: [() => { throw new Error('boom'); }] });
+    // Fails at pre_tool_call only: a failed agent_startup blocks the whole session whatever the posture (§6.1a).
+    const emitter = new InterceptionEmitter({
+      interceptors: [(c) => { if (c.interception_point === 'pre_tool_call') throw new Error('boom'); return Verdict.allow(); }],
+    });
     const d = new HookDispatcher({ emitter, interceptionPosture: 'continue', env: {}, logger: silentLogger() });
     try {
       const outcome = await d.evaluateToolCall('op-continue', ctx('op-continue'));
@@ -134,8 +137,7 @@ describe('I4: interception at the dispatcher tool seam', () => {
       await d.evaluateToolCall('op-records', ctx('op-records'));
       await d.evaluateAfterToolCall('op-records', ctx('op-records'), { content: 'tool-result-needle-9c2e', success: true });
       d.unregister('op-records');
-      await new Promise((r) => setTimeout(r, 100)); // agent_shutdown is emitted in the background
-      await d.close();
+      await d.close(); // waits for the background agent_shutdown record
       expect(emitter.sinkFailures).toBe(0);
     };
     await run();
