@@ -206,7 +206,9 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
 
       let final: ToolCallResult = input.result;
       let status: 'allow' | 'blocked' = 'allow';
-      if (hasAfterControl) {
+      // I4/P5: with an interception emitter the result also passes post_tool_call, control or not —
+      // a deferred result never skips the interceptors (fail closed).
+      if (hasAfterControl || input.dispatcher.intercepts) {
         let owner: string | undefined;
         if (input.context?.userId === undefined) {
           for (const id of new Set([input.operationId, ...roundIds])) {

@@ -140,6 +140,11 @@ export class HookDispatcher {
       : undefined;
   }
 
+  /** I4: true when an AGENT-HOOKS-0.1 emitter reviews this dispatcher's tool calls (post_tool_call too). */
+  get intercepts(): boolean {
+    return this.#seam !== undefined;
+  }
+
   /** D4a/D9: validate the whole batch first; append; duplicate ids rejected; snapshots stored. */
   register(operationId: string, hooks: AgentHook[] | SerializedHook[]): void {
     if (typeof operationId !== 'string' || operationId === '') throw new TypeError('operationId must be a non-empty string');
