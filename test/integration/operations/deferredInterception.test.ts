@@ -41,8 +41,7 @@ describe('I4/P5: deferred results pass the interception emitter without any cont
 
   it('I4/P5: a post_tool_call deny blocks the deferred result; the raw output is not stored', async () => {
     const { out, stored } = await publishThrough((c) => (c.interception_point === 'post_tool_call' ? Verdict.deny({ reason: 'policy.leak' }) : Verdict.allow()));
-    expect(out.applied).toBe(true);
-    expect(out.status).toBe('blocked');
+    expect(out).toMatchObject({ applied: true, status: 'blocked' });
     expect(JSON.stringify(stored)).not.toContain('SECRET');
     expect(stored).toMatchObject({ success: false, error: 'hook_denied', state: { type: 'blocked', reason: 'policy.leak' } });
   });
