@@ -1,10 +1,16 @@
 #!/usr/bin/env -S node --max-semi-space-size=2 --max-old-space-size=384
-// The V8 flags keep the worker's heap growth in check (peak RSS 255 → 143 MB draining 40,000
+// The V8 flags keep the worker's heap growth in check (peak RSS 255 → 146 MB draining 100,000
 // queued deliveries, for ~10 % throughput); `npm start` and the Dockerfile pass the same ones.
-// Runs the TypeScript sources through tsx's loader: the bin works straight after `npm ci`,
-// with no build step.
-import { register } from 'tsx/esm/api';
-
-register();
-const { runCli } = await import('../src/cli/main.ts');
-await runCli(process.argv);
+// Runs the compiled JavaScript in dist/ with plain node (built by `npm run build`, which
+// `npm install` / `npm ci` run through `prepare`).
+let cli;
+try {
+  cli = await import('../dist/cli/main.js');
+} catch (error) {
+  if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('/dist/cli/main.js')) {
+    process.stderr.write('hookrelay: dist/ is missing: run `npm run build` in the hookrelay folder (npm install runs it for you)\n');
+    process.exit(2);
+  }
+  throw error;
+}
+await cli.runCli(process.argv);

@@ -1,7 +1,12 @@
 /**
  * hookrelay: the library entry. Importing it has no side effects: no connections, no
- * environment reads, no timers (SPEC §12).
+ * environment reads, no timers (SPEC §12) — and it loads none of BullMQ, ioredis, pg, drizzle,
+ * PGlite or @upstash/qstash: the factories that need them import them when called (./lazy.ts).
+ * `hookrelay/queue`, `hookrelay/store` and `hookrelay/worker` are the layer entries.
  */
+import { HookDispatcher as DispatcherCore, type HookDispatcherOptions } from './dispatch/HookDispatcher.ts';
+import { createHookProducer } from './lazy.ts';
+
 export * from './contract/index.ts';
 export {
   SPEC_VERSION,
@@ -20,20 +25,32 @@ export * from './interception/index.ts';
 export { resolveHeaderTemplates } from './delivery/headerTemplates.ts';
 export { createLogger, silentLogger, type Logger } from './observability/logger.ts';
 export { loadSettings, SettingsError, type Settings } from './config/settings.ts';
-export { HookDispatcher, type HookDispatcherOptions, type DispatchProducer, type EvaluateOptions } from './dispatch/HookDispatcher.ts';
+export type { HookDispatcherOptions, DispatchProducer, EvaluateOptions } from './dispatch/HookDispatcher.ts';
+
+/**
+ * The dispatcher (SPEC §12). Queue mode without a `producer` gets one built from the
+ * dispatcher's environment (BullMQ and pg load then, not at import), owned and closed by it.
+ */
+export class HookDispatcher extends DispatcherCore {
+  constructor(options: HookDispatcherOptions = {}) {
+    super(options, { createProducer: createHookProducer });
+  }
+}
 export { CriticalHookDeliveryError, type CriticalFailure } from './dispatch/criticalError.ts';
 export { parseToolCallHookResponse, MAX_DECISION_RESPONSE_BYTES, type ToolCallHookResponse } from './control/parseDecisionResponse.ts';
 export type { ToolCallControlOutcome } from './control/evaluateControls.ts';
 export { buildToolCallHookContext, createWebhookPayloadBuilder, redactResultForEvents } from './payload/index.ts';
 export { loadEnvHooks, EnvHookConfigError } from './config/envHooks.ts';
-export { createOperationStore, DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError, type OperationStore, type ApprovalDecision } from './control/operationStore.ts';
+export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from './control/operationErrors.ts';
+export type { OperationStore, OperationStoreOptions, ApprovalDecision, PublishDeferredResultInput, PublishDeferredResultOutput } from './control/operationStore.ts';
+export { PlaceholderNotFoundError } from './store/errors.ts';
+export { createHookProducer, createOperationStore, createStoreRecordSink, startDeliveryWorker } from './lazy.ts';
 export { createRemoteInterceptor, RemoteInterceptorConfigSchema, type RemoteInterceptorConfig } from './delivery/remoteInterceptor.ts';
 export { FetchTransport } from './delivery/fetchTransport.ts';
-export { createStoreRecordSink } from './store/interceptionRecordSink.ts';
+export type { StoreRecordSink } from './store/interceptionRecordSink.ts';
 export { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from './dispatch/interceptionSeam.ts';
 export { shutdownReasonFor, type ShutdownReason } from './dispatch/shutdownReason.ts';
-export { createHookProducer } from './queue/producer.ts';
 export type { HookProducer, HookProducerOptions, EnqueueInput, EnqueueResult, EnqueueManyResult } from './queue/types.ts';
-// The programmatic worker (a later `hookrelay/worker` entry): run it in your own worker file.
-export { startDeliveryWorker, type StartDeliveryWorkerOptions, type RunningDeliveryWorker } from './worker/index.ts';
+// The programmatic worker (also `hookrelay/worker`): run it in your own worker file.
+export type { StartDeliveryWorkerOptions, RunningDeliveryWorker } from './worker/startDeliveryWorker.ts';
 export type { EmailLookup } from './payload/emailCache.ts';

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
 import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../contract/delivery.ts';
 import { HOOK_TYPES } from '../contract/hookTypes.ts';
-import { getDeliveryRow, listDeliveries, toDelivery, type DeliveryFilter } from '../store/deliveriesRepo.ts';
-import { withContext } from './context.ts';
+import type { DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { CliUsageError } from './errors.ts';
 import { formatTable, iso, printJson, printJsonArray } from './output.ts';
 import { parseTimeSpec } from './timeSpec.ts';
@@ -65,6 +64,8 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
     .addHelpText('after', '\nExamples:\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay deliveries list --operation op_123 --json | jq -r ".[].id"')
     .action(async (flags: FilterFlags & { json?: boolean }) => {
       const filter = toFilter(flags);
+      // Loaded on use: the store and queue clients stay out of `hookrelay --help`.
+      const [{ withContext }, { listDeliveries }] = await Promise.all([import('./context.ts'), import('../store/deliveriesRepo.ts')]);
       await withContext(async (ctx) => {
         const rows = await listDeliveries(ctx.store.db, { ...filter, limit: flags.limit ?? DEFAULT_LIST_LIMIT });
         if (flags.json) return printJsonArray(rows.map(summary));
@@ -97,6 +98,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
     .option('--json', 'one JSON object')
     .addHelpText('after', '\nExample:\n  hookrelay deliveries show dlv_01J9Z3R6Y4V8Q2W7E5T1N0K3M8')
     .action(async (id: string, flags: { json?: boolean }) => {
+      const [{ withContext }, { getDeliveryRow, toDelivery }] = await Promise.all([import('./context.ts'), import('../store/deliveriesRepo.ts')]);
       await withContext(async (ctx) => {
         const row = await getDeliveryRow(ctx.store.db, id);
         if (!row) throw new CliUsageError(`no delivery with id "${id}"`);

@@ -2,9 +2,6 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { HOOK_TYPES, type HookType } from '../contract/hookTypes.ts';
 import type { SerializedHook } from '../contract/hook.ts';
-import { createHookProducer } from '../queue/producer.ts';
-import { loadOperationHooks } from '../store/operationsRepo.ts';
-import { withContext } from './context.ts';
 import { CliUsageError } from './errors.ts';
 import { printJson } from './output.ts';
 
@@ -37,6 +34,11 @@ export function registerEnqueueCommand(program: Command): void {
     .action(async (flags: { operation: string; type: string; file: string; json?: boolean }) => {
       if (!(HOOK_TYPES as readonly string[]).includes(flags.type)) throw new CliUsageError(`--type must be one of the 16 hook types, e.g. onComplete (got "${flags.type}")`);
       const event = readEvent(flags.file, flags.operation);
+      const [{ withContext }, { loadOperationHooks }, { createHookProducer }] = await Promise.all([
+        import('./context.ts'),
+        import('../store/operationsRepo.ts'),
+        import('../queue/producer.ts'),
+      ]);
       await withContext(async (ctx) => {
         const hooks = await loadOperationHooks(ctx.store.db, flags.operation);
         if (!hooks) throw new CliUsageError(`operation "${flags.operation}" has no persisted hooks`);

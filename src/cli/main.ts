@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { loadSettings, SettingsError } from '../config/settings.ts';
-import { RedisUnavailableError } from '../queue/redisConnection.ts';
+import { RedisUnavailableError } from '../queue/errors.ts';
+import { EmbeddedStoreUnavailableError } from '../store/errors.ts';
 import { HookConfigError } from '../contract/errors.ts';
 import { WorkerPluginError } from '../worker/plugin.ts';
 import { CliUsageError } from './errors.ts';
@@ -109,7 +110,7 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     if (err instanceof CommanderError) {
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof SettingsError || err instanceof CliUsageError || err instanceof RedisUnavailableError || err instanceof HookConfigError || err instanceof WorkerPluginError) {
+    if (err instanceof SettingsError || err instanceof CliUsageError || err instanceof RedisUnavailableError || err instanceof EmbeddedStoreUnavailableError || err instanceof HookConfigError || err instanceof WorkerPluginError) {
       process.stderr.write(`hookrelay: ${err.message}\n`);
       return EXIT.usage;
     }

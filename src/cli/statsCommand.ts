@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { ledgerStats } from '../store/replayRepo.ts';
-import { withContext } from './context.ts';
 import { formatTable, printJson } from './output.ts';
 
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
@@ -13,6 +11,7 @@ export function registerStatsCommand(program: Command): void {
     .option('--json', 'one JSON object')
     .addHelpText('after', '\nExample:\n  hookrelay stats --json | jq .ledger')
     .action(async (flags: { json?: boolean }) => {
+      const [{ withContext }, { ledgerStats }] = await Promise.all([import('./context.ts'), import('../store/replayRepo.ts')]);
       await withContext(async (ctx) => {
         const ledger = await ledgerStats(ctx.store.db);
         let queue: Record<string, number> | null = null;

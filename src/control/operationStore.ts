@@ -1,4 +1,5 @@
 import type { AgentHook, ParsedSerializedHook, SerializedHook } from '../contract/hook.ts';
+import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './operationErrors.ts';
 import { serializeHook } from '../contract/hook.ts';
 import { ENV_HOOK_ID_PREFIX } from '../contract/hookTypes.ts';
 import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
@@ -60,17 +61,7 @@ export type PublishDeferredResultOutput =
   | { applied: true; result: ToolCallResult; status: 'allow' | 'blocked' }
   | { applied: false; result: ToolCallResult };
 
-/** The call cannot be rebuilt while an afterToolCall control exists: fail closed (nothing written). */
-export class DeferredContextError extends Error {
-  override readonly name = 'DeferredContextError';
-}
-/** The control was cancelled: nothing was written; the callback should be retried. */
-export class DeferredCancelledError extends Error {
-  override readonly name = 'DeferredCancelledError';
-}
-export class ApprovalNotClaimedError extends Error {
-  override readonly name = 'ApprovalNotClaimedError';
-}
+export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError };
 
 const REQUIRED_CONTEXT = ['toolCallId', 'assistantMessageId', 'identifier', 'apiName', 'callIndex', 'stepIndex', 'operationId', 'executor'] as const;
 

@@ -11,7 +11,7 @@ import { DeliveryConfigError } from '../delivery/errors.ts';
 import { FetchTransport } from '../delivery/fetchTransport.ts';
 import { deliverNotification } from '../delivery/deliver.ts';
 import { parseSigningSecrets } from '../delivery/signing.ts';
-import { createQStashPublisher } from '../delivery/qstashTransport.ts';
+import { createLazyQStashPublisher } from '../delivery/lazyQStashPublisher.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
 import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
@@ -20,8 +20,6 @@ import { evaluateControls, type ControlHook, type ToolCallControlOutcome } from 
 import { executeToolCallWebhook, type ToolCallWebhookResult } from '../control/decisionWebhook.ts';
 import { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from './criticalError.ts';
 import { matchesHook } from './matcher.ts';
-import { createHookProducer } from '../queue/producer.ts';
-import type { HookProducer } from '../queue/types.ts';
 import type { ToolSeam } from './toolSeam.ts';
 import { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from './interceptionSeam.ts';
 import { shutdownReasonFor } from './shutdownReason.ts';
@@ -31,6 +29,12 @@ import type { InterceptionEmitter } from '../interception/emitter.ts';
 export type DispatchProducer = {
   enqueue(input: { operationId: string; type: HookType; event: Record<string, unknown>; hooks: SerializedHook[] }): Promise<{ deliveryIds: string[]; queued: boolean }>;
 };
+
+/** A producer the dispatcher owns (and closes): the composition root supplies the factory, so dispatch never imports queue. */
+export type OwnedProducer = DispatchProducer & { close(): Promise<void> };
+export type OwnedProducerFactory = (options: { env: Record<string, string | undefined>; templateEnv?: string }) => OwnedProducer;
+/** What the package entry injects (not options a caller sets). */
+export type DispatcherDefaults = { createProducer?: OwnedProducerFactory };
 
 export type HookDispatcherOptions = {
   mode?: 'local' | 'queue';
@@ -101,7 +105,7 @@ function queueEvent(event: HookEvent): HookEvent {
 export class HookDispatcher {
   readonly mode: 'local' | 'queue';
   readonly #producer: DispatchProducer | undefined;
-  readonly #ownedProducer: HookProducer | undefined;
+  readonly #ownedProducer: OwnedProducer | undefined;
   readonly #env: Record<string, string | undefined>;
   readonly #logger: Logger;
   readonly #appUrl: string | undefined;
@@ -119,15 +123,18 @@ export class HookDispatcher {
   #secretsCache: { raw: string; secrets: readonly string[] } | undefined;
   #envHooksCache: { key: string; hooks: RunnableHook[] } | undefined;
 
-  constructor(options: HookDispatcherOptions = {}) {
+  constructor(options: HookDispatcherOptions = {}, defaults: DispatcherDefaults = {}) {
     this.mode = options.mode ?? 'local';
     this.#env = options.env ?? process.env;
     // W2: an invalid pattern fails construction (TemplateEnvPatternError names the variable).
     this.#templateEnv = parseTemplateEnvPattern(options.templateEnv ?? this.#env.HOOKRELAY_TEMPLATE_ENV);
     // Queue mode without a producer gets one configured from the same environment (SPEC §13),
     // owned (and closed) by this dispatcher; it connects on its first enqueue.
+    if (this.mode === 'queue' && !options.producer && !defaults.createProducer) {
+      throw new TypeError("queue mode needs a producer: pass `producer: createHookProducer()` (from 'hookrelay/queue'), or construct the dispatcher from the 'hookrelay' entry");
+    }
     this.#ownedProducer =
-      this.mode === 'queue' && !options.producer ? createHookProducer({ env: this.#env, ...(options.templateEnv !== undefined ? { templateEnv: options.templateEnv } : {}) }) : undefined;
+      this.mode === 'queue' && !options.producer ? defaults.createProducer!({ env: this.#env, ...(options.templateEnv !== undefined ? { templateEnv: options.templateEnv } : {}) }) : undefined;
     this.#producer = options.producer ?? this.#ownedProducer;
     // A library logs only what needs attention (failed deliveries, D5), to stderr, unless told otherwise.
     this.#logger = options.logger ?? createLogger({ level: this.#env.LOG_LEVEL ?? 'warn', pretty: false, destination: process.stderr });
@@ -329,7 +336,7 @@ export class HookDispatcher {
     // Read at send time (a rotated token applies at once); one client per (url, token).
     const cached = this.#qstashCache;
     if (cached && cached.url === url && cached.token === token) return cached.publisher;
-    const publisher = createQStashPublisher({ url, token });
+    const publisher = createLazyQStashPublisher({ url, token }, (message) => this.#logger.error({}, message));
     this.#qstashCache = { url, token, publisher };
     return publisher;
   }

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
+import { RedisUnavailableError } from './errors.ts';
 
 /** BullMQ needs blocking connections that never give up on a command (maxRetriesPerRequest: null). */
 export function createRedis(url: string, extra: RedisOptions = {}): Redis {
@@ -23,9 +24,7 @@ export async function redisAnswers(url: string, timeoutMs = 1_500): Promise<bool
   }
 }
 
-export class RedisUnavailableError extends Error {
-  override readonly name = 'RedisUnavailableError';
-}
+export { RedisUnavailableError };
 
 /**
  * The quickstart's Redis: use REDIS_URL when it answers; otherwise, for the default local URL

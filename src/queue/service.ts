@@ -7,9 +7,10 @@ import { setMaxListeners } from 'node:events';
 import { Queue, type Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
-import { signingSecrets, type Settings } from '../config/settings.ts';
+import { SettingsError, signingSecrets, type Settings } from '../config/settings.ts';
 import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
 import { FetchTransport } from '../delivery/fetchTransport.ts';
+import { isMissingPackage, QSTASH_PACKAGE } from '../delivery/lazyQStashPublisher.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
 import { startHttpServer, type PostRoute, type RunningHttpServer } from '../observability/httpServer.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -73,7 +74,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   // one, a 'qstash' hook is treated exactly like a missing token: one direct fetch (D7).
   let qstash: QStashPublisher | undefined;
   if (settings.QSTASH_TOKEN?.trim()) {
-    const { createQStashPublisher } = await import('../delivery/qstashTransport.ts');
+    const { createQStashPublisher } = await importQStash(() => import('../delivery/qstashTransport.ts'), 'QSTASH_TOKEN');
     qstash = createQStashPublisher({ url: settings.QSTASH_URL, token: settings.QSTASH_TOKEN, ...(options.qstashRetries !== undefined ? { retries: options.qstashRetries } : {}) });
   }
   // Lease = webhook timeout + one lock duration: past it a row whose job vanished is re-enqueued (Q2).
@@ -137,7 +138,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   if (options.http !== false) {
     const postRoutes: Record<string, PostRoute> = {};
     if (settings.HOOKRELAY_PUBLIC_URL) {
-      const { createQStashCallbackHandler } = await import('./qstashCallbackHandler.ts');
+      const { createQStashCallbackHandler } = await importQStash(() => import('./qstashCallbackHandler.ts'), 'HOOKRELAY_PUBLIC_URL');
       const handler = createQStashCallbackHandler({
         db: store.db,
         publicUrl: settings.HOOKRELAY_PUBLIC_URL,
@@ -191,4 +192,14 @@ async function boundedStep(step: Promise<unknown> | undefined): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([step.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_STEP_TIMEOUT_MS)))]);
   clearTimeout(timer);
+}
+
+/** @upstash/qstash is an optional peer: configured QStash without it stops the worker with what to install. */
+async function importQStash<M>(load: () => Promise<M>, variable: string): Promise<M> {
+  try {
+    return await load();
+  } catch (error) {
+    if (isMissingPackage(error)) throw new SettingsError([variable], `${variable} is set, which needs the optional package ${QSTASH_PACKAGE}: npm install ${QSTASH_PACKAGE}`);
+    throw error;
+  }
 }

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
-import type { PGlite } from '@electric-sql/pglite';
 import { schema } from './schema.ts';
+import { EmbeddedStoreUnavailableError } from './errors.ts';
 
 /** Either driver: node-postgres in production, PGlite embedded. Repositories only see this. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -14,11 +14,17 @@ export function rowsOf<T>(result: unknown): T[] {
   return ((result as { rows?: T[] }).rows ?? []) as T[];
 }
 
+/**
+ * The embedded PGlite instance, opaque in the public types: PGlite is an optional peer dependency,
+ * so the published declarations must not name its types (src/store/embedded.ts casts it back).
+ */
+export type EmbeddedDatabase = { readonly embedded: unique symbol };
+
 export type Store = {
   db: Db;
   kind: 'postgres' | 'pglite';
   /** The PGlite instance in embedded mode (to serve it on a socket). */
-  pglite?: PGlite;
+  pglite?: EmbeddedDatabase;
   /** The pg pool in postgres mode (tests terminate its connections, readiness pings it). */
   pool?: pg.Pool;
   close(): Promise<void>;
@@ -44,8 +50,23 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const dataDir = path.resolve(options.dataDir ?? '.hookrelay', 'pgdata');
   mkdirSync(dataDir, { recursive: true });
   // Loaded only in embedded mode: the PGlite driver costs ~40 MB of RSS a postgres worker never needs.
-  const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
+  const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([importEmbedded('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
   const pglite = await PGlite.create(dataDir);
   const db = drizzlePglite(pglite, { schema }) as unknown as Db;
-  return { db, kind: 'pglite', pglite, close: () => pglite.close() };
+  return { db, kind: 'pglite', pglite: pglite as unknown as EmbeddedDatabase, close: () => pglite.close() };
+}
+
+
+export async function importEmbedded<M extends '@electric-sql/pglite' | '@electric-sql/pglite-socket'>(name: M): Promise<M extends '@electric-sql/pglite' ? typeof import('@electric-sql/pglite') : typeof import('@electric-sql/pglite-socket')> {
+  try {
+    return (await import(name)) as never;
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === 'ERR_MODULE_NOT_FOUND' && error instanceof Error && error.message.includes(`'${name}'`)) {
+      throw new EmbeddedStoreUnavailableError(
+        `the embedded store needs the optional packages @electric-sql/pglite and @electric-sql/pglite-socket (npm install @electric-sql/pglite @electric-sql/pglite-socket), or set DATABASE_URL to a Postgres server`,
+      );
+    }
+    throw error;
+  }
 }

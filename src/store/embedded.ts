@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import type { Store } from './db.ts';
+import type { PGlite } from '@electric-sql/pglite';
+import { importEmbedded, type Store } from './db.ts';
 
 /** Where the `start` process advertises the socket it serves the embedded store on (SPEC §13). */
 export function embeddedSocketFile(dataDir: string): string {
@@ -28,9 +29,9 @@ async function freePort(): Promise<number> {
  */
 export async function serveEmbeddedStore(store: Store, dataDir: string): Promise<{ databaseUrl: string; stop(): Promise<void> }> {
   if (store.kind !== 'pglite' || !store.pglite) throw new Error('serveEmbeddedStore needs the embedded (PGlite) store');
-  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
+  const { PGLiteSocketServer } = await importEmbedded('@electric-sql/pglite-socket');
   const port = await freePort();
-  const server = new PGLiteSocketServer({ db: store.pglite, host: '127.0.0.1', port, maxConnections: 16 });
+  const server = new PGLiteSocketServer({ db: store.pglite as unknown as PGlite, host: '127.0.0.1', port, maxConnections: 16 });
   await server.start();
   const databaseUrl = `postgres://postgres@127.0.0.1:${port}/postgres?sslmode=disable`;
   const file = embeddedSocketFile(dataDir);

@@ -2,7 +2,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import type pg from 'pg';
 import { sql } from 'drizzle-orm';
@@ -30,6 +29,8 @@ export type MigrateOptions = {
 export async function migrateStore(store: Store, options: MigrateOptions = {}): Promise<void> {
   if (store.kind === 'pglite') {
     const migrationsSchema = options.migrationsSchema ?? rowsOf<{ schema: string | null }>(await store.db.execute(sql`select current_schema() as schema`))[0]?.schema ?? 'public';
+    // Loaded only for the embedded store (drizzle's PGlite migrator needs the optional PGlite peer).
+    const { migrate: migratePglite } = await import('drizzle-orm/pglite/migrator');
     await migratePglite(store.db as unknown as PgliteDatabase, { migrationsFolder: MIGRATIONS_FOLDER, migrationsSchema });
     return;
   }

@@ -11,12 +11,9 @@ export type StoredPlaceholder = {
   publishedAt: Date | null;
 };
 
-export class PlaceholderNotFoundError extends Error {
-  override readonly name = 'PlaceholderNotFoundError';
-  constructor(readonly operationId: string, readonly toolCallId: string) {
-    super(`No deferred placeholder for operation "${operationId}" and tool call "${toolCallId}"; create it first with createPlaceholder().`);
-  }
-}
+import { PlaceholderNotFoundError } from './errors.ts';
+
+export { PlaceholderNotFoundError };
 
 /** The empty placeholder; creating it twice is harmless. */
 export async function insertPlaceholder(db: Db, operationId: string, toolCallId: string): Promise<void> {

@@ -1,0 +1,16 @@
+/** Store errors, in a module of their own so the light package entry can export them. */
+
+export class PlaceholderNotFoundError extends Error {
+  override readonly name = 'PlaceholderNotFoundError';
+  constructor(
+    readonly operationId: string,
+    readonly toolCallId: string,
+  ) {
+    super(`No deferred placeholder for operation "${operationId}" and tool call "${toolCallId}"; create it first with createPlaceholder().`);
+  }
+}
+
+/** The embedded store's packages are optional peers: a missing one says what to install or set instead. */
+export class EmbeddedStoreUnavailableError extends Error {
+  override readonly name = 'EmbeddedStoreUnavailableError';
+}

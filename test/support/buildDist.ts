@@ -1,0 +1,11 @@
+/**
+ * vitest globalSetup: build dist/ once before the suite (incremental, ~2 s when nothing changed),
+ * so the e2e tests run the bin as shipped — plain node over the compiled JavaScript.
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+
+export default function setup(): void {
+  const root = path.resolve(import.meta.dirname, '../..');
+  execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+}
