@@ -8,7 +8,7 @@
 import { parseTemplateEnvPattern } from './contract/templateSources.ts';
 import type { OperationStore, OperationStoreOptions } from './control/operationStore.ts';
 import type { HookProducer, HookProducerOptions } from './queue/types.ts';
-import type { Db } from './store/db.ts';
+import type { StoreDb } from './store/types.ts';
 import type { StoreRecordSink } from './store/interceptionRecordSink.ts';
 import type { RunningDeliveryWorker, StartDeliveryWorkerOptions } from './worker/startDeliveryWorker.ts';
 
@@ -58,7 +58,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
 }
 
 /** I4: interception records in Postgres (see `hookrelay/store`); drizzle loads now, in the background. */
-export function createStoreRecordSink(db: Db): StoreRecordSink {
+export function createStoreRecordSink(db: StoreDb): StoreRecordSink {
   const load = import('./store/interceptionRecordSink.ts').then((m) => m.createStoreRecordSink(db));
   const real = deferred<StoreRecordSink, 'nextSequence' | 'highestSequence'>(load, ['nextSequence', 'highestSequence']);
   return {

@@ -6,9 +6,8 @@ import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import { loadSettings } from '../config/settings.ts';
-import type { HookDispatcher } from '../dispatch/HookDispatcher.ts';
 import { CriticalHookDeliveryError, type CriticalFailure } from '../dispatch/criticalError.ts';
-import { openStore, type Store } from '../store/db.ts';
+import { openStore, storeOf, type Store } from '../store/db.ts';
 import { findEmbeddedSocket } from '../store/embedded.ts';
 import { migrateStore } from '../store/migrate.ts';
 import { createOperationWithHooks, finishOperation, getOperation, loadOperationHooks } from '../store/operationsRepo.ts';
@@ -22,44 +21,9 @@ import {
   type StoredPlaceholder,
 } from '../store/placeholdersRepo.ts';
 
-export type OperationStoreOptions = {
-  /** Postgres URL; default DATABASE_URL, else the embedded store (SPEC §13). */
-  databaseUrl?: string;
-  /** An already-open store (tests, or a process that owns one). Not closed by `close()`. */
-  store?: Store;
-  /** W2: which variables hook templates may read; default HOOKRELAY_TEMPLATE_ENV (read now), else `*`. */
-  templateEnv?: string;
-};
+import type { ApprovalDecision, OperationDispatcher, OperationStore, OperationStoreOptions, PublishDeferredResultInput, PublishDeferredResultOutput } from './operationStoreTypes.ts';
 
-export type ApprovalDecision = { action: 'approve' | 'reject' | 'rejectAndContinue' | 'stop'; rejectionReason?: string; [k: string]: unknown };
-
-export type PublishDeferredResultInput = {
-  operationId: string;
-  toolCallId: string;
-  result: ToolCallResult;
-  /** The tool-call context (T1); needed to rebuild the call when an afterToolCall control exists. */
-  context?: Partial<ToolCallHookContext>;
-  /** P4: the operation whose caller hooks govern this result (the intervention / parent operation). */
-  interventionOperationId?: string;
-  /**
-   * L2: the runtime's snapshot of caller hooks. An array is the snapshot of the first round's
-   * operation (`interventionOperationId ?? operationId`); a record maps operation ids to snapshots.
-   * Rounds without a snapshot restore from Postgres.
-   */
-  snapshotHooks?: readonly SerializedHook[] | Readonly<Record<string, readonly SerializedHook[]>>;
-  dispatcher: HookDispatcher;
-  signal?: AbortSignal;
-};
-
-/**
- * `applied: true`: this call wrote the final result and `status` says what its result control
- * decided. `applied: false`: a result was published before (P2) and `result` is the stored one;
- * it speaks for itself (a denial is the sanitized R5b shape), since no review state is stored
- * beside it (P1) and this call decided nothing.
- */
-export type PublishDeferredResultOutput =
-  | { applied: true; result: ToolCallResult; status: 'allow' | 'blocked' }
-  | { applied: false; result: ToolCallResult };
+export type { OperationStoreOptions, ApprovalDecision, PublishDeferredResultInput, PublishDeferredResultOutput, OperationStore, OperationDispatcher } from './operationStoreTypes.ts';
 
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError };
 
@@ -100,12 +64,12 @@ function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string |
  * The runtime calls these; result control runs through the given dispatcher so the current
  * environment hooks are read fresh (L1).
  */
-export function createOperationStore(options: OperationStoreOptions = {}) {
+export function createOperationStore(options: OperationStoreOptions = {}): OperationStore {
   const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? process.env.HOOKRELAY_TEMPLATE_ENV);
   let opened: Promise<Store> | undefined;
   const owned = options.store === undefined;
   const getStore = (): Promise<Store> => {
-    if (options.store) return Promise.resolve(options.store);
+    if (options.store) return Promise.resolve(storeOf(options.store));
     opened ??= (async () => {
       const url = options.databaseUrl ?? loadSettings().DATABASE_URL;
       if (url) return openStore({ databaseUrl: url });
@@ -243,7 +207,7 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
     async publishApproval(input: {
       operationId: string;
       toolCallId: string;
-      dispatcher: HookDispatcher;
+      dispatcher: OperationDispatcher;
     }): Promise<{ decision: ApprovalDecision; receiptApplied: boolean; alreadyPublished: boolean }> {
       const d = await db();
       const placeholder = await getPlaceholder(d, input.operationId, input.toolCallId);
@@ -274,7 +238,7 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
      * `error` → `error`, `interrupted` / `max_steps` / `cost_limit` → `cancelled`) — except for
      * `parked` (waiting on an async tool): no hooks, no unregister, the session stays open.
      */
-    async completeOperation(input: { operationId: string; reason: string; dispatcher: HookDispatcher; event?: Record<string, unknown> }): Promise<void> {
+    async completeOperation(input: { operationId: string; reason: string; dispatcher: OperationDispatcher; event?: Record<string, unknown> }): Promise<void> {
       const d = await db();
       await finishOperation(d, input.operationId, STATUS_BY_REASON[input.reason] ?? 'completed', input.reason);
       if (input.reason === 'parked') return;
@@ -307,4 +271,3 @@ export function createOperationStore(options: OperationStoreOptions = {}) {
   };
 }
 
-export type OperationStore = ReturnType<typeof createOperationStore>;

@@ -1,11 +1,27 @@
 /**
  * `hookrelay/store`: the operation store (persisted caller hooks, deferred publish-once,
- * approvals, terminal lifecycle), the interception record sink, and the Postgres store and its
+ * approvals, terminal lifecycle), the interception record sink, and the Postgres store with its
  * migrations. Loads pg and drizzle at import (PGlite only when the embedded store is opened).
+ * The published types name none of the drivers' types (see src/store/types.ts).
  */
-export { createOperationStore, type OperationStore, type OperationStoreOptions, type ApprovalDecision, type PublishDeferredResultInput, type PublishDeferredResultOutput } from '../control/operationStore.ts';
+import { openStore as openTypedStore, storeOf } from '../store/db.ts';
+import { migrateStore as migrateTypedStore } from '../store/migrate.ts';
+import type { MigrateOptions, OpenStoreOptions, StoreHandle } from '../store/types.ts';
+
+export { createOperationStore } from '../control/operationStore.ts';
+export type { OperationStore, OperationStoreOptions, OperationDispatcher, ApprovalDecision, PublishDeferredResultInput, PublishDeferredResultOutput, CreateOperationInput } from '../control/operationStoreTypes.ts';
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../control/operationErrors.ts';
-export { PlaceholderNotFoundError } from '../store/errors.ts';
+export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError } from '../store/errors.ts';
 export { createStoreRecordSink, type StoreRecordSink } from '../store/interceptionRecordSink.ts';
-export { openStore, type Db, type Store, type OpenStoreOptions } from '../store/db.ts';
-export { migrateStore, MIGRATIONS_FOLDER, type MigrateOptions } from '../store/migrate.ts';
+export { MIGRATIONS_FOLDER } from '../store/migrationsFolder.ts';
+export type { StoreHandle as Store, StoreDb, StoredPlaceholder, OpenStoreOptions, MigrateOptions } from '../store/types.ts';
+
+/** Open the store: a pg pool when `databaseUrl` is given, else the embedded PGlite store (an optional peer). */
+export function openStore(options: OpenStoreOptions): Promise<StoreHandle> {
+  return openTypedStore(options);
+}
+
+/** Apply the shipped migrations (idempotent; concurrent runs on Postgres wait for each other). */
+export function migrateStore(store: StoreHandle, options: MigrateOptions = {}): Promise<void> {
+  return migrateTypedStore(storeOf(store), options);
+}

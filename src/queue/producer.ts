@@ -14,7 +14,7 @@ import { parseTemplateEnvPattern, type TemplateEnvPattern } from '../contract/te
 import { assertTemplateSources, parseSerializedHooks } from '../contract/validate.ts';
 import { matchesHook } from '../dispatch/matcher.ts';
 import { silentLogger, type Logger } from '../observability/logger.ts';
-import type { Db, Store } from '../store/db.ts';
+import { storeOf, type Db, type Store } from '../store/db.ts';
 import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';
 import { addDeliveryJobs, withTimeout } from './jobs.ts';
 import { assertPayloadWithinCap } from './payloadCap.ts';
@@ -60,7 +60,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
 
   const db = async (): Promise<Db> => {
     if (closed) throw new Error('the hook producer is closed');
-    storePromise ??= options.store ? Promise.resolve(options.store) : openProducerStore(databaseUrl, env);
+    storePromise ??= options.store ? Promise.resolve(storeOf(options.store)) : openProducerStore(databaseUrl, env);
     try {
       return (await storePromise).db;
     } catch (error) {

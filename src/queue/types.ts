@@ -7,7 +7,7 @@ import type { Delivery } from '../contract/delivery.ts';
 import type { SerializedHook } from '../contract/hook.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { Store } from '../store/db.ts';
+import type { StoreHandle } from '../store/types.ts';
 
 /** SPEC §13 defaults. */
 export const DEFAULT_QUEUE_NAME = 'hookrelay-deliveries';
@@ -57,7 +57,7 @@ export type HookProducerOptions = {
   /** Default `HOOKRELAY_QUEUE`, else `hookrelay-deliveries`. */
   queueName?: string;
   /** An open store (not closed by the producer). */
-  store?: Store;
+  store?: StoreHandle;
   /** An ioredis connection (not closed by the producer). */
   redis?: Redis;
   /** BullMQ key prefix (tests isolate with their own). Default `bull`. */

@@ -4,7 +4,8 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { schema } from './schema.ts';
-import { EmbeddedStoreUnavailableError } from './errors.ts';
+import { importEmbedded } from './embeddedImport.ts';
+import type { OpenStoreOptions, StoreDb, StoreHandle } from './types.ts';
 
 /** Either driver: node-postgres in production, PGlite embedded. Repositories only see this. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -30,14 +31,7 @@ export type Store = {
   close(): Promise<void>;
 };
 
-export type OpenStoreOptions = {
-  databaseUrl?: string;
-  dataDir?: string;
-  /** pg pool size (postgres mode). */
-  maxConnections?: number;
-  /** Called for errors on idle pool clients (a terminated backend must not crash the process). */
-  onPoolError?: (err: Error) => void;
-};
+export type { OpenStoreOptions } from './types.ts';
 
 /** Open the store: a pg pool when a URL is given, else PGlite in `<dataDir>/pgdata`. */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
@@ -57,16 +51,13 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
 }
 
 
-export async function importEmbedded<M extends '@electric-sql/pglite' | '@electric-sql/pglite-socket'>(name: M): Promise<M extends '@electric-sql/pglite' ? typeof import('@electric-sql/pglite') : typeof import('@electric-sql/pglite-socket')> {
-  try {
-    return (await import(name)) as never;
-  } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (code === 'ERR_MODULE_NOT_FOUND' && error instanceof Error && error.message.includes(`'${name}'`)) {
-      throw new EmbeddedStoreUnavailableError(
-        `the embedded store needs the optional packages @electric-sql/pglite and @electric-sql/pglite-socket (npm install @electric-sql/pglite @electric-sql/pglite-socket), or set DATABASE_URL to a Postgres server`,
-      );
-    }
-    throw error;
-  }
+
+/** A public `StoreHandle` is always a `Store` from `openStore()`: back to the typed view the code uses. */
+export function storeOf(handle: StoreHandle): Store {
+  return handle as Store;
+}
+
+/** A public `StoreDb` is always the drizzle `Db` of a store from `openStore()`. */
+export function dbOf(db: StoreDb): Db {
+  return db as Db;
 }

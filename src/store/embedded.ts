@@ -2,7 +2,8 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
-import { importEmbedded, type Store } from './db.ts';
+import type { Store } from './db.ts';
+import { importEmbedded } from './embeddedImport.ts';
 
 /** Where the `start` process advertises the socket it serves the embedded store on (SPEC §13). */
 export function embeddedSocketFile(dataDir: string): string {

@@ -1,7 +1,8 @@
 import { eq, max } from 'drizzle-orm';
 import type { InterceptionRecord } from '../contract/agentHooks.ts';
 import type { RecordSink, SequenceProvider } from '../interception/index.ts';
-import type { Db } from './db.ts';
+import { dbOf, type Db } from './db.ts';
+import type { StoreDb } from './types.ts';
 import { interceptionRecords } from './schema.ts';
 
 export type StoreRecordSink = {
@@ -22,7 +23,8 @@ export type StoreRecordSink = {
  * One writer per session is assumed; a concurrent second writer is caught by
  * the unique index, never silently interleaved.
  */
-export function createStoreRecordSink(db: Db): StoreRecordSink {
+export function createStoreRecordSink(storeDb: StoreDb): StoreRecordSink {
+  const db: Db = dbOf(storeDb);
   // Per session: the next number, loaded once from the store. Increments happen
   // synchronously after the load resolves, so concurrent callers never share one.
   const counters = new Map<string, Promise<{ next: number }>>();

@@ -1,13 +1,14 @@
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import type pg from 'pg';
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Store } from './db.ts';
+import type { MigrateOptions } from './types.ts';
 
-export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations');
+import { MIGRATIONS_FOLDER } from './migrationsFolder.ts';
+
+export { MIGRATIONS_FOLDER };
 
 /**
  * First key of the two-key advisory lock that serializes migrations; the second is the hash of the
@@ -15,10 +16,7 @@ export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.
  */
 export const MIGRATION_LOCK_CLASS = 0x686b7231; // 'hkr1'
 
-export type MigrateOptions = {
-  /** Schema holding drizzle's bookkeeping table; tests use their own schema to stay isolated. */
-  migrationsSchema?: string;
-};
+export type { MigrateOptions } from './types.ts';
 
 /**
  * Apply the committed drizzle-kit migrations. Idempotent: applied ones are recorded and skipped.

@@ -2,14 +2,9 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from './db.ts';
 import { deferredPlaceholders } from './schema.ts';
 
-/** P1: a placeholder is empty (`result` null) or holds the final result; no review state beside it. */
-export type StoredPlaceholder = {
-  operationId: string;
-  toolCallId: string;
-  result: unknown;
-  approval: unknown;
-  publishedAt: Date | null;
-};
+import type { StoredPlaceholder } from './types.ts';
+
+export type { StoredPlaceholder };
 
 import { PlaceholderNotFoundError } from './errors.ts';
 

@@ -8,8 +8,9 @@ import { createLogger, type Logger } from '../observability/logger.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
 import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import { ensureRedis } from '../queue/redisConnection.ts';
-import { startDeliveryService, type DeliveryService } from '../queue/service.ts';
+import { startDeliveryService } from '../queue/service.ts';
 import { openStore, type Store } from '../store/db.ts';
+import type { StoreHandle } from '../store/types.ts';
 import { serveEmbeddedStore } from '../store/embedded.ts';
 import { migrateStore } from '../store/migrate.ts';
 
@@ -41,8 +42,10 @@ export type StartDeliveryWorkerOptions = {
 
 export type RunningDeliveryWorker = {
   settings: Settings;
-  store: Store;
-  service: DeliveryService;
+  /** The store the worker opened (pass its `db` to createStoreRecordSink, say); closed by stop(). */
+  store: StoreHandle;
+  /** The worker HTTP server's port (health, metrics, QStash callbacks); undefined when off or busy. */
+  httpPort: number | undefined;
   /** The DATABASE_URL in use: the configured one, or the embedded store's socket. */
   databaseUrl: string | undefined;
   /** Q9: stop taking jobs, let in-flight ones finish (bounded), close Redis, HTTP and the store. */
@@ -110,7 +113,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
       'ready',
     );
     let stopped: Promise<void> | undefined;
-    return { settings, store, service, databaseUrl, stop: () => (stopped ??= stopAll()) };
+    return { settings, store, httpPort: service.httpPort, databaseUrl, stop: () => (stopped ??= stopAll()) };
   } catch (err) {
     await stopAll();
     throw err;

@@ -1,0 +1,184 @@
+/**
+ * Ship like a library (issue 12): `npm pack` the repository, install the tarball into a scratch app
+ * outside it (deps from the npm registry; the optional peers PGlite and @upstash/qstash are not
+ * installed), then with plain `node`: every documented entry as ESM, `require('hookrelay')` from
+ * CommonJS, the installed bin's `--help` and `migrate`, a TypeScript consumer checked against the
+ * published .d.ts with `skipLibCheck: false`, and a resolution hook proving that `import 'hookrelay'`
+ * loads none of the heavy packages.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestSchema, type TestSchema } from '../support/db.ts';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const NPM_TIMEOUT_MS = 240_000;
+const HEAVY = ['bullmq', 'ioredis', 'pg', 'drizzle-orm', '@electric-sql/pglite', '@electric-sql/pglite-socket', '@upstash/qstash'];
+
+let scratch: string;
+let tarball: string;
+let files: string[];
+
+/** Runs `node` in the scratch app (plain node: no loader, no tsx). */
+const node = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+  run(process.execPath, args, { cwd: scratch, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...env }, timeout: 60_000 });
+
+beforeAll(async () => {
+  scratch = mkdtempSync(path.join(os.tmpdir(), 'hookrelay-consumer-'));
+  // dist/ was just built by the suite's globalSetup: pack it as it is.
+  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], { cwd: ROOT, timeout: NPM_TIMEOUT_MS, maxBuffer: 32 * 1024 * 1024 });
+  const info = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  tarball = path.join(scratch, info[0]!.filename);
+  files = info[0]!.files.map((f) => f.path);
+  writeFileSync(path.join(scratch, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, '@types/node@20'], { cwd: scratch, timeout: NPM_TIMEOUT_MS });
+}, NPM_TIMEOUT_MS * 2);
+
+afterAll(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('package: the tarball', () => {
+  it('package: holds compiled JavaScript, declarations, migrations, docs, README and LICENSE', () => {
+    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/entry/queue.js', 'dist/entry/store.d.ts', 'dist/entry/worker.js', 'bin/hookrelay.mjs', 'README.md', 'LICENSE', 'package.json', 'docs/README.md']) {
+      expect(files, f).toContain(f);
+    }
+    expect(files.some((f) => f.startsWith('migrations/') && f.endsWith('.sql'))).toBe(true);
+  });
+
+  it('package: holds no tests, bench, CI, Docker files, TypeScript sources or build info', () => {
+    const unwanted = files.filter((f) => /^(test|bench|\.ci|scripts|examples|src)\//.test(f) || /^(Dockerfile|docker-compose\.yml|tsconfig.*\.json|vitest.*)$/.test(f) || f.endsWith('.tsbuildinfo') || (f.endsWith('.ts') && !f.endsWith('.d.ts')));
+    expect(unwanted).toEqual([]);
+  });
+
+  it('package: the optional peers (PGlite, @upstash/qstash) are not installed in the scratch app', () => {
+    expect(existsSync(path.join(scratch, 'node_modules/hookrelay/package.json'))).toBe(true);
+    for (const peer of ['@electric-sql/pglite', '@electric-sql/pglite-socket', '@upstash/qstash']) expect(existsSync(path.join(scratch, 'node_modules', peer)), peer).toBe(false);
+  });
+});
+
+describe('package: plain node in a scratch app', () => {
+  it('package: every entry imports as ESM with its documented names', async () => {
+    const script = `
+      const root = await import('hookrelay');
+      const queue = await import('hookrelay/queue');
+      const store = await import('hookrelay/store');
+      const worker = await import('hookrelay/worker');
+      const names = (m) => Object.keys(m).sort();
+      console.log(JSON.stringify({ root: names(root), queue: names(queue), store: names(store), worker: names(worker) }));
+      const d = new root.HookDispatcher({ env: {} });
+      d.register('op', [{ id: 'h', type: 'afterStep', handler: () => {} }]);
+      await d.dispatch('op', 'afterStep', { operationId: 'op' });
+      await d.close();`;
+    const { stdout } = await node(['--input-type=module', '-e', script]);
+    const out = JSON.parse(stdout) as Record<string, string[]>;
+    for (const name of ['HookDispatcher', 'CriticalHookDeliveryError', 'parseToolCallHookResponse', 'buildToolCallHookContext', 'createWebhookPayloadBuilder', 'redactResultForEvents', 'resolveHeaderTemplates', 'loadEnvHooks', 'createHookProducer', 'createOperationStore', 'createStoreRecordSink', 'startDeliveryWorker', 'InterceptionEmitter', 'AgentContextBuilder', 'Verdict', 'ALLOW', 'InterceptionBlocked', 'WebhookConfigSchema']) {
+      expect(out.root, name).toContain(name);
+    }
+    expect(out.queue).toContain('createHookProducer');
+    expect(out.store).toEqual(expect.arrayContaining(['createOperationStore', 'createStoreRecordSink', 'migrateStore']));
+    expect(out.worker).toContain('startDeliveryWorker');
+  });
+
+  it('package: CommonJS require("hookrelay") works (require(esm), Node ≥ 20.19)', async () => {
+    writeFileSync(path.join(scratch, 'consumer.cjs'), "const h = require('hookrelay'); console.log(typeof h.HookDispatcher, typeof h.createHookProducer, typeof require('hookrelay/queue').createHookProducer);\n");
+    const { stdout } = await node(['consumer.cjs']);
+    expect(stdout.trim()).toBe('function function function');
+  });
+
+  it('package: import "hookrelay" loads none of BullMQ, ioredis, pg, drizzle, PGlite or @upstash/qstash', async () => {
+    // A resolution hook records every package a specifier resolves into.
+    writeFileSync(
+      path.join(scratch, 'record-hook.mjs'),
+      `export async function resolve(specifier, context, next) {
+         const r = await next(specifier, context);
+         const m = /\\/node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(r.url);
+         if (m && m[1] !== 'hookrelay') process.stderr.write('PKG ' + m[1] + '\\n');
+         return r;
+       }`,
+    );
+    writeFileSync(path.join(scratch, 'register-hook.mjs'), "import { register } from 'node:module'; register('./record-hook.mjs', import.meta.url);\n");
+    const light = await node(['--import', './register-hook.mjs', '--input-type=module', '-e', "await import('hookrelay'); console.log('ok')"]);
+    const lightPkgs = new Set(light.stderr.split('\n').filter((l) => l.startsWith('PKG ')).map((l) => l.slice(4)));
+    expect([...lightPkgs].filter((p) => HEAVY.includes(p))).toEqual([]);
+    // The hook does see them when they load: the queue entry pulls BullMQ and ioredis in.
+    const heavy = await node(['--import', './register-hook.mjs', '--input-type=module', '-e', "await import('hookrelay/queue'); console.log('ok')"]);
+    expect(heavy.stderr).toContain('PKG bullmq');
+    expect(heavy.stderr).toContain('PKG ioredis');
+  });
+
+  it('package: the installed bin answers --help and --version', async () => {
+    const bin = path.join(scratch, 'node_modules/.bin/hookrelay');
+    const help = await run(bin, ['--help'], { cwd: scratch, timeout: 30_000 });
+    expect(help.stdout).toContain('Usage: hookrelay');
+    expect(help.stdout).toContain('migrate');
+    const version = await run(bin, ['--version'], { cwd: scratch, timeout: 30_000 });
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  describe('package: migrate from the installed package', () => {
+    let schema: TestSchema;
+    beforeAll(async () => {
+      schema = await createTestSchema('pkg');
+    });
+    afterAll(async () => {
+      await schema?.drop();
+    });
+
+    it('package: the installed `hookrelay migrate` applies the shipped migrations to Postgres', async () => {
+      const bin = path.join(scratch, 'node_modules/.bin/hookrelay');
+      const { stdout } = await run(bin, ['migrate'], { cwd: scratch, env: { PATH: process.env.PATH ?? '', DATABASE_URL: schema.url }, timeout: 60_000 });
+      expect(stdout).toContain('migrations applied');
+      const { stdout: tables } = await node(
+        ['--input-type=module', '-e', "import pg from 'pg'; const c = new pg.Client(process.env.DATABASE_URL); await c.connect(); const r = await c.query(\"select table_name from information_schema.tables where table_schema = current_schema() order by 1\"); console.log(r.rows.map((x) => x.table_name).join(',')); await c.end();"],
+        { DATABASE_URL: schema.url },
+      );
+      expect(tables.trim().split(',')).toEqual(expect.arrayContaining(['deliveries', 'operations', 'operation_hooks', 'deferred_placeholders', 'interception_records']));
+    });
+
+    it('package: without DATABASE_URL and without the optional PGlite peer, the embedded store says what to install', async () => {
+      const bin = path.join(scratch, 'node_modules/.bin/hookrelay');
+      const failed = await run(bin, ['migrate'], { cwd: scratch, env: { PATH: process.env.PATH ?? '', HOOKRELAY_DATA_DIR: path.join(scratch, '.hookrelay') }, timeout: 60_000 }).then(
+        () => undefined,
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(failed?.code).toBe(2);
+      expect(failed?.stderr).toContain('npm install @electric-sql/pglite @electric-sql/pglite-socket');
+    });
+  });
+
+  it('package: a TypeScript consumer type-checks against the published .d.ts with skipLibCheck false', async () => {
+    writeFileSync(
+      path.join(scratch, 'consumer.ts'),
+      `import { HookDispatcher, createHookProducer, createOperationStore, CriticalHookDeliveryError, type SerializedHook, type HookProducer } from 'hookrelay';
+       import { createHookProducer as eagerProducer, type EnqueueInput } from 'hookrelay/queue';
+       import { createStoreRecordSink, type Store } from 'hookrelay/store';
+       import { startDeliveryWorker, type RunningDeliveryWorker } from 'hookrelay/worker';
+       const hooks: SerializedHook[] = [{ id: 'h', type: 'onComplete', webhook: { url: 'https://example.com/hook' } }];
+       const producer: HookProducer = createHookProducer({ env: {} });
+       const input: EnqueueInput = { operationId: 'op', type: 'onComplete', event: { operationId: 'op' }, hooks };
+       const d = new HookDispatcher({ mode: 'queue', producer });
+       export async function main(store: Store): Promise<RunningDeliveryWorker | undefined> {
+         await producer.enqueue(input);
+         void eagerProducer; void createOperationStore; void createStoreRecordSink(store.db);
+         try { await d.dispatch('op', 'onComplete', { operationId: 'op', reason: 'done' }); } catch (e) { if (e instanceof CriticalHookDeliveryError) throw e; }
+         return process.env.START ? startDeliveryWorker({}) : undefined;
+       }`,
+    );
+    writeFileSync(
+      path.join(scratch, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, noEmit: true, types: ['node'] }, files: ['consumer.ts'] }),
+    );
+    // The repository's TypeScript, run over the scratch app's files and node_modules.
+    const result = await run(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: scratch, timeout: 120_000 }).then(
+      (r) => ({ code: 0, out: r.stdout }),
+      (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
+    );
+    expect(result.out).toBe('');
+    expect(result.code).toBe(0);
+  });
+});
