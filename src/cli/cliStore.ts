@@ -1,17 +1,11 @@
 import type { Settings } from '../config/settings.ts';
-import { openStore, type Store } from '../store/db.ts';
-import { findEmbeddedSocket } from '../store/embedded.ts';
-import { migrateStore } from '../store/migrate.ts';
+import type { Store } from '../store/db.ts';
+import { openConfiguredStore } from '../store/openConfigured.ts';
 
-/**
- * SPEC §13 store access for the CLI: DATABASE_URL when set; else the running `start` process's
- * socket when one holds the data dir; else open (and migrate) the embedded folder directly.
- */
-export async function openCliStore(settings: Settings): Promise<Store> {
-  if (settings.DATABASE_URL) return openStore({ databaseUrl: settings.DATABASE_URL, maxConnections: 4 });
-  const served = findEmbeddedSocket(settings.HOOKRELAY_DATA_DIR);
-  if (served) return openStore({ databaseUrl: served.databaseUrl, maxConnections: 1 });
-  const store = await openStore({ dataDir: settings.HOOKRELAY_DATA_DIR });
-  await migrateStore(store);
-  return store;
+/** The CLI runs one command at a time: a few connections are plenty. */
+const CLI_POOL_SIZE = 4;
+
+/** SPEC §13 store access for the CLI (the shared policy in store/openConfigured.ts). */
+export function openCliStore(settings: Settings): Promise<Store> {
+  return openConfiguredStore({ databaseUrl: settings.DATABASE_URL, dataDir: settings.HOOKRELAY_DATA_DIR, maxConnections: CLI_POOL_SIZE });
 }

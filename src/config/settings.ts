@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import * as D from '../contract/defaults.ts';
+import { signingSecretsProblem } from '../contract/signingSecrets.ts';
 import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
@@ -11,30 +13,32 @@ const httpUrl = () =>
 /** SPEC §13: every variable, its default and its rule. One source of truth for the README table. */
 export const SettingsSchema = z.object({
   DATABASE_URL: z.string().url().optional(),
-  HOOKRELAY_DATA_DIR: z.string().min(1).default('.hookrelay'),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, { message: 'must be a redis:// or rediss:// URL' }).default('redis://127.0.0.1:6379'),
-  HOOKRELAY_QUEUE: z.string().regex(/^[A-Za-z0-9_-]+$/, { message: 'letters, digits, "-" and "_" only' }).default('hookrelay-deliveries'),
+  HOOKRELAY_DATA_DIR: z.string().min(1).default(D.DEFAULT_DATA_DIR),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, { message: 'must be a redis:// or rediss:// URL' }).default(D.DEFAULT_REDIS_URL),
+  HOOKRELAY_QUEUE: z.string().regex(/^[A-Za-z0-9_-]+$/, { message: 'letters, digits, "-" and "_" only' }).default(D.DEFAULT_QUEUE_NAME),
   APP_URL: httpUrl().optional(),
   HOOKRELAY_ALLOWED_CIDRS: z.string().optional(),
   HOOKRELAY_SIGNING_SECRETS: z
     .string()
     .optional()
-    .refine((v) => v === undefined || v.trim().split(/\s+/).every((s) => /^whsec_[A-Za-z0-9+/=]+$/.test(s)), {
-      message: 'must be space-separated whsec_<base64> secrets',
+    .superRefine((v, ctx) => {
+      // Q6: the same parser the send path uses; the message names the entry, never the secret.
+      const problem = signingSecretsProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem.replace(/^HOOKRELAY_SIGNING_SECRETS /, '') });
     }),
   HOOKRELAY_RETRY_SCHEDULE: z
     .string()
-    .default('5,300,1800,7200,18000,36000,36000')
+    .default(D.DEFAULT_RETRY_SCHEDULE_SECONDS.join(','))
     .refine((v) => v.split(',').every((s) => /^\s*\d+(\.\d+)?\s*$/.test(s)), { message: 'must be comma-separated seconds' }),
-  HOOKRELAY_CONCURRENCY: intFrom(1).default(64),
-  HOOKRELAY_MAX_PAYLOAD_BYTES: intFrom(1).default(262_144),
-  HOOKRELAY_RECONCILE_INTERVAL_MS: intFrom(100).default(15_000),
-  HOOKRELAY_LOCK_DURATION_MS: intFrom(100).default(30_000),
-  HOOKRELAY_STALLED_INTERVAL_MS: intFrom(100).default(30_000),
-  HOOKRELAY_SHUTDOWN_TIMEOUT_MS: intFrom(0).default(25_000),
-  HOOKRELAY_HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(8787),
+  HOOKRELAY_CONCURRENCY: intFrom(1).default(D.DEFAULT_CONCURRENCY),
+  HOOKRELAY_MAX_PAYLOAD_BYTES: intFrom(1).default(D.DEFAULT_MAX_PAYLOAD_BYTES),
+  HOOKRELAY_RECONCILE_INTERVAL_MS: intFrom(100).default(D.DEFAULT_RECONCILE_INTERVAL_MS),
+  HOOKRELAY_LOCK_DURATION_MS: intFrom(100).default(D.DEFAULT_LOCK_DURATION_MS),
+  HOOKRELAY_STALLED_INTERVAL_MS: intFrom(100).default(D.DEFAULT_STALLED_INTERVAL_MS),
+  HOOKRELAY_SHUTDOWN_TIMEOUT_MS: intFrom(0).default(D.DEFAULT_SHUTDOWN_TIMEOUT_MS),
+  HOOKRELAY_HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(D.DEFAULT_HTTP_PORT),
   HOOKRELAY_PUBLIC_URL: httpUrl().optional(),
-  HOOKRELAY_RETENTION_DAYS: intFrom(1).default(30),
+  HOOKRELAY_RETENTION_DAYS: intFrom(1).default(D.DEFAULT_RETENTION_DAYS),
   /** `false` when a separate migrate job owns the schema: the worker then starts without migrating. */
   HOOKRELAY_MIGRATE: z
     .string()
@@ -49,7 +53,7 @@ export const SettingsSchema = z.object({
       const problem = templateEnvPatternProblem(v);
       if (problem) ctx.addIssue({ code: 'custom', message: problem.replace(/^HOOKRELAY_TEMPLATE_ENV: /, '') });
     }),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(D.DEFAULT_LOG_LEVEL),
   QSTASH_URL: httpUrl().optional(),
   QSTASH_TOKEN: z.string().optional(),
   QSTASH_CURRENT_SIGNING_KEY: z.string().optional(),
@@ -68,28 +72,58 @@ export class SettingsError extends Error {
   }
 }
 
-/**
- * Read the settings from an environment. Empty strings count as unset. A bad value throws a
- * SettingsError naming the variable and the rule, never the value.
- */
-export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+export type SettingName = keyof typeof SettingsSchema.shape;
+export const SETTING_NAMES = Object.keys(SettingsSchema.shape) as SettingName[];
+
+/** Empty strings count as unset. */
+function presentValues(env: Readonly<Record<string, string | undefined>>, names: readonly SettingName[]): Record<string, string> {
   const input: Record<string, string> = {};
-  for (const key of Object.keys(SettingsSchema.shape)) {
+  for (const key of names) {
     const value = env[key];
     if (value !== undefined && value.trim() !== '') input[key] = value;
   }
-  const result = SettingsSchema.safeParse(input);
-  if (!result.success) {
-    const variables = [...new Set(result.error.issues.map((i) => String(i.path[0])))];
-    const lines = result.error.issues.map((i) => {
-      const name = String(i.path[0]);
-      const rule = SECRET_VARIABLES.has(name) ? 'invalid value (not shown: it may hold a secret)' : i.message;
-      return `${name}: ${rule}`;
-    });
-    throw new SettingsError(variables, `Invalid configuration: ${lines.join('; ')}. Fix the variable(s) and start again.`);
-  }
+  return input;
+}
+
+function settingsError(error: z.ZodError): SettingsError {
+  const variables = [...new Set(error.issues.map((i) => String(i.path[0])))];
+  const lines = error.issues.map((i) => {
+    const name = String(i.path[0]);
+    const rule = SECRET_VARIABLES.has(name) ? 'invalid value (not shown: it may hold a secret)' : i.message;
+    return `${name}: ${rule}`;
+  });
+  return new SettingsError(variables, `Invalid configuration: ${lines.join('; ')}. Fix the variable(s) and start again.`);
+}
+
+/**
+ * Read the settings from an environment, once, at the edge (worker, CLI). Empty strings count as
+ * unset. A bad value throws a SettingsError naming the variable and the rule, never the value.
+ */
+export function loadSettings(env: Readonly<Record<string, string | undefined>> = process.env): Settings {
+  const result = SettingsSchema.safeParse(presentValues(env, SETTING_NAMES));
+  if (!result.success) throw settingsError(result.error);
   const retryScheduleSeconds = result.data.HOOKRELAY_RETRY_SCHEDULE.split(',').map((s) => Number(s.trim()));
   return { ...result.data, retryScheduleSeconds };
+}
+
+/**
+ * The slice of the settings a library factory needs (producer, operation store, dispatcher,
+ * remote interceptor), read with the same schema and defaults as `loadSettings`, so a server
+ * app is not refused for a variable only the worker reads.
+ */
+export function readSettings<K extends SettingName>(names: readonly K[], env: Readonly<Record<string, string | undefined>> = process.env): Pick<z.output<typeof SettingsSchema>, K> {
+  const input = presentValues(env, names);
+  const out: Record<string, unknown> = {};
+  const issues: z.core.$ZodIssue[] = [];
+  for (const name of names) {
+    // Each field's own schema: the same rule and default as the whole object's.
+    const field = SettingsSchema.shape[name] as z.ZodType;
+    const parsed = field.safeParse(input[name]);
+    if (parsed.success) out[name] = parsed.data;
+    else issues.push(...parsed.error.issues.map((i) => ({ ...i, path: [name, ...i.path] })));
+  }
+  if (issues.length > 0) throw settingsError(new z.ZodError(issues));
+  return out as unknown as Pick<z.output<typeof SettingsSchema>, K>;
 }
 
 export function signingSecrets(settings: Pick<Settings, 'HOOKRELAY_SIGNING_SECRETS'>): string[] {

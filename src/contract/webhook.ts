@@ -1,10 +1,11 @@
 import { z } from 'zod';
+import { DEFAULT_WEBHOOK_TIMEOUT_SECONDS } from './defaults.ts';
 import { isControlHookType } from './hookTypes.ts';
 import { reservedTemplateSourceProblem } from './templateSources.ts';
 
 /** Largest timeout in seconds: setTimeout's 2^31-1 ms ceiling (W1). */
 export const MAX_TIMEOUT_SECONDS = 2_147_483.647;
-export const DEFAULT_TIMEOUT_SECONDS = 30;
+export const DEFAULT_TIMEOUT_SECONDS = DEFAULT_WEBHOOK_TIMEOUT_SECONDS;
 
 export const ENV_VAR_NAME = /^[A-Z_][A-Z0-9_]*$/;
 /** `${NAME}` templates inside header values (W2). */

@@ -5,11 +5,10 @@ import { ENV_HOOK_ID_PREFIX } from '../contract/hookTypes.ts';
 import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
-import { loadSettings } from '../config/settings.ts';
+import { readSettings } from '../config/settings.ts';
 import { CriticalHookDeliveryError, type CriticalFailure } from '../dispatch/criticalError.ts';
-import { openStore, storeOf, type Store } from '../store/db.ts';
-import { findEmbeddedSocket } from '../store/embedded.ts';
-import { migrateStore } from '../store/migrate.ts';
+import { storeOf, type Store } from '../store/db.ts';
+import { openConfiguredStore } from '../store/openConfigured.ts';
 import { createOperationWithHooks, finishOperation, getOperation, loadOperationHooks } from '../store/operationsRepo.ts';
 import {
   claimPlaceholderApproval,
@@ -65,21 +64,15 @@ function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string |
  * environment hooks are read fresh (L1).
  */
 export function createOperationStore(options: OperationStoreOptions = {}): OperationStore {
-  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? process.env.HOOKRELAY_TEMPLATE_ENV);
+  // Read once, with the settings schema; explicit options win.
+  const settings = readSettings(['DATABASE_URL', 'HOOKRELAY_DATA_DIR', 'HOOKRELAY_TEMPLATE_ENV'], process.env);
+  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? settings.HOOKRELAY_TEMPLATE_ENV);
   let opened: Promise<Store> | undefined;
   const owned = options.store === undefined;
   const getStore = (): Promise<Store> => {
     if (options.store) return Promise.resolve(storeOf(options.store));
-    opened ??= (async () => {
-      const url = options.databaseUrl ?? loadSettings().DATABASE_URL;
-      if (url) return openStore({ databaseUrl: url });
-      const settings = loadSettings();
-      const served = findEmbeddedSocket(settings.HOOKRELAY_DATA_DIR);
-      if (served) return openStore({ databaseUrl: served.databaseUrl });
-      const store = await openStore({ dataDir: settings.HOOKRELAY_DATA_DIR });
-      await migrateStore(store);
-      return store;
-    })();
+    opened ??= openConfiguredStore({ databaseUrl: options.databaseUrl ?? settings.DATABASE_URL, dataDir: settings.HOOKRELAY_DATA_DIR });
+    opened.catch(() => (opened = undefined)); // a failed open is retried by the next call
     return opened;
   };
   const db = async () => (await getStore()).db;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { readSettings } from '../config/settings.ts';
 import type { AgentContext } from '../contract/agentHooks.ts';
 import { parseTemplateEnvPattern, reservedTemplateSourceProblem, templateSourceProblem } from '../contract/templateSources.ts';
 import { checkWebhookUrl, ENV_VAR_NAME, hasUnsafeHeaderValue, headerNameProblem, MAX_TIMEOUT_SECONDS, templateNames, UNSAFE_HEADER_VALUE_MESSAGE } from '../contract/webhook.ts';
@@ -78,15 +79,17 @@ export class RemoteInterceptorError extends Error {
 export function createRemoteInterceptor(config: RemoteInterceptorConfig, options: RemoteInterceptorDeps = {}): Interceptor {
   const parsed = RemoteInterceptorConfigSchema.parse(config);
   const env = options.env ?? process.env;
-  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? env.HOOKRELAY_TEMPLATE_ENV);
+  // Read once, with the settings schema; only templates and signing secrets stay live (W2).
+  const settings = readSettings(['HOOKRELAY_TEMPLATE_ENV', 'APP_URL', 'HOOKRELAY_ALLOWED_CIDRS'], env);
+  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? settings.HOOKRELAY_TEMPLATE_ENV);
   for (const variable of parsed.allowedEnvVars ?? []) {
     const problem = templateSourceProblem(variable, { pattern: templateEnv });
     if (problem) throw new RemoteInterceptorError(`allowedEnvVars: ${problem}`);
   }
   const deps = {
     env,
-    appUrl: options.appUrl ?? (env.APP_URL || undefined),
-    fetchTransport: options.fetchTransport ?? new FetchTransport({ allowedCidrs: env.HOOKRELAY_ALLOWED_CIDRS }),
+    appUrl: options.appUrl ?? settings.APP_URL,
+    fetchTransport: options.fetchTransport ?? new FetchTransport({ allowedCidrs: settings.HOOKRELAY_ALLOWED_CIDRS }),
   };
   const timeoutMs = parsed.timeout !== undefined ? Math.ceil(parsed.timeout * 1000) : parsed.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : parsed.timeoutMs;
   const transportMs = timeoutMs === null ? MAX_TRANSPORT_MS : Math.min(MAX_TRANSPORT_MS, timeoutMs + TRANSPORT_GRACE_MS);

@@ -1,8 +1,9 @@
 /** Q3: retry schedule, jitter, Retry-After and permanent statuses. Pure functions. */
+import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../contract/defaults.ts';
 
 export const RETRY_SCHEDULE_ENV = 'HOOKRELAY_RETRY_SCHEDULE';
 /** Delays (seconds) after the first immediate attempt: 8 attempts over ~27.5 h. */
-export const DEFAULT_RETRY_SCHEDULE_SECONDS: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
+export { DEFAULT_RETRY_SCHEDULE_SECONDS };
 export const JITTER_RATIO = 0.2;
 export const MAX_RETRY_DELAY_MS = 24 * 60 * 60 * 1000;
 const MS_PER_SECOND = 1000;

@@ -18,13 +18,11 @@ import { storeOf, type Db, type Store } from '../store/db.ts';
 import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';
 import { addDeliveryJobs, withTimeout } from './jobs.ts';
 import { assertPayloadWithinCap } from './payloadCap.ts';
-import { openProducerStore } from './producerStore.ts';
+import { openConfiguredStore } from '../store/openConfigured.ts';
+import { readSettings } from '../config/settings.ts';
 import { createRedis } from './redisConnection.ts';
 import {
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  DEFAULT_QUEUE_NAME,
   DEFAULT_QUEUE_PREFIX,
-  DEFAULT_REDIS_URL,
   type DeliveryJobData,
   type EnqueueInput,
   type EnqueueManyResult,
@@ -37,21 +35,26 @@ import {
 export const DEFAULT_QUEUE_TIMEOUT_MS = 2_000;
 /** Rows per INSERT statement (about 10 parameters a row, well under Postgres' 65,535). */
 export const INSERT_CHUNK_ROWS = 1_000;
+/** A producer needs few connections: enqueue is one INSERT. */
+export const PRODUCER_POOL_SIZE = 10;
+const PRODUCER_SETTINGS = ['HOOKRELAY_QUEUE', 'REDIS_URL', 'DATABASE_URL', 'HOOKRELAY_DATA_DIR', 'HOOKRELAY_MAX_PAYLOAD_BYTES', 'HOOKRELAY_TEMPLATE_ENV'] as const;
 /** How long close() waits for the queue connection before dropping it. */
 const CLOSE_TIMEOUT_MS = 2_000;
 
 type PreparedItem = { rows: NewDelivery[]; idempotencyKey: string | undefined };
 
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
-  const env = options.env ?? process.env;
   const logger = options.logger ?? silentLogger();
-  const queueName = options.queueName ?? nonEmpty(env.HOOKRELAY_QUEUE) ?? DEFAULT_QUEUE_NAME;
-  const redisUrl = options.redisUrl ?? nonEmpty(env.REDIS_URL) ?? DEFAULT_REDIS_URL;
-  const databaseUrl = options.databaseUrl ?? nonEmpty(env.DATABASE_URL);
-  const maxPayloadBytes = options.maxPayloadBytes ?? positiveInt(env.HOOKRELAY_MAX_PAYLOAD_BYTES) ?? DEFAULT_MAX_PAYLOAD_BYTES;
+  // Read once, with the settings schema (a bad value throws a SettingsError naming the variable);
+  // explicit options win over the environment.
+  const settings = readSettings(PRODUCER_SETTINGS, options.env ?? process.env);
+  const queueName = options.queueName ?? settings.HOOKRELAY_QUEUE;
+  const redisUrl = options.redisUrl ?? settings.REDIS_URL;
+  const databaseUrl = options.databaseUrl ?? settings.DATABASE_URL;
+  const maxPayloadBytes = options.maxPayloadBytes ?? settings.HOOKRELAY_MAX_PAYLOAD_BYTES;
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
   // W2: an invalid pattern fails here (TemplateEnvPatternError names the variable).
-  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? env.HOOKRELAY_TEMPLATE_ENV);
+  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? settings.HOOKRELAY_TEMPLATE_ENV);
 
   let storePromise: Promise<Store> | undefined;
   let queue: Queue<DeliveryJobData> | undefined;
@@ -60,7 +63,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
 
   const db = async (): Promise<Db> => {
     if (closed) throw new Error('the hook producer is closed');
-    storePromise ??= options.store ? Promise.resolve(storeOf(options.store)) : openProducerStore(databaseUrl, env);
+    storePromise ??= options.store ? Promise.resolve(storeOf(options.store)) : openConfiguredStore({ databaseUrl, dataDir: settings.HOOKRELAY_DATA_DIR, maxConnections: PRODUCER_POOL_SIZE });
     try {
       return (await storePromise).db;
     } catch (error) {
@@ -209,13 +212,4 @@ function parseOccurredAt(value: Date | string | undefined): Date {
   const date = value instanceof Date ? value : new Date(value);
   if (Number.isNaN(date.getTime())) throw new TypeError('enqueue: occurredAt must be a valid date');
   return date;
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  return value !== undefined && value.trim() !== '' ? value : undefined;
-}
-
-function positiveInt(value: string | undefined): number | undefined {
-  const n = Number(value);
-  return value !== undefined && Number.isInteger(n) && n > 0 ? n : undefined;
 }

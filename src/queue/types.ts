@@ -9,12 +9,8 @@ import type { HookType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { StoreHandle } from '../store/types.ts';
 
-/** SPEC §13 defaults. */
-export const DEFAULT_QUEUE_NAME = 'hookrelay-deliveries';
-export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
-export const DEFAULT_MAX_PAYLOAD_BYTES = 262_144;
-/** BullMQ's own default key prefix. */
-export const DEFAULT_QUEUE_PREFIX = 'bull';
+/** SPEC §13 defaults (defined once, in the contract). */
+export { DEFAULT_QUEUE_NAME, DEFAULT_REDIS_URL, DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_QUEUE_PREFIX } from '../contract/defaults.ts';
 /** The BullMQ job name of every delivery job. */
 export const DELIVERY_JOB_NAME = 'deliver';
 

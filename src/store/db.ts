@@ -4,6 +4,7 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { schema } from './schema.ts';
+import { DEFAULT_DATA_DIR } from '../contract/defaults.ts';
 import { importEmbedded } from './embeddedImport.ts';
 import type { OpenStoreOptions, StoreDb, StoreHandle } from './types.ts';
 
@@ -41,7 +42,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     const db = drizzlePg(pool, { schema }) as unknown as Db;
     return { db, kind: 'postgres', pool, close: () => pool.end() };
   }
-  const dataDir = path.resolve(options.dataDir ?? '.hookrelay', 'pgdata');
+  const dataDir = path.resolve(options.dataDir ?? DEFAULT_DATA_DIR, 'pgdata');
   mkdirSync(dataDir, { recursive: true });
   // Loaded only in embedded mode: the PGlite driver costs ~40 MB of RSS a postgres worker never needs.
   const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([importEmbedded('@electric-sql/pglite'), import('drizzle-orm/pglite')]);

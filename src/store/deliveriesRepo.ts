@@ -3,6 +3,7 @@ import { rowsOf, type Db } from './db.ts';
 import { deliveries } from './schema.ts';
 import type { Delivery, DeliveryAttempt, DeliveryStatus } from '../contract/delivery.ts';
 import type { HookType } from '../contract/hookTypes.ts';
+import { DEFAULT_WEBHOOK_TIMEOUT_SECONDS } from '../contract/defaults.ts';
 
 /** Q1: `dlv_<ULID>` ids, generated in one place for the producer, the dispatcher and decisions. */
 export { newDeliveryId } from '../contract/deliveryId.ts';
@@ -133,7 +134,6 @@ export async function listDeliveries(db: Db, filter: DeliveryFilter = {}): Promi
 const CLAIMABLE_STATUSES = ['queued', 'retrying', 'in_flight'];
 /** Added to the webhook's own timeout to form the lease (payload build, ledger write, slack). */
 export const LEASE_MARGIN_MS = 30_000;
-const DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 30;
 
 /**
  * The attempts of the row's current generation (its list holds every generation's). A replay

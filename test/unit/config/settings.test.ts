@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadSettings, SettingsError, signingSecrets } from '../../../src/config/settings.ts';
+import { loadSettings, readSettings, SETTING_NAMES, SettingsError, signingSecrets } from '../../../src/config/settings.ts';
+import { createHookProducer } from '../../../src/queue/producer.ts';
 
 function settingsError(env: Record<string, string | undefined>): SettingsError {
   try {
@@ -117,7 +118,7 @@ describe('§13: values are read', () => {
       HOOKRELAY_QUEUE: 'my_queue-2',
       APP_URL: 'https://app.example.com/api',
       HOOKRELAY_ALLOWED_CIDRS: '10.0.0.0/8,fd00::/8',
-      HOOKRELAY_SIGNING_SECRETS: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_b2xkc2VjcmV0',
+      HOOKRELAY_SIGNING_SECRETS: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=',
       HOOKRELAY_RETRY_SCHEDULE: '1, 2.5 ,60',
       HOOKRELAY_CONCURRENCY: '8',
       HOOKRELAY_MAX_PAYLOAD_BYTES: '1024',
@@ -161,7 +162,7 @@ describe('§13: values are read', () => {
       QSTASH_NEXT_SIGNING_KEY: 'sig_next',
       retryScheduleSeconds: [1, 2.5, 60],
     });
-    expect(signingSecrets(s)).toEqual(['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_b2xkc2VjcmV0']);
+    expect(signingSecrets(s)).toEqual(['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=']);
   });
 
   it('Q3: HOOKRELAY_RETRY_SCHEDULE is parsed into retryScheduleSeconds', () => {
@@ -171,7 +172,7 @@ describe('§13: values are read', () => {
   });
 
   it('Q6: several whitespace characters between signing secrets are fine', () => {
-    expect(signingSecrets(loadSettings({ HOOKRELAY_SIGNING_SECRETS: '  whsec_YQ==\t whsec_Yg==  ' }))).toEqual(['whsec_YQ==', 'whsec_Yg==']);
+    expect(signingSecrets(loadSettings({ HOOKRELAY_SIGNING_SECRETS: '  whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH\t whsec_CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=  ' }))).toEqual(['whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH', 'whsec_CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=']);
   });
 
   it('§13: HOOKRELAY_HTTP_PORT bounds 0 and 65535 are accepted', () => {
@@ -258,6 +259,8 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     ['HOOKRELAY_SIGNING_SECRETS', 'notwhsec'],
     ['HOOKRELAY_SIGNING_SECRETS', 'whsec_YQ== plain'],
     ['HOOKRELAY_SIGNING_SECRETS', 'whsec_'],
+    // Q6: one parser for settings and the send path: a secret under 24 bytes is refused here too
+    ['HOOKRELAY_SIGNING_SECRETS', 'whsec_b2xkc2VjcmV0'],
   ])('§13: secret variable %s=%j throws naming the variable, not the value', (name, value) => {
     const error = settingsError({ [name]: value });
     expect(error.variables).toEqual([name]);
@@ -300,5 +303,49 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     const error = settingsError({ HOOKRELAY_CONCURRENCY: '8', LOG_LEVEL: 'loud' });
     expect(error.variables).toEqual(['LOG_LEVEL']);
     expect(error.message).not.toContain('HOOKRELAY_CONCURRENCY');
+  });
+});
+
+describe('§13: one settings schema for every factory (readSettings)', () => {
+  it('§13: a slice gets the same defaults as loadSettings', () => {
+    const all = loadSettings({});
+    const slice = readSettings(['HOOKRELAY_QUEUE', 'REDIS_URL', 'HOOKRELAY_MAX_PAYLOAD_BYTES', 'HOOKRELAY_DATA_DIR'], {});
+    expect(slice).toEqual({
+      HOOKRELAY_QUEUE: all.HOOKRELAY_QUEUE,
+      REDIS_URL: all.REDIS_URL,
+      HOOKRELAY_MAX_PAYLOAD_BYTES: all.HOOKRELAY_MAX_PAYLOAD_BYTES,
+      HOOKRELAY_DATA_DIR: all.HOOKRELAY_DATA_DIR,
+    });
+  });
+
+  it('§13: a slice validates with the same rules, naming the variable and not the value', () => {
+    expect(() => readSettings(['HOOKRELAY_MAX_PAYLOAD_BYTES'], { HOOKRELAY_MAX_PAYLOAD_BYTES: 'big' })).toThrow(/HOOKRELAY_MAX_PAYLOAD_BYTES/);
+    const error = (() => {
+      try {
+        readSettings(['REDIS_URL'], { REDIS_URL: 'http://secret-host:1' });
+      } catch (e) {
+        return e as SettingsError;
+      }
+      throw new Error('expected a SettingsError');
+    })();
+    expect(error).toBeInstanceOf(SettingsError);
+    expect(error.variables).toEqual(['REDIS_URL']);
+    expect(error.message).not.toContain('secret-host');
+  });
+
+  it('§13: a variable outside the slice is neither read nor validated', () => {
+    expect(readSettings(['HOOKRELAY_QUEUE'], { HOOKRELAY_CONCURRENCY: 'abc', HOOKRELAY_QUEUE: 'q1' })).toEqual({ HOOKRELAY_QUEUE: 'q1' });
+  });
+
+  it('§13: the producer reads its environment through the schema (a bad HOOKRELAY_MAX_PAYLOAD_BYTES is an error, not silently the default)', () => {
+    expect(() => createHookProducer({ env: { HOOKRELAY_MAX_PAYLOAD_BYTES: '12kb' } })).toThrow(SettingsError);
+    expect(() => createHookProducer({ env: { HOOKRELAY_QUEUE: 'bad name' } })).toThrow(/HOOKRELAY_QUEUE/);
+  });
+
+  it('§13: SETTING_NAMES lists every variable of the schema', () => {
+    expect(SETTING_NAMES).toContain('DATABASE_URL');
+    expect(SETTING_NAMES).toContain('HOOKRELAY_TEMPLATE_ENV');
+    // every defaulted setting loadSettings returns is a listed name (retryScheduleSeconds is derived)
+    for (const key of Object.keys(loadSettings({}))) if (key !== 'retryScheduleSeconds') expect(SETTING_NAMES).toContain(key);
   });
 });
