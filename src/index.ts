@@ -36,16 +36,23 @@ export class HookDispatcher extends DispatcherCore {
     super(options, { createProducer: createHookProducer });
   }
 }
-export { CriticalHookDeliveryError, type CriticalFailure } from './dispatch/criticalError.ts';
+export { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from './dispatch/criticalError.ts';
+// Every error a public function throws on purpose: one base, a stable `code` on each (`HOOKRELAY_*`).
+export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from './contract/hookrelayError.ts';
+export { DeliveryConfigError, SsrfBlockedError } from './delivery/errors.ts';
+export { PayloadTooLargeError } from './queue/payloadCap.ts';
+export { RedisUnavailableError } from './queue/errors.ts';
+export { ToolCallContextError } from './payload/toolCallContext.ts';
+export { WorkerPluginError } from './worker/plugin.ts';
 export { parseToolCallHookResponse, MAX_DECISION_RESPONSE_BYTES, type ToolCallHookResponse } from './control/parseDecisionResponse.ts';
 export type { ToolCallControlOutcome } from './control/evaluateControls.ts';
 export { buildToolCallHookContext, createWebhookPayloadBuilder, redactResultForEvents } from './payload/index.ts';
 export { loadEnvHooks, EnvHookConfigError } from './config/envHooks.ts';
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from './control/operationErrors.ts';
 export type { OperationStore, OperationStoreOptions, ApprovalDecision, PublishDeferredResultInput, PublishDeferredResultOutput } from './control/operationStore.ts';
-export { PlaceholderNotFoundError } from './store/errors.ts';
+export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError } from './store/errors.ts';
 export { createHookProducer, createOperationStore, createStoreRecordSink, startDeliveryWorker } from './lazy.ts';
-export { createRemoteInterceptor, RemoteInterceptorConfigSchema, type RemoteInterceptorConfig } from './delivery/remoteInterceptor.ts';
+export { createRemoteInterceptor, RemoteInterceptorConfigSchema, RemoteInterceptorError, type RemoteInterceptorConfig } from './delivery/remoteInterceptor.ts';
 export { FetchTransport } from './delivery/fetchTransport.ts';
 export type { StoreRecordSink } from './store/interceptionRecordSink.ts';
 export { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from './dispatch/interceptionSeam.ts';

@@ -2,6 +2,7 @@ import { ENV_HOOK_ID_PREFIX, HOOK_TYPES, isControlHookType, type HookType } from
 import { checkWebhookUrl } from '../contract/webhook.ts';
 import type { ParsedSerializedHook } from '../contract/hook.ts';
 import { parseSerializedHooks } from '../contract/validate.ts';
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
 export const ENV_HOOK_VARIABLES = {
   url: 'AGENT_HOOK_WEBHOOK_URL',
@@ -12,7 +13,8 @@ export const ENV_HOOK_VARIABLES = {
 } as const;
 
 /** E2/§14: names the variables at fault, never their values. */
-export class EnvHookConfigError extends Error {
+export class EnvHookConfigError extends HookrelayError {
+  readonly code = 'HOOKRELAY_ENV_HOOK_CONFIG_INVALID' as const;
   override readonly name = 'EnvHookConfigError';
   constructor(readonly variables: string[], problem: string) {
     super(`Invalid environment hook configuration (${variables.join(', ')}): ${problem}`);

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import * as D from '../contract/defaults.ts';
 import { signingSecretsProblem } from '../contract/signingSecrets.ts';
 import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
 /** An absolute http(s) URL (APP_URL, HOOKRELAY_PUBLIC_URL, QSTASH_URL are bases for HTTP requests). */
@@ -65,7 +66,8 @@ export type Settings = z.output<typeof SettingsSchema> & { retryScheduleSeconds:
 /** Variables whose values are secrets: never printed, even in a validation error. */
 const SECRET_VARIABLES = new Set(['DATABASE_URL', 'HOOKRELAY_SIGNING_SECRETS', 'QSTASH_TOKEN', 'QSTASH_CURRENT_SIGNING_KEY', 'QSTASH_NEXT_SIGNING_KEY', 'REDIS_URL']);
 
-export class SettingsError extends Error {
+export class SettingsError extends HookrelayError {
+  readonly code = 'HOOKRELAY_SETTINGS_INVALID' as const;
   override readonly name = 'SettingsError';
   constructor(readonly variables: string[], message: string) {
     super(message);

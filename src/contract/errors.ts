@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { brandHookrelayError, HookrelayError } from './hookrelayError.ts';
 
 export type ConfigIssue = { path: string; message: string };
 
@@ -10,7 +11,8 @@ function formatPath(path: readonly PropertyKey[]): string {
  * A hook configuration was rejected (§14). The message names the hook id and every failing
  * field path; it never contains header values, so a secret cannot leak through it.
  */
-export class HookConfigError extends Error {
+export class HookConfigError extends HookrelayError {
+  readonly code = 'HOOKRELAY_HOOK_CONFIG_INVALID' as const;
   override readonly name = 'HookConfigError';
   readonly hookId: string | undefined;
   readonly index: number | undefined;
@@ -41,5 +43,11 @@ export class HookConfigError extends Error {
  */
 export class EventValidationError extends TypeError {
   override readonly name = 'EventValidationError';
+  readonly code = 'HOOKRELAY_EVENT_INVALID' as const;
   readonly errorClass = 'invalid_event' as const;
+
+  constructor(message: string) {
+    super(message);
+    brandHookrelayError(this); // `instanceof HookrelayError` too, while staying a TypeError
+  }
 }

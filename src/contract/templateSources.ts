@@ -7,6 +7,7 @@
  * - the operator's allow pattern `HOOKRELAY_TEMPLATE_ENV` (comma-separated names with `*` globs,
  *   `none` for no templates at all) says which other names caller hooks may use. Default `*`.
  */
+import { HookrelayError } from './hookrelayError.ts';
 
 /** Variables hookrelay reads for its own configuration (connection strings, keys, secrets). */
 export const RESERVED_TEMPLATE_VARIABLES: readonly string[] = ['DATABASE_URL', 'REDIS_URL'];
@@ -33,7 +34,8 @@ export type TemplateEnvPattern = {
 };
 
 /** An invalid HOOKRELAY_TEMPLATE_ENV: names the variable and the position of the entry at fault (never its text). */
-export class TemplateEnvPatternError extends Error {
+export class TemplateEnvPatternError extends HookrelayError {
+  readonly code = 'HOOKRELAY_TEMPLATE_ENV_INVALID' as const;
   override readonly name = 'TemplateEnvPatternError';
   readonly variables = [TEMPLATE_ENV_VARIABLE];
 }

@@ -3,9 +3,11 @@
  * variable, a host or an error code, but never a header value, a resolved secret, remote
  * response text or a query string (W2).
  */
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
 /** A webhook cannot be sent as configured (bad URL, header or template): nothing was sent. */
-export class DeliveryConfigError extends Error {
+export class DeliveryConfigError extends HookrelayError {
+  readonly code = 'HOOKRELAY_DELIVERY_CONFIG_INVALID' as const;
   override readonly name = 'DeliveryConfigError';
   readonly errorClass = 'configuration' as const;
 
@@ -15,7 +17,7 @@ export class DeliveryConfigError extends Error {
 }
 
 /** Q5: the destination resolves to (or is) an address the SSRF guard refuses. */
-export class SsrfBlockedError extends Error {
+export class SsrfBlockedError extends HookrelayError {
   override readonly name = 'SsrfBlockedError';
   readonly errorClass = 'ssrf_blocked' as const;
   /** Lets the transport recognise the refusal after undici has passed it along. */

@@ -10,6 +10,7 @@ import { FetchTransport } from './fetchTransport.ts';
 import { resolveHeaderTemplates } from './headerTemplates.ts';
 import { resolveWebhookUrl } from './resolveUrl.ts';
 import { parseSigningSecrets, signatureHeaders } from './signing.ts';
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
 /** I3: the response cap of a remote verdict, as for decision webhooks. */
 export const MAX_VERDICT_RESPONSE_BYTES = 65_536;
@@ -65,7 +66,8 @@ export type RemoteInterceptorDeps = {
 };
 
 /** A transport or protocol failure; the emitter maps a throw to `host_error:interceptor_failed`. */
-export class RemoteInterceptorError extends Error {
+export class RemoteInterceptorError extends HookrelayError {
+  readonly code = 'HOOKRELAY_REMOTE_INTERCEPTOR_FAILED' as const;
   override readonly name = 'RemoteInterceptorError';
 }
 

@@ -1,3 +1,5 @@
+import { HookrelayError } from '../contract/hookrelayError.ts';
+
 /** One critical failure of a tier: the hook and its sanitized cause. */
 export type CriticalFailure = { hookId: string; cause: unknown };
 
@@ -5,7 +7,8 @@ export type CriticalFailure = { hookId: string; cause: unknown };
  * D6: webhooks with `fallback: 'none'` that failed, thrown after the rest of the tier ran. Names
  * the first failing hook and lists every critical failure of the tier. Fatal in the worker (Q4).
  */
-export class CriticalHookDeliveryError extends Error {
+export class CriticalHookDeliveryError extends HookrelayError {
+  readonly code = 'HOOKRELAY_CRITICAL_DELIVERY_FAILED' as const;
   override readonly name = 'CriticalHookDeliveryError';
   readonly hookId: string;
   override readonly cause: unknown;
@@ -23,7 +26,8 @@ export class CriticalHookDeliveryError extends Error {
 }
 
 /** A sanitized delivery failure used as a critical cause: classes and statuses, never remote text. */
-export class WebhookDeliveryFailure extends Error {
+export class WebhookDeliveryFailure extends HookrelayError {
+  readonly code = 'HOOKRELAY_WEBHOOK_DELIVERY_FAILED' as const;
   override readonly name = 'WebhookDeliveryFailure';
   constructor(
     readonly errorClass: string,

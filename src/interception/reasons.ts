@@ -1,4 +1,5 @@
 import type { HostErrorReason } from '../contract/agentHooks.ts';
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
 /** §11 reserved reasons, by name, so call sites never spell the strings by hand. */
 export const HostError = {
@@ -25,7 +26,8 @@ export function isReservedReason(reason: string | undefined): boolean {
 }
 
 /** A failure that maps to one reserved reason; `detail` names a path or constraint, never a value (§14). */
-export class HostErrorFailure extends Error {
+export class HostErrorFailure extends HookrelayError {
+  readonly code = 'HOOKRELAY_HOST_ERROR' as const;
   readonly reason: HostErrorReason;
   readonly detail: string;
   constructor(reason: HostErrorReason, detail: string) {

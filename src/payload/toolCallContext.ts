@@ -1,4 +1,5 @@
 import { ToolCallHookContextSchema, type ToolCallHookContext } from '../contract/index.ts';
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
 /** The tool call as the model emitted it; `arguments` may still be the raw JSON string. */
 export type ToolCallInput = {
@@ -56,7 +57,8 @@ export type FlatToolCallHookContextInput = Partial<Omit<ToolCallHookContext, 'ar
   origin?: { userId?: string };
 };
 
-export class ToolCallContextError extends Error {
+export class ToolCallContextError extends HookrelayError {
+  readonly code = 'HOOKRELAY_TOOL_CALL_CONTEXT_INVALID' as const;
   override readonly name = 'ToolCallContextError';
   readonly fields: string[];
 

@@ -1,8 +1,10 @@
 /** Q8: the payload cap, checked at enqueue before anything is stored. */
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
 export const MAX_PAYLOAD_BYTES_ENV = 'HOOKRELAY_MAX_PAYLOAD_BYTES';
 
-export class PayloadTooLargeError extends Error {
+export class PayloadTooLargeError extends HookrelayError {
+  readonly code = 'HOOKRELAY_PAYLOAD_TOO_LARGE' as const;
   override readonly name = 'PayloadTooLargeError';
   readonly errorClass = 'payload_too_large' as const;
   constructor(

@@ -1,6 +1,8 @@
 /** Store errors, in a module of their own so the light package entry can export them. */
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
-export class PlaceholderNotFoundError extends Error {
+export class PlaceholderNotFoundError extends HookrelayError {
+  readonly code = 'HOOKRELAY_PLACEHOLDER_NOT_FOUND' as const;
   override readonly name = 'PlaceholderNotFoundError';
   constructor(
     readonly operationId: string,
@@ -11,6 +13,7 @@ export class PlaceholderNotFoundError extends Error {
 }
 
 /** The embedded store's packages are optional peers: a missing one says what to install or set instead. */
-export class EmbeddedStoreUnavailableError extends Error {
+export class EmbeddedStoreUnavailableError extends HookrelayError {
+  readonly code = 'HOOKRELAY_EMBEDDED_STORE_UNAVAILABLE' as const;
   override readonly name = 'EmbeddedStoreUnavailableError';
 }

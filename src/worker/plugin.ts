@@ -7,10 +7,12 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { EmailLookup } from '../payload/emailCache.ts';
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
 export type WorkerPlugin = { emailLookup: EmailLookup };
 
-export class WorkerPluginError extends Error {
+export class WorkerPluginError extends HookrelayError {
+  readonly code = 'HOOKRELAY_WORKER_PLUGIN_INVALID' as const;
   override readonly name = 'WorkerPluginError';
 }
 
