@@ -31,7 +31,7 @@ export function flushed(stream: NodeJS.WriteStream): Promise<void> {
 export function formatTable(columns: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
-  return [line(columns), ...rows.map(line)].join('\n') + '\n';
+  return `${[line(columns), ...rows.map(line)].join('\n')}\n`;
 }
 
 export function iso(date: Date | null | undefined): string {

@@ -57,7 +57,7 @@ export function applyTransformPath(
     const seg = segments[i];
     const last = i === segments.length - 1;
     if (seg.kind === 'member') {
-      if (!isObject(cur) || !Object.prototype.hasOwnProperty.call(cur, seg.name)) return unresolved(i);
+      if (!isObject(cur) || !Object.hasOwn(cur, seg.name)) return unresolved(i);
       if (last) cur[seg.name] = structuredClone(value);
       else cur = cur[seg.name];
     } else {

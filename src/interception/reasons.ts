@@ -22,7 +22,7 @@ export const HostError = {
 export const RESERVED_PREFIX = 'host_error:';
 
 export function isReservedReason(reason: string | undefined): boolean {
-  return reason !== undefined && reason.startsWith(RESERVED_PREFIX);
+  return reason?.startsWith(RESERVED_PREFIX) === true;
 }
 
 /** A failure that maps to one reserved reason; `detail` names a path or constraint, never a value (§14). */

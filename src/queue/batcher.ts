@@ -41,8 +41,12 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
       options
         .run(batch.map((p) => p.item))
         .then(
-          (results) => batch.forEach((p, i) => p.resolve(results[i] as O)),
-          (error: unknown) => batch.forEach((p) => p.reject(error)),
+          (results) => {
+            for (const [i, p] of batch.entries()) p.resolve(results[i] as O);
+          },
+          (error: unknown) => {
+            for (const p of batch) p.reject(error);
+          },
         )
         .finally(() => {
           inFlight -= 1;

@@ -37,7 +37,7 @@ for (const [label, dir] of [
 
 describe('I2: the harness never reports vacuous conformance (§13.2)', () => {
   it('I2: an empty vector directory is an error, not a pass', () => {
-    expect(() => loadVectors(OWN_VECTORS_DIR + '/../fixtures/golden')).toThrow(/no AH-CTK/);
+    expect(() => loadVectors(`${OWN_VECTORS_DIR}/../fixtures/golden`)).toThrow(/no AH-CTK/);
   });
 
   it('I2: a vector that breaks the grammar fails instead of running', async () => {

@@ -591,7 +591,7 @@ export async function startQStashServer(opts: QStashServerOptions = {}): Promise
       }
     }
     const deduplicationId = headers['upstash-deduplication-id'];
-    if (deduplicationId !== undefined && deduplicationId.includes(':')) {
+    if (deduplicationId?.includes(':')) {
       return error(400, "DeduplicationId cannot contain ':'");
     }
     let maxRetries = defaultRetries;
@@ -768,8 +768,8 @@ export async function startQStashServer(opts: QStashServerOptions = {}): Promise
     const isPublish = pathname.startsWith('/v2/publish/') || pathname.startsWith('/v2/enqueue/');
     const route = routeName(method, pathname);
 
-    const auth = headers['authorization'];
-    const presented = auth !== undefined && auth.startsWith('Bearer ') ? auth.slice('Bearer '.length) : isPublish ? undefined : (q.get('qstash_token') ?? undefined);
+    const auth = headers.authorization;
+    const presented = auth?.startsWith('Bearer ') ? auth.slice('Bearer '.length) : isPublish ? undefined : (q.get('qstash_token') ?? undefined);
     if (presented !== token) return { route, outcome: error(401, 'unauthorized') };
 
     if ((isPublish || route === 'batch') && forcedPublishStatus !== undefined) {

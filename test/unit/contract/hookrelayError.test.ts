@@ -55,7 +55,7 @@ describe('errors users can catch: HookrelayError with a stable code', () => {
   });
 
   it('codes are unique per class', () => {
-    const codes = Object.values(samples).map((make) => (make() as { code: string }).code);
+    const codes = Object.values(samples).map((make) => (make() as unknown as { code: string }).code);
     expect(new Set(codes).size).toBe(codes.length);
   });
 

@@ -58,7 +58,7 @@ describe('parseToolCallHookResponse (pure, R5-order)', () => {
     expect(MAX_DECISION_RESPONSE_BYTES).toBe(65_536);
     expect(parseToolCallHookResponse(pad('{"decision":"allow"}', 65_536))).toEqual({ status: 'success', decision: { decision: 'allow' } });
     expect(parseToolCallHookResponse(pad('{"decision":"allow"}', 65_537))).toEqual({ status: 'error', code: 'response_too_large' });
-    expect(parseToolCallHookResponse('{}' + ' '.repeat(65_535))).toEqual({ status: 'error', code: 'response_too_large' });
+    expect(parseToolCallHookResponse(`{}${' '.repeat(65_535)}`)).toEqual({ status: 'error', code: 'response_too_large' });
   });
 
   it('R5-order: size is checked before UTF-8, UTF-8 before JSON', () => {
