@@ -5,6 +5,7 @@
  */
 import { runDeliveryBench } from './delivery.ts';
 import { runDispatchBench } from './dispatch.ts';
+import { runStartupBench } from './startup.ts';
 import { printTable } from './support.ts';
 
 export type BenchSection = { title: string; run(): Promise<{ rows: string[][]; summary: Record<string, number>; summaryLine?: string }> };
@@ -12,6 +13,7 @@ export type BenchSection = { title: string; run(): Promise<{ rows: string[][]; s
 const SECTIONS: BenchSection[] = [
   { title: 'Durable delivery (worker, producer, latency, memory)', run: runDeliveryBench },
   { title: 'Dispatch (in-process hooks, decision round trip)', run: runDispatchBench },
+  { title: 'Startup (CLI --help, idle worker RSS): shipped dist/ vs the same sources under tsx', run: runStartupBench },
 ];
 
 const summaryLines: string[] = [];
