@@ -1,25 +1,20 @@
 /**
- * The product under benchmark: the real producer and the real delivery service (ledger claims and
- * outcomes batched, undici keep-alive transport, payload builder, signing off), measured on the
- * same machine and receiver as the naive baseline.
+ * The product under benchmark, as shipped: the real producer (in this process, as a server app
+ * runs it) and the delivery worker as a separate process (`node bin/hookrelay.mjs worker`,
+ * compiled dist/, the bin's heap flags), measured on the same machine and receiver as the naive
+ * baseline.
  */
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { Queue } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
-import { loadSettings } from '../src/config/settings.ts';
-import { silentLogger } from '../src/observability/logger.ts';
 import { createHookProducer } from '../src/queue/producer.ts';
-import { startDeliveryService } from '../src/queue/service.ts';
 import type { EnqueueInput } from '../src/queue/types.ts';
 import { openStore, type Store } from '../src/store/db.ts';
 import { migrateStore } from '../src/store/migrate.ts';
 import { BENCH_PREFIX, BENCH_REDIS_URL, createBenchSchema, kibPayload, percentile, sleep, uniqueName, type BenchSchema } from './support.ts';
+import { startWorkerProcess, type WorkerProcess } from './workerProcess.ts';
 
-/** The V8 flags of the bin's shebang, `npm start` and the Dockerfile. */
-export const WORKER_NODE_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=384'];
+export { WORKER_NODE_FLAGS } from './workerProcess.ts';
 
 /** Events per producer call when pre-enqueueing (one INSERT + one addBulk each). */
 export const ENQUEUE_BATCH = 500;
@@ -51,49 +46,52 @@ async function deliveredCount(store: Store): Promise<number> {
   return (r as unknown as { rows: Array<{ n: number }> }).rows[0]?.n ?? 0;
 }
 
-function settingsFor(queueName: string, concurrency: number) {
-  return loadSettings({
-    REDIS_URL: BENCH_REDIS_URL,
-    HOOKRELAY_QUEUE: queueName,
-    HOOKRELAY_CONCURRENCY: String(concurrency),
-    HOOKRELAY_ALLOWED_CIDRS: '127.0.0.0/8',
-    HOOKRELAY_HTTP_PORT: '0',
-    LOG_LEVEL: 'silent',
-  });
+/** The worker processes use BullMQ's default prefix: their queue is removed by name afterwards. */
+async function obliterate(queueName: string): Promise<void> {
+  const connection = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: null });
+  const queue = new Queue(queueName, { connection });
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
+  connection.disconnect();
+}
+
+function producerFor(store: Store, queueName: string) {
+  return createHookProducer({ store, redisUrl: BENCH_REDIS_URL, queueName, env: {} });
 }
 
 export type ProductRun = { deliveriesPerSecond: number; enqueuePerSecond: number };
 
-/** (a) `jobs` events pre-enqueued (timed apart), then drained by the worker until the ledger says delivered. */
-export async function runProduct(opts: { concurrency: number; jobs: number; warmup: number; receiverUrl: string; receivedCount: () => Promise<number> }): Promise<ProductRun> {
+/**
+ * (a) `warmup + jobs` events pre-enqueued through the producer (timed: the enqueue rate), then
+ * `workers` worker processes start and drain them. Steady rate = `jobs` over the time from the
+ * receiver having seen `warmup` requests (JIT and pools warm) until the ledger says every row
+ * delivered — so the ledger writes are inside the measured time.
+ */
+export async function runProduct(opts: { concurrency: number; jobs: number; warmup: number; receiverUrl: string; receivedCount: () => Promise<number>; workers?: number }): Promise<ProductRun> {
   const stack = await openBenchStore('product');
   const queueName = uniqueName('product');
-  const producer = createHookProducer({ store: stack.store, redisUrl: BENCH_REDIS_URL, queueName, queuePrefix: BENCH_PREFIX, env: {} });
+  const producer = producerFor(stack.store, queueName);
+  const workers: WorkerProcess[] = [];
   try {
-    for (let i = 0; i < opts.warmup; i += ENQUEUE_BATCH) await producer.enqueueMany(events(i, Math.min(ENQUEUE_BATCH, opts.warmup - i), opts.receiverUrl));
-    const service = await startDeliveryService({ settings: settingsFor(queueName, opts.concurrency), store: stack.store, logger: silentLogger(), queuePrefix: BENCH_PREFIX, http: false });
-    while ((await deliveredCount(stack.store)) < opts.warmup) await sleep(POLL_MS);
-    await service.worker.pause();
-
+    const total = opts.warmup + opts.jobs;
+    await producer.enqueueMany(events(0, Math.min(ENQUEUE_BATCH, opts.warmup), opts.receiverUrl)); // warm the producer
     const enqueueStarted = performance.now();
-    for (let i = 0; i < opts.jobs; i += ENQUEUE_BATCH) {
-      await producer.enqueueMany(events(opts.warmup + i, Math.min(ENQUEUE_BATCH, opts.jobs - i), opts.receiverUrl));
-    }
+    for (let i = ENQUEUE_BATCH; i < total; i += ENQUEUE_BATCH) await producer.enqueueMany(events(i, Math.min(ENQUEUE_BATCH, total - i), opts.receiverUrl));
     const enqueueSeconds = (performance.now() - enqueueStarted) / 1000;
 
     const received = await opts.receivedCount();
+    for (let w = 0; w < (opts.workers ?? 1); w++) workers.push(await startWorkerProcess({ databaseUrl: stack.schema.url, queueName, concurrency: opts.concurrency }));
+    // Watch the receiver (cheap) while the worker runs; the ledger is polled only at the end, so
+    // count(*) does not load the Postgres being measured.
+    while ((await opts.receivedCount()) - received < opts.warmup) await sleep(POLL_MS);
     const started = performance.now();
-    service.worker.resume();
-    const total = opts.warmup + opts.jobs;
-    // Watch the receiver (cheap) until every request arrived, then the ledger until it says delivered:
-    // polling count(*) on the ledger all along would load the Postgres being measured.
-    while ((await opts.receivedCount()) - received < opts.jobs) await sleep(POLL_MS);
+    while ((await opts.receivedCount()) - received < total) await sleep(POLL_MS);
     while ((await deliveredCount(stack.store)) < total) await sleep(POLL_MS);
     const seconds = (performance.now() - started) / 1000;
-    await service.stop();
-    await service.queue.obliterate({ force: true }).catch(() => undefined);
-    return { deliveriesPerSecond: opts.jobs / seconds, enqueuePerSecond: opts.jobs / enqueueSeconds };
+    return { deliveriesPerSecond: opts.jobs / seconds, enqueuePerSecond: (total - ENQUEUE_BATCH) / enqueueSeconds };
   } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+    await obliterate(queueName);
     await producer.close();
     await stack.close();
   }
@@ -114,18 +112,21 @@ export async function runPlainAddBulk(jobs: number): Promise<number> {
   return perSecond;
 }
 
-/** enqueue→received latency at the receiver, events offered one by one at `ratePerSecond`. */
+/**
+ * enqueue→received latency at the receiver, events offered one by one at `ratePerSecond` through
+ * the producer, delivered by one worker process (concurrency 64).
+ */
 export async function runLatency(opts: {
   ratePerSecond: number;
   seconds: number;
   receiverUrl: string;
   stats: () => Promise<{ count: number; latencies: number[] }>;
   reset: () => Promise<void>;
-}): Promise<{ p50: number; p99: number; count: number }> {
+}): Promise<{ p50: number; p99: number; count: number; offered: number }> {
   const stack = await openBenchStore('latency');
   const queueName = uniqueName('latency');
-  const producer = createHookProducer({ store: stack.store, redisUrl: BENCH_REDIS_URL, queueName, queuePrefix: BENCH_PREFIX, env: {} });
-  const service = await startDeliveryService({ settings: settingsFor(queueName, 64), store: stack.store, logger: silentLogger(), queuePrefix: BENCH_PREFIX, http: false });
+  const producer = producerFor(stack.store, queueName);
+  const worker = await startWorkerProcess({ databaseUrl: stack.schema.url, queueName, concurrency: 64 });
   try {
     // Warm connections and JIT first.
     await Promise.all(events(0, 200, opts.receiverUrl).map((e) => producer.enqueue(e)));
@@ -150,65 +151,35 @@ export async function runLatency(opts: {
       await sleep(50);
       stats = await opts.stats();
     }
-    return { p50: percentile(stats.latencies, 50), p99: percentile(stats.latencies, 99), count: stats.count };
+    return { p50: percentile(stats.latencies, 50), p99: percentile(stats.latencies, 99), count: stats.count, offered: total };
   } finally {
-    await service.stop();
-    await service.queue.obliterate({ force: true }).catch(() => undefined);
+    await worker.stop();
+    await obliterate(queueName);
     await producer.close();
     await stack.close();
   }
 }
 
-/** Peak RSS (MiB) of the real worker process (`node bin/hookrelay.mjs worker`) draining `queued` events. */
+/** Peak RSS (MiB) of the real worker process draining `queued` events. */
 export async function runWorkerRss(opts: { queued: number; receiverUrl: string }): Promise<{ peakMb: number; seconds: number }> {
   const stack = await openBenchStore('rss');
   const queueName = uniqueName('rss');
-  // The worker process uses BullMQ's default prefix; its keys are removed with the queue below.
-  const producer = createHookProducer({ store: stack.store, redisUrl: BENCH_REDIS_URL, queueName, env: {} });
+  const producer = producerFor(stack.store, queueName);
+  let worker: WorkerProcess | undefined;
   try {
     for (let i = 0; i < opts.queued; i += ENQUEUE_BATCH) await producer.enqueueMany(events(i, Math.min(ENQUEUE_BATCH, opts.queued - i), opts.receiverUrl));
-    const root = path.resolve(import.meta.dirname, '..');
-    // Run as shipped (`npx hookrelay worker`, `npm start`, the Dockerfile): with the bin's V8 heap flags.
-    const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, path.join(root, 'bin/hookrelay.mjs'), 'worker'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? '',
-        DATABASE_URL: stack.schema.url,
-        REDIS_URL: BENCH_REDIS_URL,
-        HOOKRELAY_QUEUE: queueName,
-        HOOKRELAY_ALLOWED_CIDRS: '127.0.0.0/8',
-        HOOKRELAY_HTTP_PORT: '0',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+    worker = await startWorkerProcess({ databaseUrl: stack.schema.url, queueName, concurrency: 64 });
     const started = performance.now();
-    let peakKb = 0;
-    const readPeak = () => {
-      try {
-        const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-        const hwm = /VmHWM:\s+(\d+) kB/.exec(status);
-        if (hwm) peakKb = Math.max(peakKb, Number(hwm[1]));
-      } catch {
-        // the process is gone
-      }
-    };
+    let peakMb = 0;
     while ((await deliveredCount(stack.store)) < opts.queued) {
-      readPeak();
+      peakMb = Math.max(peakMb, worker.peakRssMb() || 0);
       await sleep(200);
     }
-    readPeak();
-    const seconds = (performance.now() - started) / 1000;
-    child.kill('SIGTERM');
-    await exited;
-    const connection = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: null });
-    const queue = new Queue(queueName, { connection });
-    await queue.obliterate({ force: true }).catch(() => undefined);
-    await queue.close();
-    connection.disconnect();
-    return { peakMb: peakKb / 1024, seconds };
+    peakMb = Math.max(peakMb, worker.peakRssMb() || 0);
+    return { peakMb, seconds: (performance.now() - started) / 1000 };
   } finally {
+    await worker?.stop();
+    await obliterate(queueName);
     await producer.close();
     await stack.close();
   }

@@ -11,6 +11,7 @@ export {
   DEFAULT_REDIS_URL,
   DEFAULT_MAX_PAYLOAD_BYTES,
   type DeliveryJobData,
+  type DeliveryJobAttempt,
   type EnqueueInput,
   type EnqueueResult,
   type EnqueueManyResult,

@@ -21,6 +21,12 @@ export type WebhookPayloadBuilder = {
    * `undefined` when `signal` aborted, so the caller abandons that delivery.
    */
   build(input: BuildPayloadInput): Promise<WebhookPayload | undefined>;
+  /**
+   * B3 on a body already built (buildDeliveryBody): the same JSON with `userEmail` added when a
+   * look-up is configured, the hook wants it and one is found; unchanged (no parse) otherwise.
+   * `undefined` when `signal` aborted.
+   */
+  withEmail(input: { hook: AssemblePayloadInput['hook']; body: string; emailUserId: string | undefined; signal?: AbortSignal }): Promise<string | undefined>;
 };
 
 /**
@@ -43,6 +49,16 @@ export function createWebhookPayloadBuilder(options: WebhookPayloadBuilderOption
       if (signal?.aborted) return undefined;
       if (email !== undefined) payload.userEmail = email;
       return payload;
+    },
+    async withEmail({ hook, body, emailUserId: userId, signal }) {
+      if (signal?.aborted) return undefined;
+      if (!emails || userId === undefined || !wantsEmail(hook.webhook.eventFields)) return body;
+      const email = await emails.resolve(userId, { signal });
+      if (signal?.aborted) return undefined;
+      if (email === undefined) return body;
+      const payload = JSON.parse(body) as WebhookPayload;
+      payload.userEmail = email;
+      return JSON.stringify(payload);
     },
   };
 }

@@ -3,12 +3,12 @@
  * removed on completion and on final failure (Q11: the ledger is the record).
  */
 import type { JobsOptions, Queue } from 'bullmq';
-import { DELIVERY_JOB_NAME, type DeliveryJobData } from './types.ts';
+import { DELIVERY_JOB_NAME, type DeliveryJobAttempt, type DeliveryJobData } from './types.ts';
 
 /** addBulk sends this many jobs per Redis round trip (one MULTI per chunk). */
 export const ADD_BULK_CHUNK = 1000;
 
-export type DeliveryJob = { deliveryId: string; generation: number; delayMs?: number };
+export type DeliveryJob = { deliveryId: string; generation: number; delayMs?: number; attempt?: DeliveryJobAttempt };
 
 export function deliveryJobOptions(job: DeliveryJob): JobsOptions {
   return {
@@ -26,7 +26,7 @@ export async function addDeliveryJobs(queue: Queue<DeliveryJobData>, jobs: reado
     await queue.addBulk(
       chunk.map((job) => ({
         name: DELIVERY_JOB_NAME,
-        data: { deliveryId: job.deliveryId, generation: job.generation },
+        data: job.attempt ? { deliveryId: job.deliveryId, generation: job.generation, attempt: job.attempt } : { deliveryId: job.deliveryId, generation: job.generation },
         opts: deliveryJobOptions(job),
       })),
     );

@@ -1,7 +1,12 @@
 /**
- * One BullMQ job = one attempt of one (event, hook) delivery: claim the ledger row, build the
- * payload, deliver (QStash or fetch, fallback D7, signing Q6, SSRF Q5), record the attempt, then
- * tell BullMQ what happened. The job is acknowledged only after its outcome row is written.
+ * One BullMQ job = one attempt of one (event, hook) delivery: build (or take) the payload,
+ * deliver (QStash or fetch, fallback D7, signing Q6, SSRF Q5), record the attempt, then tell
+ * BullMQ what happened. The job is acknowledged only after its outcome row is written.
+ *
+ * The hot path is one ledger write: a job the producer added carries its hook (templates
+ * unresolved) and payload, so nothing is read back. A job without them (re-added by the
+ * reconciler or a replay) or re-run after a stall reads its row first, and is not sent when the
+ * row is already delivered, failed or accepted.
  *
  * - delivered / accepted by QStash → the job completes;
  * - retryable failure → row `retrying`, job moved to delayed until the next attempt (Q3);
@@ -13,6 +18,7 @@ import type { ParsedSerializedHook } from '../contract/hook.ts';
 import { ENV_HOOK_ID_PREFIX } from '../contract/hookTypes.ts';
 import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import { parseSerializedHook } from '../contract/validate.ts';
+import { timeoutMs } from '../contract/webhook.ts';
 import { deliverNotification, type NotificationFailure, type NotificationResult } from '../delivery/deliver.ts';
 import type { FetchTransport } from '../delivery/fetchTransport.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
@@ -20,14 +26,17 @@ import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../dispatch/c
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
+import { buildDeliveryBody } from '../payload/deliveryBody.ts';
 import type { Db } from '../store/db.ts';
 import type { ClaimedDelivery } from '../store/deliveriesRepo.ts';
 import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
+import { createHookCache, type HookCache } from './hookCache.ts';
+import type { InFlightTracker } from './inFlightTracker.ts';
 import type { LedgerWriter } from './ledgerWriter.ts';
 import { decideOutcome } from './outcome.ts';
 import type { PgGate } from './pgGate.ts';
 import { qstashCallbackUrls } from './qstashCallbackUrls.ts';
-import type { DeliveryJobData } from './types.ts';
+import type { DeliveryJobAttempt, DeliveryJobData } from './types.ts';
 
 /** Q8: bytes of a successful response kept in the attempt record. */
 export const RESPONSE_EXCERPT_BYTES = 512;
@@ -54,48 +63,84 @@ export type ProcessorDeps = {
   metrics?: DeliveryMetrics;
   /** B5: aborted when the worker gives up waiting at shutdown; a payload still waiting on its email look-up is abandoned (retried later). */
   signal?: AbortSignal;
+  /** Marks attempts that run long in_flight (Q12); none → rows go straight to their outcome. */
+  inFlight?: InFlightTracker;
+  /** Added to the webhook timeout to form the in_flight lease (the worker's lock duration). */
+  leaseMarginMs?: number;
+};
+
+/** One attempt's subject, from the job (hot path) or from the ledger row. */
+type AttemptTarget = {
+  id: string;
+  operationId: string;
+  hookId: string;
+  /** undefined when the stored hook no longer validates (a permanent configuration failure). */
+  hook: ParsedSerializedHook | undefined;
+  /** undefined when the row's payload is gone (pruned by retention). */
+  body: string | undefined;
+  emailUserId: string | undefined;
+  attemptCount: number;
+  generationAttemptCount: number;
+  generation: number;
 };
 
 export type DeliveryProcessor = (job: Job<DeliveryJobData>, token?: string) => Promise<void>;
 
 export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor {
+  const hooks = createHookCache();
+  const leaseMarginMs = deps.leaseMarginMs ?? 30_000;
   return async (job, token) => {
-    const deliveryId = job.data?.deliveryId ?? job.id;
+    const data = job.data;
+    const deliveryId = data?.deliveryId ?? job.id;
     if (typeof deliveryId !== 'string') throw new UnrecoverableError('delivery job without a delivery id');
-    const claimed = await deps.gate.run(() => deps.ledger.claim(deliveryId));
+    // A stalled re-run may have delivered already (its outcome written, the ack lost): ask the ledger.
+    const fromJob = data?.attempt !== undefined && typeof data.generation === 'number' && !(job.stalledCounter > 0);
+    const target = fromJob ? targetFromJob(deliveryId, data.generation, data.attempt!, hooks) : await targetFromLedger(deps, deliveryId, hooks);
     // Already delivered, failed or accepted (or unknown): never sent again.
-    if (!claimed) return;
+    if (!target) return;
 
     const startedAt = new Date();
-    const result = await attempt(deps, claimed);
-    const decision = decideOutcome({ claimed, result, startedAt, scheduleSeconds: deps.scheduleSeconds, nowMs: Date.now() });
+    const trackKey = `${job.id}:${job.attemptsStarted}`;
+    deps.inFlight?.begin(trackKey, { id: target.id, generation: target.generation, attemptCount: target.attemptCount, leaseMs: hookTimeoutMs(target.hook) + leaseMarginMs });
+    let result: NotificationResult;
+    try {
+      result = await attempt(deps, target);
+    } finally {
+      deps.inFlight?.end(trackKey);
+    }
+    const decision = decideOutcome({ claimed: target, result, startedAt, scheduleSeconds: deps.scheduleSeconds, nowMs: Date.now() });
     // Q4: flag the operation before the row says `failed`, so whoever sees the final status also
     // sees the flag (and a crash in between leaves the row retryable, never failed-but-unflagged).
-    if (decision.kind === 'failed' && decision.critical) await deps.gate.run(() => flagCriticalDeliveryFailure(deps.db, claimed.operationId));
+    if (decision.kind === 'failed' && decision.critical) await deps.gate.run(() => flagCriticalDeliveryFailure(deps.db, target.operationId));
     await deps.gate.run(() => deps.ledger.record(decision.outcome));
 
     deps.metrics?.attemptDuration.observe({ transport: result.transport }, result.durationMs / MS_PER_SECOND);
     deps.metrics?.deliveries.inc({ outcome: decision.outcome.status, transport: result.transport });
-    const log = { deliveryId, hookId: claimed.hookId, operationId: claimed.operationId, attempt: decision.outcome.attempt.attempt };
 
     switch (decision.kind) {
       case 'delivered':
       case 'accepted_by_qstash':
         return;
       case 'retry': {
+        const log = { deliveryId, hookId: target.hookId, operationId: target.operationId, attempt: decision.outcome.attempt.attempt };
         deps.logger.info({ ...log, errorClass: decision.outcome.lastErrorClass, httpStatus: decision.outcome.lastHttpStatus, delayMs: decision.delayMs }, 'delivery attempt failed; retrying');
         if (!token) throw new Error('delivery job has no lock token; cannot delay it');
-        // The row already says `retrying` at next_attempt_at: if this move is lost, the reconciler re-adds the job.
+        // The next run counts this attempt. If either write is lost, the row already says
+        // `retrying` at next_attempt_at and the reconciler or the stalled re-run reads it.
+        if (data?.attempt) {
+          await job.updateData({ ...data, attempt: { ...data.attempt, attemptCount: target.attemptCount + 1, generationAttemptCount: target.generationAttemptCount + 1 } });
+        }
         await job.moveToDelayed(Date.now() + decision.delayMs, token);
         throw new DelayedError();
       }
       case 'failed': {
+        const log = { deliveryId, hookId: target.hookId, operationId: target.operationId, attempt: decision.outcome.attempt.attempt };
         if (!decision.critical) {
           deps.logger.warn({ ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus }, 'delivery failed for good; replayable from the ledger');
           throw new UnrecoverableError(`delivery failed: ${decision.errorClass}`);
         }
         deps.metrics?.criticalFailures.inc();
-        const error = new CriticalHookDeliveryError([{ hookId: claimed.hookId, cause: new WebhookDeliveryFailure(decision.errorClass, decision.httpStatus) }]);
+        const error = new CriticalHookDeliveryError([{ hookId: target.hookId, cause: new WebhookDeliveryFailure(decision.errorClass, decision.httpStatus) }]);
         deps.logger.error({ ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus, err: error.message }, 'critical webhook delivery failed for good; operation flagged');
         throw error;
       }
@@ -103,45 +148,76 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
   };
 }
 
+function hookTimeoutMs(hook: ParsedSerializedHook | undefined): number {
+  return hook ? timeoutMs(hook.webhook) : 0;
+}
+
+function targetFromJob(id: string, generation: number, data: DeliveryJobAttempt, hooks: HookCache): AttemptTarget {
+  const hook = hooks.parse(data.hook);
+  return {
+    id,
+    operationId: data.operationId,
+    hookId: hook?.id ?? '(invalid)',
+    hook,
+    body: data.body,
+    emailUserId: data.emailUserId,
+    attemptCount: data.attemptCount,
+    generationAttemptCount: data.generationAttemptCount,
+    generation,
+  };
+}
+
+async function targetFromLedger(deps: ProcessorDeps, id: string, hooks: HookCache): Promise<AttemptTarget | undefined> {
+  const row = await deps.gate.run(() => deps.ledger.load(id));
+  if (!row) return undefined;
+  return targetFromRow(row, hooks);
+}
+
+function targetFromRow(row: ClaimedDelivery, hooks: HookCache): AttemptTarget {
+  const hook = hooks.parseValue(row.hook);
+  const event = row.payload !== null && typeof row.payload === 'object' && !Array.isArray(row.payload) ? (row.payload as Record<string, unknown>) : undefined;
+  const built = hook && event ? buildDeliveryBody({ hook, event, deliveryId: row.id, occurredAt: row.occurredAt }) : undefined;
+  return {
+    id: row.id,
+    operationId: row.operationId,
+    hookId: row.hookId,
+    hook,
+    body: built?.body,
+    emailUserId: built?.emailUserId,
+    attemptCount: row.attemptCount,
+    generationAttemptCount: row.generationAttemptCount,
+    generation: row.generation,
+  };
+}
+
 /** One delivery attempt; never throws (every problem is a typed failure). */
-async function attempt(deps: ProcessorDeps, claimed: ClaimedDelivery): Promise<NotificationResult> {
-  let hook: ParsedSerializedHook;
-  try {
-    hook = parseSerializedHook(claimed.hook, undefined, { allowEnvironmentIds: true });
-  } catch {
-    return configurationFailure('stored hook no longer validates', false);
-  }
+async function attempt(deps: ProcessorDeps, target: AttemptTarget): Promise<NotificationResult> {
+  const hook = target.hook;
+  if (!hook) return configurationFailure('stored hook no longer validates', false);
   // Environment hooks are the operator's own targets (Q5): not subject to the SSRF guard, and the
   // only hooks that may read AGENT_HOOK_WEBHOOK_* (W2) — but only while the URL is still the one
   // this worker's environment names, so a stored row carrying a reserved id buys neither.
   const environmentHook = hook.id.startsWith(ENV_HOOK_ID_PREFIX) && hook.webhook.url === deps.env.AGENT_HOOK_WEBHOOK_URL?.trim();
   const critical = hook.webhook.fallback === 'none';
-  if (claimed.payload === null || typeof claimed.payload !== 'object' || Array.isArray(claimed.payload)) {
-    return configurationFailure('event payload missing (pruned by retention?)', critical);
-  }
+  if (target.body === undefined) return configurationFailure('event payload missing (pruned by retention?)', critical);
   try {
-    const payload = await deps.payloadBuilder.build({
-      hook: { id: hook.id, type: hook.type, webhook: hook.webhook },
-      event: claimed.payload as Record<string, unknown>,
-      extra: { deliveryId: claimed.id, occurredAt: claimed.occurredAt.toISOString() },
-      ...(deps.signal ? { signal: deps.signal } : {}),
-    });
+    const payload = await deps.payloadBuilder.withEmail({ hook, body: target.body, emailUserId: target.emailUserId, ...(deps.signal ? { signal: deps.signal } : {}) });
     if (payload === undefined) {
       return { ok: false, errorClass: 'cancelled', permanent: false, critical, transport: hook.webhook.delivery, fellBack: false, durationMs: 0 };
     }
     return await deliverNotification({
       webhook: hook.webhook,
       hookId: hook.id,
-      payload: JSON.stringify(payload),
-      deliveryId: claimed.id,
-      generation: claimed.generation,
+      payload,
+      deliveryId: target.id,
+      generation: target.generation,
       env: deps.env,
       ...(deps.templateEnv ? { templateEnv: deps.templateEnv } : {}),
       environmentHook,
       ...(deps.appUrl !== undefined ? { appUrl: deps.appUrl } : {}),
       trusted: environmentHook,
       signingSecrets: deps.signingSecrets,
-      ...(deps.qstash ? { qstash: withCallbacks(deps.qstash, deps.publicUrl, claimed) } : {}),
+      ...(deps.qstash ? { qstash: withCallbacks(deps.qstash, deps.publicUrl, target) } : {}),
       ...(deps.qstashRetries !== undefined ? { qstashRetries: deps.qstashRetries } : {}),
       fetchTransport: deps.fetchTransport,
       logger: deps.logger,
@@ -149,7 +225,7 @@ async function attempt(deps: ProcessorDeps, claimed: ClaimedDelivery): Promise<N
     });
   } catch (error) {
     // A bug, not a delivery outcome: retried per schedule like a network failure, logged by name only.
-    deps.logger.error({ deliveryId: claimed.id, err: error instanceof Error ? error.name : 'unknown' }, 'unexpected error during a delivery attempt');
+    deps.logger.error({ deliveryId: target.id, err: error instanceof Error ? error.name : 'unknown' }, 'unexpected error during a delivery attempt');
     return { ok: false, errorClass: 'network_error', permanent: false, critical, transport: hook.webhook.delivery, fellBack: false, durationMs: 0 };
   }
 }
@@ -159,8 +235,8 @@ function configurationFailure(detail: string, critical: boolean): NotificationFa
 }
 
 /** Q7: with HOOKRELAY_PUBLIC_URL, QStash reports the final outcome back to this worker. */
-function withCallbacks(qstash: QStashPublisher, publicUrl: string | undefined, claimed: ClaimedDelivery): QStashPublisher {
+function withCallbacks(qstash: QStashPublisher, publicUrl: string | undefined, target: AttemptTarget): QStashPublisher {
   if (!publicUrl) return qstash;
-  const urls = qstashCallbackUrls(publicUrl, claimed.id, claimed.generation);
+  const urls = qstashCallbackUrls(publicUrl, target.id, target.generation);
   return { publish: (req) => qstash.publish({ ...req, callbackUrl: urls.callback, failureCallbackUrl: urls.failure }) };
 }

@@ -16,6 +16,7 @@ import { matchesHook } from '../dispatch/matcher.ts';
 import { silentLogger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';
+import { buildDeliveryBody } from '../payload/deliveryBody.ts';
 import { addDeliveryJobs, withTimeout } from './jobs.ts';
 import { assertPayloadWithinCap } from './payloadCap.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
@@ -23,6 +24,7 @@ import { readSettings } from '../config/settings.ts';
 import { createRedis } from './redisConnection.ts';
 import {
   DEFAULT_QUEUE_PREFIX,
+  type DeliveryJobAttempt,
   type DeliveryJobData,
   type EnqueueInput,
   type EnqueueManyResult,
@@ -41,7 +43,9 @@ const PRODUCER_SETTINGS = ['HOOKRELAY_QUEUE', 'REDIS_URL', 'DATABASE_URL', 'HOOK
 /** How long close() waits for the queue connection before dropping it. */
 const CLOSE_TIMEOUT_MS = 2_000;
 
-type PreparedItem = { rows: NewDelivery[]; idempotencyKey: string | undefined };
+/** A ledger row and what its job carries, so the worker's first attempt reads nothing back. */
+type PreparedRow = NewDelivery & { job: DeliveryJobAttempt };
+type PreparedItem = { rows: PreparedRow[]; idempotencyKey: string | undefined };
 
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
   const logger = options.logger ?? silentLogger();
@@ -87,11 +91,11 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   };
 
   /** Adds the jobs of newly stored rows; false (never a throw) when Redis does not take them in time. */
-  const addJobs = async (rows: readonly NewDelivery[]): Promise<boolean> => {
+  const addJobs = async (rows: readonly PreparedRow[]): Promise<boolean> => {
     if (rows.length === 0) return true;
     const adding = addDeliveryJobs(
       getQueue(),
-      rows.map((r) => ({ deliveryId: r.id, generation: 0 })),
+      rows.map((r) => ({ deliveryId: r.id, generation: 0, attempt: r.job })),
     ).then(
       () => true,
       (err: unknown) => {
@@ -180,17 +184,23 @@ function prepareItem(input: EnqueueInput, maxPayloadBytes: number, templateEnv: 
   assertTemplateSources(hooks, templateEnv, { allowEnvironmentIds: true }); // W2: refused before anything is stored
   const rows = hooks
     .filter((hook) => hook.type === input.type && !isControlHook(hook) && matchesHook(hook, event))
-    .map((hook: ParsedSerializedHook) => ({
-      id: newDeliveryId(),
-      operationId: input.operationId,
-      eventType: input.type,
-      hookId: hook.id,
-      hook,
-      transport: hook.webhook.delivery,
-      payload: event,
-      idempotencyKey: input.idempotencyKey ?? null,
-      occurredAt,
-    }));
+    .map((hook: ParsedSerializedHook): PreparedRow => {
+      const id = newDeliveryId();
+      const { body, emailUserId } = buildDeliveryBody({ hook, event, deliveryId: id, occurredAt });
+      return {
+        id,
+        operationId: input.operationId,
+        eventType: input.type,
+        hookId: hook.id,
+        hook,
+        transport: hook.webhook.delivery,
+        payload: event,
+        idempotencyKey: input.idempotencyKey ?? null,
+        occurredAt,
+        // Templates stay unresolved and no email is added: this is data at rest in Redis (W2, B3).
+        job: { operationId: input.operationId, hook: JSON.stringify(hook), body, ...(emailUserId !== undefined ? { emailUserId } : {}), attemptCount: 0, generationAttemptCount: 0 },
+      };
+    });
   return { rows, idempotencyKey: input.idempotencyKey };
 }
 

@@ -14,6 +14,9 @@ import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
 import { CRITICAL_ERROR_CLASS } from './outcome.ts';
 import { publicBase, QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbackUrls.ts';
 
+/** A row a callback may still change: accepted, or not yet written by the worker that published it (its attempt is still in flight). */
+const WAITING_ON_QSTASH = new Set(['accepted_by_qstash', 'in_flight', 'queued', 'retrying']);
+
 export type CallbackResponse = { status: number; body: string };
 
 export type QStashCallbackHandlerOptions = {
@@ -63,7 +66,7 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
     const lastErrorClass = outcome === 'delivered' ? null : outcome === 'failed' && critical ? CRITICAL_ERROR_CLASS : attempt.errorClass;
     // Q4: flag first, so a row that says `failed` always has its operation flagged. Only for a
     // callback that can still change the row (same generation, still waiting on QStash).
-    const current = row.generation === generation && (row.status === 'accepted_by_qstash' || row.status === 'in_flight');
+    const current = row.generation === generation && WAITING_ON_QSTASH.has(row.status);
     if (outcome === 'failed' && critical && current) await flagCriticalDeliveryFailure(options.db, row.operationId);
     const changed = await recordQStashCallback(options.db, { id, generation, kind: outcome, attempt, lastErrorClass, lastHttpStatus: attempt.httpStatus });
     options.metrics?.qstashCallbacks.inc({ kind, result: changed ? outcome : 'stale' });

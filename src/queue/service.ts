@@ -17,6 +17,7 @@ import type { Logger } from '../observability/logger.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/metrics.ts';
 import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { Store } from '../store/db.ts';
+import { createInFlightTracker } from './inFlightTracker.ts';
 import { createLedgerWriter } from './ledgerWriter.ts';
 import { createPgGate } from './pgGate.ts';
 import { createDeliveryProcessor } from './processor.ts';
@@ -77,8 +78,13 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     const { createQStashPublisher } = await importQStash(() => import('../delivery/qstashTransport.ts'), 'QSTASH_TOKEN');
     qstash = createQStashPublisher({ url: settings.QSTASH_URL, token: settings.QSTASH_TOKEN, ...(options.qstashRetries !== undefined ? { retries: options.qstashRetries } : {}) });
   }
-  // Lease = webhook timeout + one lock duration: past it a row whose job vanished is re-enqueued (Q2).
-  const ledger = createLedgerWriter(store.db, settings.HOOKRELAY_LOCK_DURATION_MS);
+  const ledger = createLedgerWriter(store.db);
+  // Q12: attempts still running after a second get their in_flight row, with a lease of the
+  // webhook timeout + one lock duration (past it a row whose job vanished is re-enqueued, Q2).
+  const inFlight = createInFlightTracker({
+    mark: (marks) => gate.run(() => Promise.all(marks.map((m) => ledger.markInFlight(m)))).then(() => undefined),
+    onError: (error) => logger.debug({ err: error instanceof Error ? error.message : String(error) }, 'could not mark long-running attempts in_flight'),
+  });
 
   let worker: Worker<DeliveryJobData> | undefined;
   let stopping = false;
@@ -110,6 +116,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     logger,
     metrics,
     signal: abandon.signal,
+    inFlight,
+    leaseMarginMs: settings.HOOKRELAY_LOCK_DURATION_MS,
   });
   worker = createDeliveryWorker({
     queueName: settings.HOOKRELAY_QUEUE,
@@ -174,6 +182,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       // Past the bound, the deliveries abandoned above still get their outcome written if they can.
       if (graceful) await ledger.drain();
       else await boundedStep(ledger.drain());
+      inFlight.stop();
       gate.close();
       await boundedStep(http?.close());
       await boundedStep(queue.close());

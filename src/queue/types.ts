@@ -14,8 +14,29 @@ export { DEFAULT_QUEUE_NAME, DEFAULT_REDIS_URL, DEFAULT_MAX_PAYLOAD_BYTES, DEFAU
 /** The BullMQ job name of every delivery job. */
 export const DELIVERY_JOB_NAME = 'deliver';
 
-/** The whole BullMQ job payload: the worker reads everything else from the ledger row (Q1). */
-export type DeliveryJobData = { deliveryId: string; generation: number };
+/**
+ * The BullMQ job payload (Q1). A job the producer adds carries what its first attempt needs, so
+ * the worker's hot path never reads the ledger; a job the reconciler or a replay re-adds carries
+ * only the id and generation, and its worker reads the row (as it does for a stalled re-run).
+ */
+export type DeliveryJobData = { deliveryId: string; generation: number; attempt?: DeliveryJobAttempt };
+
+/**
+ * Job data "at rest" in Redis: the hook config exactly as the ledger stores it (header templates
+ * unresolved, W2) and the payload before email enrichment — never a resolved header or secret.
+ */
+export type DeliveryJobAttempt = {
+  operationId: string;
+  /** The serialized hook (JSON), as in the ledger row. */
+  hook: string;
+  /** The webhook payload (JSON) as assemblePayload builds it (B1–B4a), before email (B3). */
+  body: string;
+  /** The user whose email is added at send time (B3), when a look-up is configured; no email is stored. */
+  emailUserId?: string;
+  /** Attempts made before this one, across every generation and in the current one (Q3). */
+  attemptCount: number;
+  generationAttemptCount: number;
+};
 
 export type EnqueueInput = {
   operationId: string;

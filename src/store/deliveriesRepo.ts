@@ -3,7 +3,6 @@ import { rowsOf, type Db } from './db.ts';
 import { deliveries } from './schema.ts';
 import type { Delivery, DeliveryAttempt, DeliveryStatus } from '../contract/delivery.ts';
 import type { HookType } from '../contract/hookTypes.ts';
-import { DEFAULT_WEBHOOK_TIMEOUT_SECONDS } from '../contract/defaults.ts';
 
 /** Q1: `dlv_<ULID>` ids, generated in one place for the producer, the dispatcher and decisions. */
 export { newDeliveryId } from '../contract/deliveryId.ts';
@@ -55,7 +54,21 @@ export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Pr
   if (rows.length === 0) return [];
   const inserted = await db
     .insert(deliveries)
-    .values(rows.map((r) => ({ ...r, idempotencyKey: r.idempotencyKey ?? null, status: 'queued', nextAttemptAt: r.occurredAt })))
+    .values(
+      rows.map((r) => ({
+        id: r.id,
+        operationId: r.operationId,
+        eventType: r.eventType,
+        hookId: r.hookId,
+        hook: r.hook,
+        transport: r.transport,
+        payload: r.payload,
+        occurredAt: r.occurredAt,
+        idempotencyKey: r.idempotencyKey ?? null,
+        status: 'queued',
+        nextAttemptAt: r.occurredAt,
+      })),
+    )
     .onConflictDoNothing()
     .returning({ id: deliveries.id });
   return inserted.map((r) => r.id);
@@ -126,13 +139,15 @@ export async function listDeliveries(db: Db, filter: DeliveryFilter = {}): Promi
 }
 
 // ---------------------------------------------------------------------------------------------
-// Worker writes. Each takes many rows in one statement (arrays unnested server-side), so the
-// worker coalesces the claims and outcomes of concurrent jobs into a few round trips.
+// Worker access. The hot path is ONE write per attempt (the outcome): a job the producer added
+// carries its hook and payload, so nothing is read back. Rows are read only for jobs that carry
+// no attempt data (reconciler, replay) or re-run after a stall. Each statement takes many rows
+// (arrays unnested server-side), so the worker coalesces concurrent jobs into few round trips.
 // ---------------------------------------------------------------------------------------------
 
-/** Statuses a worker may (re)claim: in_flight too, since a stalled job is re-run by BullMQ. */
+/** Statuses a worker may attempt: in_flight too, since a stalled job is re-run by BullMQ. */
 const CLAIMABLE_STATUSES = ['queued', 'retrying', 'in_flight'];
-/** Added to the webhook's own timeout to form the lease (payload build, ledger write, slack). */
+/** Added to the webhook's own timeout to form the in_flight lease (payload build, ledger write, slack). */
 export const LEASE_MARGIN_MS = 30_000;
 
 /**
@@ -148,7 +163,7 @@ function numbered(attempt: SQL): SQL {
   return sql`jsonb_set(${attempt}, '{attempt}', to_jsonb(d.attempt_count + 1))`;
 }
 
-/** What a worker needs to run one attempt. */
+/** What a worker needs to run one attempt of a row it read. */
 export type ClaimedDelivery = {
   id: string;
   operationId: string;
@@ -164,7 +179,6 @@ export type ClaimedDelivery = {
   occurredAt: Date;
 };
 
-
 type ClaimRow = {
   id: string;
   operation_id: string;
@@ -179,27 +193,18 @@ type ClaimRow = {
 };
 
 /**
- * Marks rows in_flight with a lease (the webhook timeout + margin) and returns them. Rows already
- * delivered, failed or accepted by QStash are not returned: they are never sent again.
+ * The rows that may still be attempted (queued, retrying, in_flight), read without writing: rows
+ * already delivered, failed or accepted by QStash are not returned, so they are never sent again.
  */
-export async function claimDeliveries(db: Db, ids: readonly string[], leaseMarginMs = LEASE_MARGIN_MS): Promise<ClaimedDelivery[]> {
+export async function loadClaimableDeliveries(db: Db, ids: readonly string[]): Promise<ClaimedDelivery[]> {
   if (ids.length === 0) return [];
-  const result = await db.execute(claimStatement(ids, leaseMarginMs));
-  return rowsOf<ClaimRow>(result).map(toClaimed);
-}
-
-function claimStatement(ids: readonly string[], leaseMarginMs: number): SQL {
-  return sql`
-    UPDATE deliveries AS d
-       SET status = 'in_flight',
-           lease_expires_at = now()
-             + make_interval(secs => coalesce((d.hook #>> '{webhook,timeout}')::float8, ${DEFAULT_WEBHOOK_TIMEOUT_SECONDS}))
-             + make_interval(secs => ${leaseMarginMs / 1000}::float8),
-           updated_at = now()
+  const result = await db.execute(sql`
+    SELECT d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at,
+           ${generationAttemptCount}
+      FROM deliveries AS d
      WHERE d.id = ANY(${sql.param([...ids])}::text[])
-       AND d.status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])
-    RETURNING d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at,
-              ${generationAttemptCount}`;
+       AND d.status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])`);
+  return rowsOf<ClaimRow>(result).map(toClaimed);
 }
 
 function toClaimed(r: ClaimRow): ClaimedDelivery {
@@ -217,6 +222,33 @@ function toClaimed(r: ClaimRow): ClaimedDelivery {
   };
 }
 
+/** An attempt still running after a while: its row says in_flight until the lease expires (Q12). */
+export type InFlightMark = { id: string; generation: number; attemptCount: number; leaseMs: number };
+
+/**
+ * Marks long-running attempts in_flight with a lease. Applies only while the row is still exactly
+ * as the attempt found it (same generation and attempt count, not finished), so a mark that
+ * arrives after the attempt's outcome changes nothing.
+ */
+export async function markDeliveriesInFlight(db: Db, marks: readonly InFlightMark[]): Promise<void> {
+  if (marks.length === 0) return;
+  await db.execute(sql`
+    UPDATE deliveries AS d
+       SET status = 'in_flight',
+           lease_expires_at = now() + make_interval(secs => v.lease_ms / 1000.0),
+           updated_at = now()
+      FROM unnest(
+             ${sql.param(marks.map((m) => m.id))}::text[],
+             ${sql.param(marks.map((m) => m.generation))}::int[],
+             ${sql.param(marks.map((m) => m.attemptCount))}::int[],
+             ${sql.param(marks.map((m) => m.leaseMs))}::float8[]
+           ) AS v(id, generation, attempt_count, lease_ms)
+     WHERE d.id = v.id
+       AND d.generation = v.generation
+       AND d.attempt_count = v.attempt_count
+       AND d.status IN ('queued', 'retrying')`);
+}
+
 /** The result of one attempt, as the ledger records it. */
 export type AttemptOutcome = {
   id: string;
@@ -228,56 +260,38 @@ export type AttemptOutcome = {
 };
 
 /**
- * One UPDATE for many attempts: appends each attempt to its row's JSON array, bumps the count and
- * sets the status. A row already `delivered` stays delivered, and a QStash acceptance never
+ * One UPDATE for many attempts: appends each attempt to its row's JSON array (every attempt is
+ * recorded, also a duplicate's) and bumps the count; the status moves only for the row's current
+ * generation. A row already `delivered` stays delivered, and a QStash acceptance never
  * overwrites a final outcome a callback already recorded.
  */
 export async function recordAttemptOutcomes(db: Db, outcomes: readonly AttemptOutcome[]): Promise<void> {
   if (outcomes.length === 0) return;
-  await db.execute(recordStatement(outcomes));
-}
-
-function recordStatement(outcomes: readonly AttemptOutcome[]): SQL {
-  return sql`
+  await db.execute(sql`
     UPDATE deliveries AS d
        SET status = CASE
+             WHEN d.generation <> v.generation THEN d.status
              WHEN d.status = 'delivered' THEN d.status
              WHEN d.status = 'failed' AND v.status = 'accepted_by_qstash' THEN d.status
              ELSE v.status END,
            attempt_count = d.attempt_count + 1,
            attempts = d.attempts || jsonb_build_array(${numbered(sql`v.attempt`)}),
-           last_error_class = v.last_error_class,
-           last_http_status = v.last_http_status,
-           next_attempt_at = v.next_attempt_at,
-           lease_expires_at = NULL,
-           delivered_at = CASE WHEN v.status = 'delivered' THEN coalesce(d.delivered_at, now()) ELSE d.delivered_at END,
+           last_error_class = CASE WHEN d.generation = v.generation THEN v.last_error_class ELSE d.last_error_class END,
+           last_http_status = CASE WHEN d.generation = v.generation THEN v.last_http_status ELSE d.last_http_status END,
+           next_attempt_at = CASE WHEN d.generation = v.generation THEN v.next_attempt_at ELSE d.next_attempt_at END,
+           lease_expires_at = CASE WHEN d.generation = v.generation THEN NULL ELSE d.lease_expires_at END,
+           delivered_at = CASE WHEN v.status = 'delivered' AND d.generation = v.generation THEN coalesce(d.delivered_at, now()) ELSE d.delivered_at END,
            updated_at = now()
       FROM unnest(
              ${sql.param(outcomes.map((o) => o.id))}::text[],
+             ${sql.param(outcomes.map((o) => o.attempt.generation))}::int[],
              ${sql.param(outcomes.map((o) => o.status))}::text[],
              ${sql.param(outcomes.map((o) => JSON.stringify(o.attempt)))}::jsonb[],
              ${sql.param(outcomes.map((o) => o.lastErrorClass))}::text[],
              ${sql.param(outcomes.map((o) => o.lastHttpStatus))}::int[],
              ${sql.param(outcomes.map((o) => (o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null)))}::timestamptz[]
-           ) AS v(id, status, attempt, last_error_class, last_http_status, next_attempt_at)
-     WHERE d.id = v.id`;
-}
-
-/**
- * Outcomes and claims of concurrent jobs in ONE statement (two data-modifying CTEs): one round
- * trip and one commit per flush instead of two. Callers never put the same id in both lists.
- */
-export async function flushLedger(db: Db, claimIds: readonly string[], outcomes: readonly AttemptOutcome[], leaseMarginMs = LEASE_MARGIN_MS): Promise<ClaimedDelivery[]> {
-  if (outcomes.length === 0) return claimDeliveries(db, claimIds, leaseMarginMs);
-  if (claimIds.length === 0) {
-    await recordAttemptOutcomes(db, outcomes);
-    return [];
-  }
-  const result = await db.execute(sql`
-    WITH recorded AS (${recordStatement(outcomes)} RETURNING d.id),
-         claimed AS (${claimStatement(claimIds, leaseMarginMs)})
-    SELECT * FROM claimed`);
-  return rowsOf<ClaimRow>(result).map(toClaimed);
+           ) AS v(id, generation, status, attempt, last_error_class, last_http_status, next_attempt_at)
+     WHERE d.id = v.id`);
 }
 
 /** A row the reconciler may have to re-enqueue. */
@@ -330,8 +344,8 @@ export type QStashCallbackUpdate = {
 };
 
 /**
- * Applies a callback to a row still waiting on QStash (accepted, or in flight when the callback
- * beat the worker's own write) of the same generation. Returns the row's operation id when it
+ * Applies a callback to a row still waiting on QStash (accepted, or still queued/retrying/in_flight
+ * when the callback beat the worker's own write) of the same generation. Returns the row's operation id when it
  * changed, undefined when the callback was stale or unknown.
  */
 export async function recordQStashCallback(db: Db, update: QStashCallbackUpdate): Promise<{ operationId: string } | undefined> {
@@ -348,7 +362,7 @@ export async function recordQStashCallback(db: Db, update: QStashCallbackUpdate)
            updated_at = now()
      WHERE d.id = ${update.id}
        AND d.generation = ${update.generation}
-       AND d.status IN ('accepted_by_qstash', 'in_flight')
+       AND d.status IN ('accepted_by_qstash', 'in_flight', 'queued', 'retrying')
     RETURNING d.operation_id`);
   const row = rowsOf<{ operation_id: string }>(result)[0];
   return row ? { operationId: row.operation_id } : undefined;

@@ -1,0 +1,50 @@
+/**
+ * The worker as users run it: `node <heap flags> bin/hookrelay.mjs worker` (compiled dist/, plain
+ * node), one process per call, configured only through its environment.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { BENCH_REDIS_URL, sleep } from './support.ts';
+
+/** The V8 flags of the bin's shebang, `npm start` and the Dockerfile. */
+export const WORKER_NODE_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=384'];
+const root = path.resolve(import.meta.dirname, '..');
+
+export type WorkerProcess = { pid: number; peakRssMb(): number; stop(): Promise<void> };
+
+export async function startWorkerProcess(opts: { databaseUrl: string; queueName: string; concurrency: number; env?: Record<string, string>; nodeFlags?: string[] }): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ...(opts.nodeFlags ?? []), path.join(root, 'bin/hookrelay.mjs'), 'worker'], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH ?? '',
+      DATABASE_URL: opts.databaseUrl,
+      REDIS_URL: BENCH_REDIS_URL,
+      HOOKRELAY_QUEUE: opts.queueName,
+      HOOKRELAY_CONCURRENCY: String(opts.concurrency),
+      HOOKRELAY_ALLOWED_CIDRS: '127.0.0.0/8',
+      HOOKRELAY_HTTP_PORT: '0',
+      LOG_LEVEL: 'warn',
+      ...opts.env,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await sleep(50);
+  if (child.exitCode !== null) throw new Error(`worker process exited at once (${child.exitCode})`);
+  return {
+    pid: child.pid!,
+    peakRssMb() {
+      try {
+        const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+        return hwm ? Number(hwm[1]) / 1024 : Number.NaN;
+      } catch {
+        return Number.NaN;
+      }
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
