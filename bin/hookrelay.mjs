@@ -5,9 +5,9 @@
 // `npm install` / `npm ci` run through `prepare`).
 let cli;
 try {
-  cli = await import('../dist/cli/main.js');
+  cli = await import('../dist/entry/cli.js');
 } catch (error) {
-  if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('/dist/cli/main.js')) {
+  if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('/dist/entry/cli.js')) {
     process.stderr.write('hookrelay: dist/ is missing: run `npm run build` in the hookrelay folder (npm install runs it for you)\n');
     process.exit(2);
   }

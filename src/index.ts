@@ -36,7 +36,7 @@ export class HookDispatcher extends DispatcherCore {
     super(options, { createProducer: createHookProducer });
   }
 }
-export { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from './dispatch/criticalError.ts';
+export { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from './contract/criticalError.ts';
 // Every error a public function throws on purpose: one base, a stable `code` on each (`HOOKRELAY_*`).
 export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from './contract/hookrelayError.ts';
 export { DeliveryConfigError, SsrfBlockedError } from './delivery/errors.ts';

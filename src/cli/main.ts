@@ -4,7 +4,7 @@ import { loadSettings, SettingsError } from '../config/settings.ts';
 import { RedisUnavailableError } from '../queue/errors.ts';
 import { EmbeddedStoreUnavailableError } from '../store/errors.ts';
 import { HookConfigError } from '../contract/errors.ts';
-import { WorkerPluginError } from '../worker/plugin.ts';
+import { isHookrelayError } from '../contract/hookrelayError.ts';
 import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { flushed } from './output.ts';
@@ -24,6 +24,16 @@ export function packageVersion(): string {
 
 type WorkerFlags = { concurrency?: number; plugin?: string; migrate?: boolean };
 
+/**
+ * What `start` and `worker` run: supplied by the composition root (src/entry/cli.ts), so the
+ * admin CLI never imports the worker and `hookrelay --help` loads none of it.
+ */
+export type WorkerRunner = (options: { allowPrivateRedis: boolean; concurrency?: number; plugin?: string; migrate?: false }) => Promise<void>;
+export type CliDeps = { runWorker: WorkerRunner };
+
+/** Errors that are the caller's to fix: one line and the usage exit code, no storage wording. */
+const USAGE_ERROR_CODES: ReadonlySet<string> = new Set(['HOOKRELAY_WORKER_PLUGIN_INVALID']);
+
 /** `start` and `worker` share these: the email look-up plugin and skipping migrations. */
 function addWorkerOptions(cmd: Command): Command {
   return cmd
@@ -31,19 +41,21 @@ function addWorkerOptions(cmd: Command): Command {
     .addOption(new Option('--no-migrate', 'do not apply migrations at start (a migrate job owns them; or HOOKRELAY_MIGRATE=false)'));
 }
 
-async function runWorker(flags: WorkerFlags, allowPrivateRedis: boolean): Promise<void> {
-  const { loadWorkerPlugin, runDeliveryWorkerUntilSignal } = await import('../worker/index.ts');
-  const plugin = flags.plugin !== undefined ? await loadWorkerPlugin(flags.plugin) : undefined;
-  await runDeliveryWorkerUntilSignal({
+function workerOptions(flags: WorkerFlags, allowPrivateRedis: boolean): Parameters<WorkerRunner>[0] {
+  return {
     allowPrivateRedis,
     ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
     // Commander sets `migrate: true` by default; only an explicit --no-migrate overrides the setting.
-    ...(flags.migrate === false ? { migrate: false } : {}),
-    ...(plugin ? { emailLookup: plugin.emailLookup } : {}),
-  });
+    ...(flags.migrate === false ? { migrate: false as const } : {}),
+    ...(flags.plugin !== undefined ? { plugin: flags.plugin } : {}),
+  };
 }
 
-export function buildProgram(): Command {
+const NO_WORKER: CliDeps = {
+  runWorker: () => Promise.reject(new CliUsageError('this build of the CLI cannot run the worker: run the `hookrelay` bin')),
+};
+
+export function buildProgram(deps: CliDeps = NO_WORKER): Command {
   const program = new Command('hookrelay')
     .description('hookrelay: durable lifecycle hooks for agent runtimes (worker, migrations, delivery admin)')
     .showHelpAfterError('(run with --help for usage)')
@@ -57,7 +69,7 @@ export function buildProgram(): Command {
       .description('run the worker on the configured stores, or the embedded PGlite store when DATABASE_URL is unset'),
   )
     .addHelpText('after', '\nExample:\n  npx hookrelay start\n  npx hookrelay start --plugin ./hooks-plugin.mjs\n  DATABASE_URL=postgres://postgres@127.0.0.1:5432/hookrelay npx hookrelay start')
-    .action((flags: WorkerFlags) => runWorker(flags, true));
+    .action((flags: WorkerFlags) => deps.runWorker(workerOptions(flags, true)));
 
   addWorkerOptions(
     program
@@ -66,7 +78,7 @@ export function buildProgram(): Command {
       .option('--concurrency <n>', 'jobs processed at once (default HOOKRELAY_CONCURRENCY)', (v) => parsePositiveInt(v, '--concurrency')),
   )
     .addHelpText('after', '\nExample:\n  npx hookrelay worker --concurrency 32\n  npx hookrelay worker --plugin ./hooks-plugin.mjs --no-migrate')
-    .action((flags: WorkerFlags) => runWorker(flags, false));
+    .action((flags: WorkerFlags) => deps.runWorker(workerOptions(flags, false)));
 
   program
     .command('migrate')
@@ -101,8 +113,8 @@ export function parsePositiveInt(value: string, flag: string): number {
 
 
 /** Run the CLI; errors become one line on stderr and the documented exit code. */
-export async function main(argv: string[] = process.argv): Promise<number> {
-  const program = buildProgram();
+export async function main(argv: string[] = process.argv, deps: CliDeps = NO_WORKER): Promise<number> {
+  const program = buildProgram(deps);
   try {
     await program.parseAsync(argv);
     return process.exitCode === undefined ? EXIT.ok : Number(process.exitCode);
@@ -110,7 +122,7 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     if (err instanceof CommanderError) {
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof SettingsError || err instanceof CliUsageError || err instanceof RedisUnavailableError || err instanceof EmbeddedStoreUnavailableError || err instanceof HookConfigError || err instanceof WorkerPluginError) {
+    if (err instanceof SettingsError || err instanceof CliUsageError || err instanceof RedisUnavailableError || err instanceof EmbeddedStoreUnavailableError || err instanceof HookConfigError || (isHookrelayError(err) && USAGE_ERROR_CODES.has(err.code))) {
       process.stderr.write(`hookrelay: ${err.message}\n`);
       return EXIT.usage;
     }
@@ -127,10 +139,10 @@ export async function main(argv: string[] = process.argv): Promise<number> {
  * flushed — to a pipe, a file or a slow reader nothing is cut off. Exiting (rather than waiting
  * for the event loop to empty) also means no stray handle can keep a finished command alive.
  */
-export async function runCli(argv: string[] = process.argv): Promise<never> {
+export async function runCli(argv: string[] = process.argv, deps: CliDeps = NO_WORKER): Promise<never> {
   // A reader that went away (`| head`) is not an error of the command; the rest is dropped.
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
-  const code = await main(argv);
+  const code = await main(argv, deps);
   process.exitCode = code;
   await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
   process.exit(code);

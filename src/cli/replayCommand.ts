@@ -1,11 +1,9 @@
 import type { Command } from 'commander';
-import { addFilterOptions, type FilterFlags } from './deliveriesCommand.ts';
+import { addFilterOptions } from './deliveriesCommand.ts';
 import { CliUsageError } from './errors.ts';
+import { CONFIRM_ABOVE, type ReplayFlags } from './replayFlags.ts';
 
-/** Above this many, a replay needs --yes (or a yes at the TTY prompt). */
-export const CONFIRM_ABOVE = 100;
-
-export type ReplayFlags = FilterFlags & { includeAccepted?: boolean; dryRun?: boolean; rate?: number; yes?: boolean; json?: boolean };
+export { CONFIRM_ABOVE, type ReplayFlags } from './replayFlags.ts';
 
 export function registerReplayCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
   addFilterOptions(

@@ -10,7 +10,7 @@ import { getDeliveryRow, listDeliveries } from '../store/deliveriesRepo.ts';
 import { claimForReplay, replayableStatuses } from '../store/replayRepo.ts';
 import type { CliContext } from './context.ts';
 import { toFilter } from './deliveriesCommand.ts';
-import { CONFIRM_ABOVE, type ReplayFlags } from './replayCommand.ts';
+import { CONFIRM_ABOVE, type ReplayFlags } from './replayFlags.ts';
 import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printJson } from './output.ts';

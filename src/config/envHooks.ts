@@ -72,6 +72,4 @@ export function loadEnvHooks(env: Record<string, string | undefined>): ParsedSer
   return parseSerializedHooks(hooks, { allowEnvironmentIds: true });
 }
 
-export function isEnvHookId(id: string): boolean {
-  return id.startsWith(ENV_HOOK_ID_PREFIX);
-}
+export { isEnvHookId } from '../contract/hookTypes.ts';

@@ -42,3 +42,19 @@ export function isHookType(type: unknown): type is HookType {
 
 /** Ids reserved for environment hooks (E3/E4). */
 export const ENV_HOOK_ID_PREFIX = 'server-env-webhook:';
+
+/** E3/E4: whether `id` is reserved for an environment hook. */
+export function isEnvHookId(id: unknown): boolean {
+  return typeof id === 'string' && id.startsWith(ENV_HOOK_ID_PREFIX);
+}
+
+/** L1/E4: whether a raw (unvalidated) hook entry carries an environment hook's id. */
+export function hasEnvHookId(raw: unknown): boolean {
+  return raw !== null && typeof raw === 'object' && isEnvHookId((raw as { id?: unknown }).id);
+}
+
+/** L1/E4: environment hooks are never restored: entries with a reserved id are dropped (anything but an array passes through, for the caller's validation to report). */
+export function withoutEnvHookIds<T>(hooks: readonly T[]): T[] {
+  if (!Array.isArray(hooks)) return hooks as unknown as T[];
+  return hooks.filter((h) => !hasEnvHookId(h));
+}

@@ -1,6 +1,6 @@
 import { AgentHookSchema, EnvironmentSerializedHookSchema, SerializedHookSchema, type ParsedAgentHook, type ParsedSerializedHook } from './hook.ts';
 import { HookConfigError } from './errors.ts';
-import { ENV_HOOK_ID_PREFIX } from './hookTypes.ts';
+import { ENV_HOOK_ID_PREFIX, hasEnvHookId, isEnvHookId } from './hookTypes.ts';
 import { templateSourceProblem, type TemplateEnvPattern } from './templateSources.ts';
 
 /**
@@ -41,7 +41,7 @@ export function parseSerializedHooks(hooks: readonly unknown[], options: ParseSe
 }
 
 export function parseSerializedHook(raw: unknown, index: number | undefined, options: ParseSerializedOptions = {}): ParsedSerializedHook {
-  const envId = options.allowEnvironmentIds === true && isEnvironmentHookLike(raw) ? (raw as { id: string }).id : undefined;
+  const envId = options.allowEnvironmentIds === true && hasEnvHookId(raw) ? (raw as { id: string }).id : undefined;
   // An environment hook is checked like any other hook, under its event name, then gets its id back.
   const candidate = envId !== undefined ? { ...(raw as object), id: envId.slice(ENV_HOOK_ID_PREFIX.length) } : raw;
   const result = (envId !== undefined ? EnvironmentSerializedHookSchema : SerializedHookSchema).safeParse(candidate);
@@ -49,9 +49,6 @@ export function parseSerializedHook(raw: unknown, index: number | undefined, opt
   return envId !== undefined ? { ...result.data, id: envId } : result.data;
 }
 
-function isEnvironmentHookLike(raw: unknown): boolean {
-  return raw !== null && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string' && (raw as { id: string }).id.startsWith(ENV_HOOK_ID_PREFIX);
-}
 
 type HookWithTemplates = { id: string; webhook?: { allowedEnvVars?: string[] | undefined } | undefined };
 
@@ -63,7 +60,7 @@ type HookWithTemplates = { id: string; webhook?: { allowedEnvVars?: string[] | u
  */
 export function assertTemplateSources(hooks: readonly HookWithTemplates[], pattern: TemplateEnvPattern, options: ParseSerializedOptions = {}): void {
   for (const [index, hook] of hooks.entries()) {
-    const environmentHook = options.allowEnvironmentIds === true && hook.id.startsWith(ENV_HOOK_ID_PREFIX);
+    const environmentHook = options.allowEnvironmentIds === true && isEnvHookId(hook.id);
     const issues = (hook.webhook?.allowedEnvVars ?? []).flatMap((variable, i) => {
       const problem = templateSourceProblem(variable, { pattern, environmentHook });
       return problem ? [{ path: `webhook.allowedEnvVars[${i}]`, message: problem }] : [];

@@ -2,7 +2,7 @@ import type { ParsedSerializedHook } from '../contract/hook.ts';
 import { isControlHook } from '../contract/hook.ts';
 import type { BlockedToolResult, ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import type { Logger } from '../observability/logger.ts';
-import { matchesHook } from '../dispatch/matcher.ts';
+import { matchesHook } from '../contract/matcher.ts';
 import { blockedAfterResult, blockedBeforeResult, defaultDenyReason, HOOK_CONTROL_ERROR } from './blockedResult.ts';
 import type { ToolCallWebhookResult } from './decisionWebhook.ts';
 

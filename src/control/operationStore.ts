@@ -1,12 +1,12 @@
 import type { AgentHook, ParsedSerializedHook, SerializedHook } from '../contract/hook.ts';
 import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './operationErrors.ts';
 import { serializeHook } from '../contract/hook.ts';
-import { ENV_HOOK_ID_PREFIX } from '../contract/hookTypes.ts';
+import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import { readSettings } from '../config/settings.ts';
-import { CriticalHookDeliveryError, type CriticalFailure } from '../dispatch/criticalError.ts';
+import { CriticalHookDeliveryError, type CriticalFailure } from '../contract/criticalError.ts';
 import { storeOf, type Store } from '../store/db.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { createOperationWithHooks, finishOperation, getOperation, loadOperationHooks } from '../store/operationsRepo.ts';
@@ -31,11 +31,6 @@ const REQUIRED_CONTEXT = ['toolCallId', 'assistantMessageId', 'identifier', 'api
 /** Completion reasons that map to a stored status other than `completed`. */
 const STATUS_BY_REASON: Record<string, string> = { error: 'error', interrupted: 'interrupted', parked: 'parked' };
 
-/** L1/E4: environment hooks are never restored; a restored entry with a reserved id is dropped. */
-function withoutEnvHooks(hooks: readonly unknown[]): unknown[] {
-  if (!Array.isArray(hooks)) return hooks as unknown[]; // parseSerializedHooks reports it (D4b)
-  return hooks.filter((h) => !(h !== null && typeof h === 'object' && typeof (h as { id?: unknown }).id === 'string' && (h as { id: string }).id.startsWith(ENV_HOOK_ID_PREFIX)));
-}
 
 /** P3: what a rejected or stopped call publishes: the user's decision, never tool output. */
 function rejectionReceipt(decision: ApprovalDecision): ToolCallResult {
@@ -84,7 +79,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
    */
   async function roundHooks(operationId: string, snapshot: readonly SerializedHook[] | undefined): Promise<ParsedSerializedHook[]> {
     const raw: readonly unknown[] = snapshot ?? (await loadOperationHooks(await db(), operationId)) ?? [];
-    return parseSerializedHooks(withoutEnvHooks(raw));
+    return parseSerializedHooks(withoutEnvHookIds(raw));
   }
 
   function snapshotFor(input: PublishDeferredResultInput, operationId: string, first: boolean): readonly SerializedHook[] | undefined {

@@ -1,38 +1,31 @@
-import { newDeliveryId } from '../contract/deliveryId.ts';
-import { ENV_HOOK_ID_PREFIX, isHookType, type HookType } from '../contract/hookTypes.ts';
-import { isControlHook, type AgentHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';
-import { EventValidationError } from '../contract/errors.ts';
-import { serializeEventJson } from '../contract/events.ts';
-import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
-import { parseTemplateEnvPattern, type TemplateEnvPattern } from '../contract/templateSources.ts';
+import { CriticalHookDeliveryError } from '../contract/criticalError.ts';
+import type { HookEventOf } from '../contract/events.ts';
+import { type AgentHook, isControlHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
+import { type HookType, isHookType } from '../contract/hookTypes.ts';
+import { matchesHook } from '../contract/matcher.ts';
+import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
-import { ENV_HOOK_VARIABLES, loadEnvHooks } from '../config/envHooks.ts';
-import { DeliveryConfigError } from '../delivery/errors.ts';
-import { FetchTransport } from '../delivery/fetchTransport.ts';
-import { deliverNotification } from '../delivery/deliver.ts';
-import { parseSigningSecrets } from '../delivery/signing.ts';
-import { createLazyQStashPublisher } from '../delivery/lazyQStashPublisher.ts';
+import { loadEnvHooks } from '../config/envHooks.ts';
+import { readSettings } from '../config/settings.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
-import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
+import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
-import { evaluateControls, type ControlHook, type ToolCallControlOutcome } from '../control/evaluateControls.ts';
-import { executeToolCallWebhook, type ToolCallWebhookResult } from '../control/decisionWebhook.ts';
-import { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from './criticalError.ts';
-import { matchesHook } from './matcher.ts';
-import type { ToolSeam } from './toolSeam.ts';
-import { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from './interceptionSeam.ts';
-import { shutdownReasonFor } from './shutdownReason.ts';
+import { evaluateControls, type ToolCallControlOutcome } from '../control/evaluateControls.ts';
 import type { InterceptionEmitter } from '../interception/emitter.ts';
+import { type ControlRunner, createControlRunner } from './controlRunner.ts';
+import type { DeliveryPort } from './deliveryPort.ts';
+import { createEnvHookSource } from './envHookSource.ts';
+import { HookRegistry } from './hookRegistry.ts';
+import { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from './interceptionSeam.ts';
+import { createLocalDelivery } from './localDelivery.ts';
+import { createQueueDelivery, type DispatchProducer, type OwnedProducer, type OwnedProducerFactory } from './queueDelivery.ts';
+import { assertEvent, type RunnableHook } from './runnableHook.ts';
+import { SendContext } from './sendContext.ts';
+import { shutdownReasonFor } from './shutdownReason.ts';
+import type { ToolSeam } from './toolSeam.ts';
 
-/** What queue mode needs from a producer (`createHookProducer` provides it). */
-export type DispatchProducer = {
-  enqueue(input: { operationId: string; type: HookType; event: Record<string, unknown>; hooks: SerializedHook[] }): Promise<{ deliveryIds: string[]; queued: boolean }>;
-};
-
-/** A producer the dispatcher owns (and closes): the composition root supplies the factory, so dispatch never imports queue. */
-export type OwnedProducer = DispatchProducer & { close(): Promise<void> };
-export type OwnedProducerFactory = (options: { env: Record<string, string | undefined>; templateEnv?: string }) => OwnedProducer;
+export type { DispatchProducer, OwnedProducer, OwnedProducerFactory } from './queueDelivery.ts';
 /** What the package entry injects (not options a caller sets). */
 export type DispatcherDefaults = { createProducer?: OwnedProducerFactory };
 
@@ -74,74 +67,61 @@ export type EvaluateOptions = {
   environmentHooks?: boolean;
 };
 
-type HookEvent = Record<string, unknown> & { operationId: string };
 const NO_HOOKS: RunnableHook[] = [];
-const NO_SECRETS: readonly string[] = [];
-/** A hook ready to run: parsed, with `env` marking an operator-trusted environment hook. */
-type RunnableHook = (ParsedAgentHook | ParsedSerializedHook) & { env?: boolean };
-
-function assertEvent(event: unknown): asserts event is HookEvent {
-  // D10: loose validation; any object with a string operationId.
-  if (event === null || typeof event !== 'object' || typeof (event as { operationId?: unknown }).operationId !== 'string') {
-    throw new TypeError('event must be an object with a string operationId');
-  }
-  for (const key of ['stepIndex', 'callIndex'] as const) {
-    const v = (event as Record<string, unknown>)[key];
-    if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 0)) throw new TypeError(`event.${key} must be an integer ≥ 0`);
-  }
-}
-
-/** JSON-safe copy of an event for queue mode: drops functions (`mock`) and `finalState` (B4a). */
-function queueEvent(event: HookEvent): HookEvent {
-  const { mock: _mock, finalState: _finalState, ...rest } = event;
-  return rest as HookEvent;
-}
 
 /**
  * Registers hooks per agent operation and dispatches lifecycle events to them in registration
- * order (D1). Local mode runs handlers and delivers webhooks inline (one attempt each, D6);
- * queue mode hands webhook deliveries to a producer (D8). Knows nothing of HTTP itself.
+ * order (D1). The parts: a registry (hookRegistry.ts), the environment's hooks (envHookSource.ts),
+ * a delivery port — local (handlers + one inline attempt) or queue (ledger row + job) — the
+ * decision-webhook runner for controls, and the AGENT-HOOKS-0.1 seam. Knows nothing of HTTP itself.
  */
 export class HookDispatcher {
   readonly mode: 'local' | 'queue';
-  readonly #producer: DispatchProducer | undefined;
-  readonly #ownedProducer: OwnedProducer | undefined;
   readonly #env: Record<string, string | undefined>;
   readonly #logger: Logger;
-  readonly #appUrl: string | undefined;
-  readonly #transport: FetchTransport;
-  readonly #templateEnv: TemplateEnvPattern;
-  readonly #payloads: WebhookPayloadBuilder;
-  readonly #qstash: QStashPublisher | undefined;
+  readonly #registry: HookRegistry;
+  readonly #envHooks: () => RunnableHook[];
+  readonly #send: SendContext;
+  readonly #delivery: DeliveryPort;
+  readonly #runControl: ControlRunner;
   readonly #seam: ToolSeam | undefined;
-  readonly #registry = new Map<string, ParsedAgentHook[]>();
-  // Bound once: the evaluation hot path creates no closures per call.
-  readonly #envHooksThunk = (): RunnableHook[] => this.#envHooks();
-  readonly #runControlBound = (hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined): Promise<ToolCallWebhookResult> =>
-    this.#runControl(hook, event, signal);
-  #qstashCache: { url: string | undefined; token: string; publisher: QStashPublisher } | undefined;
-  #secretsCache: { raw: string; secrets: readonly string[] } | undefined;
-  #envHooksCache: { key: string; hooks: RunnableHook[] } | undefined;
 
   constructor(options: HookDispatcherOptions = {}, defaults: DispatcherDefaults = {}) {
     this.mode = options.mode ?? 'local';
-    this.#env = options.env ?? process.env;
+    const env = options.env ?? process.env;
+    this.#env = env;
     // W2: an invalid pattern fails construction (TemplateEnvPatternError names the variable).
-    this.#templateEnv = parseTemplateEnvPattern(options.templateEnv ?? this.#env.HOOKRELAY_TEMPLATE_ENV);
-    // Queue mode without a producer gets one configured from the same environment (SPEC §13),
-    // owned (and closed) by this dispatcher; it connects on its first enqueue.
+    const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? env.HOOKRELAY_TEMPLATE_ENV);
     if (this.mode === 'queue' && !options.producer && !defaults.createProducer) {
       throw new TypeError("queue mode needs a producer: pass `producer: createHookProducer()` (from 'hookrelay/queue'), or construct the dispatcher from the 'hookrelay' entry");
     }
-    this.#ownedProducer =
-      this.mode === 'queue' && !options.producer ? defaults.createProducer!({ env: this.#env, ...(options.templateEnv !== undefined ? { templateEnv: options.templateEnv } : {}) }) : undefined;
-    this.#producer = options.producer ?? this.#ownedProducer;
+    // §13: the construction-time settings, through the settings schema (a bad value is a SettingsError naming it).
+    const settings = readSettings(['APP_URL', 'HOOKRELAY_ALLOWED_CIDRS', 'LOG_LEVEL'], env);
     // A library logs only what needs attention (failed deliveries, D5), to stderr, unless told otherwise.
-    this.#logger = options.logger ?? createLogger({ level: this.#env.LOG_LEVEL ?? 'warn', pretty: false, destination: process.stderr });
-    this.#appUrl = options.appUrl ?? (this.#env.APP_URL || undefined);
-    this.#transport = new FetchTransport({ allowedCidrs: options.allowedCidrs ?? this.#env.HOOKRELAY_ALLOWED_CIDRS });
-    this.#payloads = createWebhookPayloadBuilder({ emailLookup: options.emailLookup, logger: this.#logger });
-    this.#qstash = options.qstash;
+    const level = env.LOG_LEVEL?.trim() ? settings.LOG_LEVEL : 'warn';
+    this.#logger = options.logger ?? createLogger({ level, pretty: false, destination: process.stderr });
+    this.#registry = new HookRegistry(templateEnv);
+    this.#envHooks = createEnvHookSource(env);
+    this.#send = new SendContext({
+      env,
+      templateEnv,
+      appUrl: options.appUrl ?? settings.APP_URL,
+      allowedCidrs: options.allowedCidrs ?? settings.HOOKRELAY_ALLOWED_CIDRS,
+      qstash: options.qstash,
+      logger: this.#logger,
+    });
+    const payloads = createWebhookPayloadBuilder({ emailLookup: options.emailLookup, logger: this.#logger });
+    if (this.mode === 'queue') {
+      // Queue mode without a producer gets one configured from the same environment (SPEC §13),
+      // owned (and closed) by this dispatcher; it connects on its first enqueue.
+      const owned: OwnedProducer | undefined = options.producer
+        ? undefined
+        : defaults.createProducer!({ env, ...(options.templateEnv !== undefined ? { templateEnv: options.templateEnv } : {}) });
+      this.#delivery = createQueueDelivery(options.producer ?? owned!, this.#logger, owned);
+    } else {
+      this.#delivery = createLocalDelivery(this.#send, payloads);
+    }
+    this.#runControl = createControlRunner(this.#send, payloads);
     this.#seam = options.emitter
       ? createInterceptionSeam(options.emitter, { posture: options.interceptionPosture, session: options.interceptionSession, logger: this.#logger })
       : undefined;
@@ -155,13 +135,11 @@ export class HookDispatcher {
   /** D4a/D9: validate the whole batch first; append; duplicate ids rejected; snapshots stored. */
   register(operationId: string, hooks: AgentHook[] | SerializedHook[]): void {
     if (typeof operationId !== 'string' || operationId === '') throw new TypeError('operationId must be a non-empty string');
-    const existing = this.#registry.get(operationId);
-    const parsed = parseHookBatch(hooks, new Set((existing ?? []).map((h) => h.id)));
-    assertTemplateSources(parsed, this.#templateEnv); // W2: the operator's pattern, before anything is stored
-    loadEnvHooks(this.#env); // §14: an invalid environment configuration fails registration, naming the variables
-    // The session opens first: an invalid interceptionSession throws before anything is registered.
-    if (existing === undefined) this.#seam?.onStartup(operationId);
-    this.#registry.set(operationId, [...(existing ?? []), ...parsed]);
+    this.#registry.add(operationId, hooks, (isNew) => {
+      loadEnvHooks(this.#env); // §14: an invalid environment configuration fails registration, naming the variables
+      // The session opens first: an invalid interceptionSession throws before anything is registered.
+      if (isNew) this.#seam?.onStartup(operationId);
+    });
   }
 
   /**
@@ -179,27 +157,7 @@ export class HookDispatcher {
 
   /** D9a: `undefined` for an unknown operation, `[]` when it has no webhook hooks. Templates unresolved. */
   getSerializedHooks(operationId: string): SerializedHook[] | undefined {
-    const hooks = this.#registry.get(operationId);
-    if (!hooks) return undefined;
-    return hooks.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
-  }
-
-  /** Caller hooks by D9 precedence, restored ones re-validated (D4b), env ids dropped from restores. */
-  #callerHooks(operationId: string, serializedHooks: readonly unknown[] | undefined): RunnableHook[] {
-    const restored = () =>
-      parseSerializedHooks(
-        // D4b: anything but an array is corrupt too (parseSerializedHooks throws HookConfigError).
-        Array.isArray(serializedHooks)
-          ? serializedHooks.filter((h) => !(h && typeof h === 'object' && String((h as { id?: unknown }).id).startsWith(ENV_HOOK_ID_PREFIX)))
-          : (serializedHooks as unknown as unknown[]),
-      );
-    const memory = this.#registry.get(operationId);
-    if (this.mode === 'queue') {
-      if (serializedHooks != null) return restored();
-      return (memory ?? []).map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
-    }
-    if (memory) return memory;
-    return serializedHooks != null ? restored() : [];
+    return this.#registry.serialized(operationId);
   }
 
   /** E4/L1: the hooks of the current environment (throws naming the variables when invalid). */
@@ -207,33 +165,17 @@ export class HookDispatcher {
     return loadEnvHooks(this.#env);
   }
 
-  /** E4: the current environment's hooks, rebuilt at every call; trusted targets (Q5). */
-  #envHooks(): RunnableHook[] {
-    const env = this.#env;
-    const url = env[ENV_HOOK_VARIABLES.url];
-    if (url === undefined || url.trim() === '') return NO_HOOKS; // E2: unset or blank = off
-    // The result depends only on these five values: rebuild when any of them changes (a rotated
-    // token needs no rebuild: it stays a template, resolved at send time, W2).
-    const key = JSON.stringify([
-      url,
-      env[ENV_HOOK_VARIABLES.token] === undefined || env[ENV_HOOK_VARIABLES.token]!.trim() === '',
-      env[ENV_HOOK_VARIABLES.events],
-      env[ENV_HOOK_VARIABLES.responseHandling],
-      env[ENV_HOOK_VARIABLES.onError],
-    ]);
-    const cached = this.#envHooksCache;
-    if (cached && cached.key === key) return cached.hooks;
-    const hooks = loadEnvHooks(env).map((h) => ({ ...h, env: true }));
-    this.#envHooksCache = { key, hooks };
-    return hooks;
+  #callerHooks(operationId: string, serializedHooks: readonly unknown[] | undefined): RunnableHook[] {
+    return this.#registry.callerHooks(this.mode, operationId, serializedHooks);
   }
 
   /**
-   * Dispatch one event to the matching hooks of `type`, in order (D1). Ordinary errors are logged
+   * Dispatch one event to the matching hooks of `type`, in order (D1). The event is typed by its
+   * hook type (`HookEventOf<T>`) and validated loosely at run time (D10). Ordinary errors are logged
    * and dispatch continues (D5); `fallback: 'none'` failures are thrown together after the tier
    * (caller hooks, then environment hooks) has run (D6).
    */
-  async dispatch(operationId: string, type: HookType, event: Record<string, unknown>, serializedHooks?: readonly unknown[]): Promise<void> {
+  async dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>, serializedHooks?: readonly unknown[]): Promise<void> {
     if (!isHookType(type)) throw new TypeError(`unknown hook type "${String(type)}"`);
     assertEvent(event);
     const caller = this.#callerHooks(operationId, serializedHooks);
@@ -245,124 +187,12 @@ export class HookDispatcher {
       envError = error; // L5: thrown after the caller hooks of this dispatch have run
     }
     const hooks = [...caller, ...envHooks].filter((h) => h.type === type && !isControlHook(h) && matchesHook(h, event));
-    const failures = this.mode === 'queue' ? await this.#enqueue(operationId, type, event, hooks) : await this.#runLocal(operationId, type, event, hooks);
+    const failures = await this.#delivery.deliver(operationId, type, event, hooks);
     if (envError !== undefined) throw envError;
     if (failures.length > 0) {
       const error = new CriticalHookDeliveryError(failures);
       this.#logger.error({ operationId, hookType: type, hookIds: failures.map((f) => f.hookId) }, error.message);
       throw error;
-    }
-  }
-
-  async #runLocal(operationId: string, type: HookType, event: HookEvent, hooks: RunnableHook[]): Promise<CriticalFailure[]> {
-    const failures: CriticalFailure[] = [];
-    for (const hook of hooks) {
-      const handler = 'handler' in hook ? hook.handler : undefined;
-      // D9b: beforeToolCall handlers run only in dispatchBeforeToolCall (with `mock`); a hook with
-      // a handler is represented locally by that handler (D3/D8), so its webhook is not sent here.
-      if (handler && type === 'beforeToolCall') continue;
-      if (handler) {
-        try {
-          await handler(event);
-        } catch (error) {
-          // D5/D6: handler errors are logged, never critical.
-          this.#logger.warn({ operationId, hookId: hook.id, hookType: type, err: error instanceof Error ? error.name : 'error' }, 'hook handler failed');
-        }
-        continue;
-      }
-      if (!hook.webhook) continue;
-      let failure: CriticalFailure | undefined;
-      try {
-        failure = await this.#deliverLocal(operationId, type, event, { ...hook, webhook: hook.webhook });
-      } catch (error) {
-        // D5: e.g. an event that cannot be serialized, an invalid HOOKRELAY_SIGNING_SECRETS: this
-        // hook failed (critical with fallback 'none', D6); its siblings still run.
-        const errorClass = error instanceof DeliveryConfigError ? 'configuration' : error instanceof EventValidationError ? error.errorClass : 'internal_error';
-        const fields = { operationId, hookId: hook.id, hookType: type, errorClass, err: error instanceof Error ? error.name : 'error' };
-        if (hook.webhook.fallback === 'none') {
-          this.#logger.error(fields, 'critical webhook delivery failed');
-          failure = { hookId: hook.id, cause: new WebhookDeliveryFailure(errorClass) };
-        } else {
-          this.#logger.warn(fields, 'webhook delivery failed');
-        }
-      }
-      if (failure) failures.push(failure);
-    }
-    return failures;
-  }
-
-  /** One attempt, no retries (D6): retries belong to the worker (Q3). */
-  async #deliverLocal(
-    operationId: string,
-    type: HookType,
-    event: HookEvent,
-    hook: RunnableHook & { webhook: NonNullable<RunnableHook['webhook']> },
-  ): Promise<CriticalFailure | undefined> {
-    const deliveryId = newDeliveryId();
-    const payload = await this.#payloads.build({ hook, event, extra: { deliveryId, occurredAt: new Date().toISOString() } });
-    if (payload === undefined) return undefined;
-    const result = await deliverNotification({
-      webhook: hook.webhook,
-      hookId: hook.id,
-      payload: serializeEventJson(payload, 'webhook payload'), // D10: a typed error, never a raw RangeError
-      deliveryId,
-      generation: 0,
-      env: this.#env,
-      templateEnv: this.#templateEnv,
-      environmentHook: hook.env === true,
-      appUrl: this.#appUrl,
-      trusted: hook.env === true,
-      signingSecrets: this.#signingSecrets(),
-      qstash: hook.webhook.delivery === 'qstash' ? this.#qstashPublisher() : undefined,
-      fetchTransport: this.#transport,
-      logger: this.#logger,
-    });
-    if (result.ok) return undefined;
-    const cause = new WebhookDeliveryFailure(result.errorClass, result.httpStatus);
-    const fields = { operationId, hookId: hook.id, hookType: type, errorClass: result.errorClass, httpStatus: result.httpStatus };
-    if (result.critical) {
-      this.#logger.error(fields, 'critical webhook delivery failed');
-      return { hookId: hook.id, cause };
-    }
-    this.#logger.warn(fields, 'webhook delivery failed');
-    return undefined;
-  }
-
-  #qstashPublisher(): QStashPublisher | undefined {
-    if (this.#qstash) return this.#qstash;
-    const token = this.#env.QSTASH_TOKEN;
-    if (!token) return undefined; // D7: a missing token falls back to fetch (or is critical with 'none')
-    const url = this.#env.QSTASH_URL;
-    // Read at send time (a rotated token applies at once); one client per (url, token).
-    const cached = this.#qstashCache;
-    if (cached && cached.url === url && cached.token === token) return cached.publisher;
-    const publisher = createLazyQStashPublisher({ url, token }, (message) => this.#logger.error({}, message));
-    this.#qstashCache = { url, token, publisher };
-    return publisher;
-  }
-
-  /** HOOKRELAY_SIGNING_SECRETS of the current environment, parsed once per distinct value. */
-  #signingSecrets(): readonly string[] {
-    const raw = this.#env.HOOKRELAY_SIGNING_SECRETS;
-    if (raw === undefined || raw === '') return NO_SECRETS;
-    const cached = this.#secretsCache;
-    if (cached && cached.raw === raw) return cached.secrets;
-    const secrets = parseSigningSecrets(raw); // throws DeliveryConfigError (names the entry, never a secret)
-    this.#secretsCache = { raw, secrets };
-    return secrets;
-  }
-
-  /** D8: queue mode records every matching delivery (ledger + job); webhooks only. */
-  async #enqueue(operationId: string, type: HookType, event: HookEvent, hooks: RunnableHook[]): Promise<CriticalFailure[]> {
-    const webhooks = hooks.filter((h) => h.webhook !== undefined);
-    if (webhooks.length === 0 || !this.#producer) return [];
-    const serialized = webhooks.map((h) => ({ id: h.id, type: h.type, ...(h.matcher !== undefined ? { matcher: h.matcher } : {}), webhook: h.webhook! }));
-    try {
-      await this.#producer.enqueue({ operationId, type, event: queueEvent(event), hooks: serialized });
-      return [];
-    } catch (error) {
-      this.#logger.error({ operationId, hookType: type, err: error instanceof Error ? error.message : 'error' }, 'could not record hook deliveries');
-      return webhooks.filter((h) => h.webhook?.fallback === 'none').map((h) => ({ hookId: h.id, cause: error }));
     }
   }
 
@@ -429,8 +259,8 @@ export class HookDispatcher {
       context: effectiveContext,
       result: effectiveResult,
       callerHooks: this.#callerHooks(operationId, opts.serializedHooks),
-      envHooks: opts.environmentHooks === false ? NO_HOOKS : this.#envHooksThunk,
-      run: this.#runControlBound,
+      envHooks: opts.environmentHooks === false ? NO_HOOKS : this.#envHooks,
+      run: this.#runControl,
       logger: this.#logger,
       signal: opts.signal,
     });
@@ -440,37 +270,10 @@ export class HookDispatcher {
     return outcome;
   }
 
-  async #runControl(hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined): Promise<ToolCallWebhookResult> {
-    let payload: string;
-    let signingSecrets: readonly string[];
-    try {
-      const built = await this.#payloads.build({ hook: hook as ControlHook & { webhook: NonNullable<ControlHook['webhook']> }, event, control: true, signal });
-      if (built === undefined || signal?.aborted) return { status: 'cancelled' as const };
-      payload = JSON.stringify(built);
-      signingSecrets = this.#signingSecrets();
-    } catch {
-      // L5/R5: a control that cannot be sent (unserializable context, invalid signing secrets)
-      // is an error handled by its onError, never an allow and never a rejection of evaluate*.
-      return { status: 'error', code: 'configuration' };
-    }
-    return await executeToolCallWebhook({
-      webhook: hook.webhook!,
-      payload,
-      env: this.#env,
-      templateEnv: this.#templateEnv,
-      environmentHook: hook.env === true,
-      appUrl: this.#appUrl,
-      trusted: hook.env === true,
-      signingSecrets,
-      fetchTransport: this.#transport,
-      ...(signal ? { signal } : {}),
-    });
-  }
-
   /** Waits for pending agent_startup / agent_shutdown records, then releases connection pools and timers. */
   async close(): Promise<void> {
     await this.#seam?.drain();
-    await this.#transport.close();
-    await this.#ownedProducer?.close();
+    await this.#send.close();
+    await this.#delivery.close();
   }
 }

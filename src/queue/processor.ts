@@ -15,14 +15,14 @@
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { ParsedSerializedHook } from '../contract/hook.ts';
-import { ENV_HOOK_ID_PREFIX } from '../contract/hookTypes.ts';
+import { isEnvHookId } from '../contract/hookTypes.ts';
 import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import { parseSerializedHook } from '../contract/validate.ts';
 import { timeoutMs } from '../contract/webhook.ts';
 import { deliverNotification, type NotificationFailure, type NotificationResult } from '../delivery/deliver.ts';
 import type { FetchTransport } from '../delivery/fetchTransport.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
-import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../dispatch/criticalError.ts';
+import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../contract/criticalError.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
@@ -197,7 +197,7 @@ async function attempt(deps: ProcessorDeps, target: AttemptTarget): Promise<Noti
   // Environment hooks are the operator's own targets (Q5): not subject to the SSRF guard, and the
   // only hooks that may read AGENT_HOOK_WEBHOOK_* (W2) — but only while the URL is still the one
   // this worker's environment names, so a stored row carrying a reserved id buys neither.
-  const environmentHook = hook.id.startsWith(ENV_HOOK_ID_PREFIX) && hook.webhook.url === deps.env.AGENT_HOOK_WEBHOOK_URL?.trim();
+  const environmentHook = isEnvHookId(hook.id) && hook.webhook.url === deps.env.AGENT_HOOK_WEBHOOK_URL?.trim();
   const critical = hook.webhook.fallback === 'none';
   if (target.body === undefined) return configurationFailure('event payload missing (pruned by retention?)', critical);
   try {

@@ -12,7 +12,7 @@ import { isControlHook, type ParsedSerializedHook } from '../contract/hook.ts';
 import { isHookType } from '../contract/hookTypes.ts';
 import { parseTemplateEnvPattern, type TemplateEnvPattern } from '../contract/templateSources.ts';
 import { assertTemplateSources, parseSerializedHooks } from '../contract/validate.ts';
-import { matchesHook } from '../dispatch/matcher.ts';
+import { matchesHook } from '../contract/matcher.ts';
 import { silentLogger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';

@@ -5,7 +5,7 @@
  */
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 import { verifyQStashCallback } from '../delivery/qstashCallback.ts';
-import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../dispatch/criticalError.ts';
+import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../contract/criticalError.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CriticalHookDeliveryError, HookDispatcher, type AgentHook } from '../../../src/index.ts';
 import { HookConfigError } from '../../../src/contract/errors.ts';
-import { HOOK_TYPES } from '../../../src/contract/hookTypes.ts';
+import { HOOK_TYPES, type HookType } from '../../../src/contract/hookTypes.ts';
 import { captureLogger, quietLogger, recordingProducer, rejection, thrown, toolContext } from './helpers.ts';
 
 const OP = 'op_1';
@@ -303,7 +303,20 @@ describe('HookDispatcher: handler errors and loose events', () => {
     for (const bad of [null, 'x', {}, { operationId: 1 }, { operationId: OP, stepIndex: -1 }, { operationId: OP, stepIndex: 1.5 }, { operationId: OP, callIndex: '0' }]) {
       await expect(d.dispatch(OP, 'onComplete', bad as never)).rejects.toThrow(TypeError);
     }
-    await expect(d.dispatch(OP, 'nope' as never, ev())).rejects.toThrow(TypeError);
+    await expect(d.dispatch(OP, 'nope' as HookType, ev())).rejects.toThrow(TypeError);
+  });
+
+  it('D10: dispatch is typed by hook type (HookEventOf<T>): typed fields are checked at compile time, unknown keys pass', async () => {
+    const d = local();
+    const seen: unknown[] = [];
+    d.register(OP, [{ id: 'h', type: 'afterCompact', handler: (e) => void seen.push(e) }]);
+    await d.dispatch(OP, 'afterCompact', { operationId: OP, messagesBefore: 40, messagesAfter: 8, summary: 's', custom: { any: 'thing' } });
+    // @ts-expect-error messagesBefore is a number on afterCompact (npm run typecheck fails if this compiles)
+    await d.dispatch(OP, 'afterCompact', { operationId: OP, messagesBefore: 'forty' });
+    // @ts-expect-error operationId is required
+    await expect(d.dispatch(OP, 'beforeStep', { stepIndex: 0 })).rejects.toThrow(TypeError);
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toMatchObject({ messagesAfter: 8, custom: { any: 'thing' } });
   });
 });
 

@@ -1,4 +1,4 @@
-import { isToolHookType } from '../contract/hookTypes.ts';
+import { isToolHookType } from './hookTypes.ts';
 
 /**
  * D4: a matcher is a RegExp tested against `${identifier}/${apiName}`, tool events only.

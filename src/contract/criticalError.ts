@@ -1,4 +1,4 @@
-import { HookrelayError } from '../contract/hookrelayError.ts';
+import { HookrelayError } from './hookrelayError.ts';
 
 /** One critical failure of a tier: the hook and its sanitized cause. */
 export type CriticalFailure = { hookId: string; cause: unknown };

@@ -1,0 +1,60 @@
+/**
+ * The house's layers (see README "Layout"): imports point down the flow
+ *   contract → dispatch / control → payload → delivery → queue → store
+ * and nothing imports the edges (cli, worker, entry). `npm run lint:layers` fails on a
+ * back-arrow; CI runs it.
+ */
+const LAYERS = {
+  contract: [],
+  config: ['contract'],
+  observability: ['contract', 'config'],
+  interception: ['contract'],
+  payload: ['contract', 'config', 'observability'],
+  delivery: ['contract', 'config', 'observability', 'interception'],
+  store: ['contract', 'config', 'observability', 'interception'],
+  control: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store'],
+  dispatch: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'control'],
+  queue: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store'],
+  worker: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'queue'],
+  cli: ['contract', 'config', 'observability', 'payload', 'delivery', 'store', 'queue'],
+};
+
+const layerRules = Object.entries(LAYERS).map(([layer, allowed]) => ({
+  name: `layer-${layer}`,
+  comment: `src/${layer}/ may import only ${allowed.length ? allowed.map((l) => `src/${l}/`).join(', ') : 'itself (the bottom layer)'} and packages`,
+  severity: 'error',
+  from: { path: `^src/${layer}/` },
+  to: { path: '^src/', pathNot: [`^src/${layer}/`, ...allowed.map((l) => `^src/${l}/`)] },
+}));
+
+module.exports = {
+  forbidden: [
+    ...layerRules,
+    {
+      name: 'edges-are-not-imported',
+      comment: 'src/entry/ (package and bin entries) is a composition root: no module imports it',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/entry/' },
+      to: { path: '^src/entry/' },
+    },
+    {
+      name: 'no-circular',
+      comment: 'a cycle makes the load order (and a lazy entry) fragile',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    includeOnly: '^src/',
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'types', 'default'], extensions: ['.ts', '.js'] },
+  },
+};

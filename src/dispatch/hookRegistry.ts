@@ -1,0 +1,53 @@
+import { type AgentHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';
+import { withoutEnvHookIds } from '../contract/hookTypes.ts';
+import type { TemplateEnvPattern } from '../contract/templateSources.ts';
+import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
+import type { RunnableHook } from './runnableHook.ts';
+
+const serialized = (hooks: readonly ParsedAgentHook[]): ParsedSerializedHook[] => hooks.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
+
+/**
+ * The per-operation hook registry (D1, D4a, D9): validated batches in registration order, and the
+ * caller hooks of a dispatch by D9 precedence. In-memory; persistence is the operation store's.
+ */
+export class HookRegistry {
+  readonly #byOperation = new Map<string, ParsedAgentHook[]>();
+  readonly #templateEnv: TemplateEnvPattern;
+
+  constructor(templateEnv: TemplateEnvPattern) {
+    this.#templateEnv = templateEnv;
+  }
+
+  /** D4a/D9: validates the whole batch first (duplicate ids rejected, W2 template sources), then appends. Returns whether the operation is new. */
+  add(operationId: string, hooks: AgentHook[] | SerializedHook[], beforeStore?: (isNew: boolean) => void): void {
+    const existing = this.#byOperation.get(operationId);
+    const parsed = parseHookBatch(hooks, new Set((existing ?? []).map((h) => h.id)));
+    assertTemplateSources(parsed, this.#templateEnv); // W2: the operator's pattern, before anything is stored
+    beforeStore?.(existing === undefined);
+    this.#byOperation.set(operationId, [...(existing ?? []), ...parsed]);
+  }
+
+  delete(operationId: string): void {
+    this.#byOperation.delete(operationId);
+  }
+
+  /** D9a: `undefined` for an unknown operation, `[]` when it has no webhook hooks. Templates unresolved. */
+  serialized(operationId: string): SerializedHook[] | undefined {
+    const hooks = this.#byOperation.get(operationId);
+    return hooks ? serialized(hooks) : undefined;
+  }
+
+  /**
+   * D9: caller hooks of a dispatch. Queue mode prefers restored hooks (re-validated, D4b) and else
+   * the registration's webhooks; local mode prefers the registration (its handlers), then restores.
+   * Environment hook ids are dropped from restores (L1).
+   */
+  callerHooks(mode: 'local' | 'queue', operationId: string, serializedHooks: readonly unknown[] | undefined): RunnableHook[] {
+    // D4b: anything but an array is corrupt too (parseSerializedHooks throws HookConfigError).
+    const restored = () => parseSerializedHooks(withoutEnvHookIds(serializedHooks as readonly unknown[]));
+    const memory = this.#byOperation.get(operationId);
+    if (mode === 'queue') return serializedHooks != null ? restored() : serialized(memory ?? []);
+    if (memory) return memory;
+    return serializedHooks != null ? restored() : [];
+  }
+}

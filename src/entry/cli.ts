@@ -1,0 +1,16 @@
+/**
+ * The `hookrelay` bin's composition root: the admin CLI with the worker plugged in. The worker's
+ * modules load only when `start` or `worker` runs, so `hookrelay --help` and the admin commands
+ * never pay for them — and the CLI layer itself never imports the worker.
+ */
+import { runCli as runAdminCli, type WorkerRunner } from '../cli/main.ts';
+
+const runWorker: WorkerRunner = async ({ plugin: pluginFile, ...options }) => {
+  const { loadWorkerPlugin, runDeliveryWorkerUntilSignal } = await import('../worker/index.ts');
+  const plugin = pluginFile !== undefined ? await loadWorkerPlugin(pluginFile) : undefined;
+  await runDeliveryWorkerUntilSignal({ ...options, ...(plugin ? { emailLookup: plugin.emailLookup } : {}) });
+};
+
+export function runCli(argv: string[] = process.argv): Promise<never> {
+  return runAdminCli(argv, { runWorker });
+}
