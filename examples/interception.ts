@@ -2,10 +2,14 @@
  * AGENT-HOOKS-0.1 at the tool seam, runnable as is: `npx tsx examples/interception.ts`.
  * A local interceptor denies destructive shell commands; a remote interceptor (a policy
  * service, here started on 127.0.0.1) rewrites search queries. Records are printed.
+ *
+ * It imports hookrelay by its package name, as an app that installed it does; inside this
+ * repository the name resolves to the package itself (package.json `exports` → dist/), so run
+ * `npm run build` after changing src/.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { FetchTransport, HookDispatcher, InterceptionEmitter, Verdict, createRemoteInterceptor, silentLogger, type InterceptionRecord } from '../src/index.ts';
+import { FetchTransport, HookDispatcher, InterceptionEmitter, Verdict, createRemoteInterceptor, silentLogger, type InterceptionRecord } from 'hookrelay';
 
 // A stand-in for a remote policy service: answers bare §5 verdicts.
 const policy = http.createServer((req, res) => {

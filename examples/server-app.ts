@@ -5,11 +5,16 @@
  *
  *   DATABASE_URL=… REDIS_URL=… NOTIFY_URL=https://… POLICY_URL=https://… npx tsx examples/server-app.ts
  *   curl -X POST localhost:3000/runs -d '{"tool":"shell/exec","args":{"cmd":"ls"}}'
+ *
+ * It imports hookrelay by its package name, as an app that installed it does; inside this
+ * repository the name resolves to the package itself (package.json `exports` → dist/), so run
+ * `npm run build` after changing src/.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
-import { HookDispatcher, buildToolCallHookContext, createHookProducer, CriticalHookDeliveryError } from '../src/index.ts';
+import { HookDispatcher, buildToolCallHookContext, CriticalHookDeliveryError } from 'hookrelay';
+import { createHookProducer } from 'hookrelay/queue';
 
 export type ServerAppOptions = {
   port?: number;
