@@ -44,7 +44,9 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
         push('enqueue', product.enqueuePerSecond);
         push(`naive/${c}`, await runNaive({ ...common, databaseUrl: naiveSchema.url }));
         push(`noop/${c}`, await runNoop({ ...common, databaseUrl: naiveSchema.url }));
-        process.stderr.write(`bench round ${round} c=${c}: product=${fmt(product.deliveriesPerSecond)} naive=${fmt(results.get(`naive/${c}`)?.at(-1) ?? NaN)} noop=${fmt(results.get(`noop/${c}`)?.at(-1) ?? NaN)}\n`);
+        process.stderr.write(
+          `bench round ${round} c=${c}: product=${fmt(product.deliveriesPerSecond)} naive=${fmt(results.get(`naive/${c}`)?.at(-1) ?? NaN)} noop=${fmt(results.get(`noop/${c}`)?.at(-1) ?? NaN)}\n`,
+        );
       }
       push('addBulk', await runPlainAddBulk(JOBS));
     }
@@ -55,7 +57,8 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
       scale.one.push((await runProduct({ ...common, workers: 1 })).deliveriesPerSecond);
       scale.two.push((await runProduct({ ...common, workers: 2 })).deliveriesPerSecond);
     }
-    const latencyAt = (rate: number) => runLatency({ ratePerSecond: rate, seconds: LATENCY_SECONDS, receiverUrl: receiver.url, stats: receiver.stats, reset: receiver.reset });
+    const latencyAt = (rate: number) =>
+      runLatency({ ratePerSecond: rate, seconds: LATENCY_SECONDS, receiverUrl: receiver.url, stats: receiver.stats, reset: receiver.reset });
     const latency = await latencyAt(LATENCY_RATE);
     // The knee: the highest offered rate whose p99 stays within the target, everything delivered.
     let knee = latency.p99 <= TARGETS.p99Ms && latency.count >= latency.offered ? LATENCY_RATE : 0;
@@ -91,7 +94,12 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
       [`enqueue→received p50 at ${LATENCY_RATE}/s (ms, ${latency.count} events)`, fmt(latency.p50, 1), '', ''],
       [`enqueue→received p99 at ${LATENCY_RATE}/s (ms)`, fmt(latency.p99, 1), `≤ ${TARGETS.p99Ms}`, verdict(latency.p99 <= TARGETS.p99Ms)],
       [`latency knee: highest offered rate with p99 ≤ ${TARGETS.p99Ms} ms (${kneeTrail.join('; ')})`, `${knee}/s`, '', ''],
-      [`worker process peak RSS, ${RSS_QUEUED} queued (MiB; drained in ${fmt(rss.seconds, 1)} s)`, fmt(rss.peakMb, 1), `≤ ${TARGETS.rssMb}`, verdict(rss.peakMb <= TARGETS.rssMb)],
+      [
+        `worker process peak RSS, ${RSS_QUEUED} queued (MiB; drained in ${fmt(rss.seconds, 1)} s)`,
+        fmt(rss.peakMb, 1),
+        `≤ ${TARGETS.rssMb}`,
+        verdict(rss.peakMb <= TARGETS.rssMb),
+      ],
     );
     const main = 64;
     const summary = {

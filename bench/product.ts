@@ -38,7 +38,12 @@ async function openBenchStore(name: string): Promise<Stack> {
 
 function events(from: number, count: number, receiverUrl: string, extra: Record<string, unknown> = {}): EnqueueInput[] {
   const hooks = [{ id: 'bench', type: 'onComplete' as const, webhook: { url: `${receiverUrl}/product` } }];
-  return Array.from({ length: count }, (_, k) => ({ operationId: `op-${from + k}`, type: 'onComplete' as const, event: { ...kibPayload(from + k), ...extra }, hooks }));
+  return Array.from({ length: count }, (_, k) => ({
+    operationId: `op-${from + k}`,
+    type: 'onComplete' as const,
+    event: { ...kibPayload(from + k), ...extra },
+    hooks,
+  }));
 }
 
 async function deliveredCount(store: Store): Promise<number> {
@@ -67,7 +72,14 @@ export type ProductRun = { deliveriesPerSecond: number; enqueuePerSecond: number
  * receiver having seen `warmup` requests (JIT and pools warm) until the ledger says every row
  * delivered — so the ledger writes are inside the measured time.
  */
-export async function runProduct(opts: { concurrency: number; jobs: number; warmup: number; receiverUrl: string; receivedCount: () => Promise<number>; workers?: number }): Promise<ProductRun> {
+export async function runProduct(opts: {
+  concurrency: number;
+  jobs: number;
+  warmup: number;
+  receiverUrl: string;
+  receivedCount: () => Promise<number>;
+  workers?: number;
+}): Promise<ProductRun> {
   const stack = await openBenchStore('product');
   const queueName = uniqueName('product');
   const producer = producerFor(stack.store, queueName);
@@ -80,7 +92,8 @@ export async function runProduct(opts: { concurrency: number; jobs: number; warm
     const enqueueSeconds = (performance.now() - enqueueStarted) / 1000;
 
     const received = await opts.receivedCount();
-    for (let w = 0; w < (opts.workers ?? 1); w++) workers.push(await startWorkerProcess({ databaseUrl: stack.schema.url, queueName, concurrency: opts.concurrency }));
+    for (let w = 0; w < (opts.workers ?? 1); w++)
+      workers.push(await startWorkerProcess({ databaseUrl: stack.schema.url, queueName, concurrency: opts.concurrency }));
     // Watch the receiver (cheap) while the worker runs; the ledger is polled only at the end, so
     // count(*) does not load the Postgres being measured.
     while ((await opts.receivedCount()) - received < opts.warmup) await sleep(POLL_MS);
@@ -103,7 +116,9 @@ export async function runPlainAddBulk(jobs: number): Promise<number> {
   const queue = new Queue(uniqueName('addbulk'), { connection, prefix: BENCH_PREFIX });
   const started = performance.now();
   for (let i = 0; i < jobs; i += ENQUEUE_BATCH) {
-    await queue.addBulk(Array.from({ length: Math.min(ENQUEUE_BATCH, jobs - i) }, (_, k) => ({ name: 'deliver', data: kibPayload(i + k), opts: { removeOnComplete: true } })));
+    await queue.addBulk(
+      Array.from({ length: Math.min(ENQUEUE_BATCH, jobs - i) }, (_, k) => ({ name: 'deliver', data: kibPayload(i + k), opts: { removeOnComplete: true } })),
+    );
   }
   const perSecond = jobs / ((performance.now() - started) / 1000);
   await queue.obliterate({ force: true });

@@ -17,10 +17,24 @@ await migrateStore(store);
 const queueName = uniqueName('prof');
 const producer = createHookProducer({ store, redisUrl: BENCH_REDIS_URL, queueName, env: {} });
 const hooks = [{ id: 'bench', type: 'onComplete' as const, webhook: { url: `${receiver.url}/product` } }];
-for (let i = 0; i < N; i += 500) await producer.enqueueMany(Array.from({ length: 500 }, (_, k) => ({ operationId: `op-${i + k}`, type: 'onComplete' as const, event: kibPayload(i + k), hooks })));
+for (let i = 0; i < N; i += 500)
+  await producer.enqueueMany(
+    Array.from({ length: 500 }, (_, k) => ({ operationId: `op-${i + k}`, type: 'onComplete' as const, event: kibPayload(i + k), hooks })),
+  );
 const t0 = performance.now();
-const w = await startWorkerProcess({ databaseUrl: schema.url, queueName, concurrency: Number(process.env.C ?? 64), nodeFlags: [...(process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), ...(process.env.NODE_FLAGS ? process.env.NODE_FLAGS.split(' ') : [])] });
-const count = async () => ((await store.db.execute(sql`select count(*)::int as n from deliveries where status = 'delivered'`)) as unknown as { rows: Array<{ n: number }> }).rows[0]!.n;
+const w = await startWorkerProcess({
+  databaseUrl: schema.url,
+  queueName,
+  concurrency: Number(process.env.C ?? 64),
+  nodeFlags: [...(process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), ...(process.env.NODE_FLAGS ? process.env.NODE_FLAGS.split(' ') : [])],
+});
+const count = async () =>
+  ((await store.db.execute(sql`select count(*)::int as n from deliveries where status = 'delivered'`)) as unknown as { rows: Array<{ n: number }> }).rows[0]!.n;
 while ((await count()) < N) await sleep(100);
 console.log('rate', (N / ((performance.now() - t0) / 1000)).toFixed(0), 'rss', w.peakRssMb().toFixed(0));
-await w.stop(); await producer.close(); await store.close(); await schema.drop(); receiver.close(); process.exit(0);
+await w.stop();
+await producer.close();
+await store.close();
+await schema.drop();
+receiver.close();
+process.exit(0);

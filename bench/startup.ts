@@ -35,13 +35,23 @@ async function idleWorkerRss(variant: Variant, databaseUrl: string, port: number
   const child = spawn(process.execPath, [...VARIANTS[variant], 'worker'], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'ignore'],
-    env: { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: BENCH_REDIS_URL, HOOKRELAY_QUEUE: `startup-${variant}-${port}`, HOOKRELAY_HTTP_PORT: String(port), LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: BENCH_REDIS_URL,
+      HOOKRELAY_QUEUE: `startup-${variant}-${port}`,
+      HOOKRELAY_HTTP_PORT: String(port),
+      LOG_LEVEL: 'warn',
+    },
   });
   try {
     const deadline = Date.now() + 30_000;
     for (;;) {
       if (Date.now() > deadline) throw new Error(`${variant} worker not ready on :${port} within 30 s`);
-      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -84,11 +94,13 @@ export async function runStartupBench(): Promise<{ rows: string[][]; summary: Re
   } finally {
     await schema.drop();
   }
-  const nodeBare = median(Array.from({ length: rounds }, () => {
-    const t = process.hrtime.bigint();
-    spawnSync(process.execPath, ['-e', '0']);
-    return Number(process.hrtime.bigint() - t) / 1e6;
-  }));
+  const nodeBare = median(
+    Array.from({ length: rounds }, () => {
+      const t = process.hrtime.bigint();
+      spawnSync(process.execPath, ['-e', '0']);
+      return Number(process.hrtime.bigint() - t) / 1e6;
+    }),
+  );
   const f = (n: number) => n.toFixed(0);
   const rows = [
     ['measure', 'shipped (node dist/)', 'same sources under tsx (how the bin ran before)', 'ratio'],

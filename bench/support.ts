@@ -46,7 +46,10 @@ export async function deleteBenchKeys(redisUrl = BENCH_REDIS_URL): Promise<void>
 export type ReceiverProcess = { url: string; reset(): Promise<void>; stats(): Promise<{ count: number; latencies: number[] }>; close(): void };
 
 export async function startReceiverProcess(): Promise<ReceiverProcess> {
-  const child: ChildProcess = fork(path.join(import.meta.dirname, 'receiverProcess.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child: ChildProcess = fork(path.join(import.meta.dirname, 'receiverProcess.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const port = await new Promise<number>((resolve) => child.once('message', (m: { port: number }) => resolve(m.port)));
   const ask = <T>(cmd: string) =>
     new Promise<T>((resolve) => {

@@ -13,7 +13,13 @@ const root = path.resolve(import.meta.dirname, '..');
 
 export type WorkerProcess = { pid: number; peakRssMb(): number; stop(): Promise<void> };
 
-export async function startWorkerProcess(opts: { databaseUrl: string; queueName: string; concurrency: number; env?: Record<string, string>; nodeFlags?: string[] }): Promise<WorkerProcess> {
+export async function startWorkerProcess(opts: {
+  databaseUrl: string;
+  queueName: string;
+  concurrency: number;
+  env?: Record<string, string>;
+  nodeFlags?: string[];
+}): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ...(opts.nodeFlags ?? []), path.join(root, 'bin/hookrelay.mjs'), 'worker'], {
     cwd: root,
     env: {

@@ -32,8 +32,13 @@ const records: InterceptionRecord[] = [];
 const emitter = new InterceptionEmitter({
   interceptors: {
     'no-destructive-shell': (ctx) =>
-      ctx.interception_point === 'pre_tool_call' && /rm -rf/.test(JSON.stringify(ctx.target)) ? Verdict.deny({ reason: 'policy.destructive_shell' }) : Verdict.allow(),
-    'policy-service': createRemoteInterceptor({ url: policyUrl, headers: { authorization: 'Bearer ${POLICY_TOKEN}' }, allowedEnvVars: ['POLICY_TOKEN'] }, { fetchTransport: transport, env: { POLICY_TOKEN: 'example-token' } }),
+      ctx.interception_point === 'pre_tool_call' && /rm -rf/.test(JSON.stringify(ctx.target))
+        ? Verdict.deny({ reason: 'policy.destructive_shell' })
+        : Verdict.allow(),
+    'policy-service': createRemoteInterceptor(
+      { url: policyUrl, headers: { authorization: 'Bearer ${POLICY_TOKEN}' }, allowedEnvVars: ['POLICY_TOKEN'] },
+      { fetchTransport: transport, env: { POLICY_TOKEN: 'example-token' } },
+    ),
   },
   recordSink: (r) => {
     records.push(r);
@@ -42,7 +47,15 @@ const emitter = new InterceptionEmitter({
 const hooks = new HookDispatcher({ emitter, env: {}, logger: silentLogger() });
 
 const call = (toolCallId: string, identifier: string, apiName: string, args: Record<string, unknown>) => ({
-  toolCallId, assistantMessageId: 'msg_1', identifier, apiName, args, callIndex: 0, stepIndex: 0, operationId: 'op_demo', executor: 'server' as const,
+  toolCallId,
+  assistantMessageId: 'msg_1',
+  identifier,
+  apiName,
+  args,
+  callIndex: 0,
+  stepIndex: 0,
+  operationId: 'op_demo',
+  executor: 'server' as const,
 });
 
 hooks.register('op_demo', []);
@@ -53,6 +66,7 @@ console.log('shell/exec  →', shell.status, shell.status === 'blocked' ? shell.
 hooks.unregister('op_demo', { reason: 'done' }); // agent_shutdown: summary.reason "completed"
 await hooks.close(); // waits for the agent_shutdown record (emitted in the background)
 
-for (const r of records) console.log(`record #${r.sequence} ${r.interception_point.padEnd(14)} ${r.verdict.decision}${r.verdict.reason ? ` (${r.verdict.reason})` : ''}`);
+for (const r of records)
+  console.log(`record #${r.sequence} ${r.interception_point.padEnd(14)} ${r.verdict.decision}${r.verdict.reason ? ` (${r.verdict.reason})` : ''}`);
 await transport.close();
 policy.close();

@@ -51,7 +51,12 @@ export async function startServerApp(options: ServerAppOptions) {
         stepIndex: 0,
       });
       const decision = await hooks.evaluateToolCall(operationId, context);
-      const toolResult = decision.status === 'allow' ? { content: `ran ${identifier}/${apiName}`, success: true } : decision.status === 'blocked' ? decision.result : { content: 'cancelled', success: false };
+      const toolResult =
+        decision.status === 'allow'
+          ? { content: `ran ${identifier}/${apiName}`, success: true }
+          : decision.status === 'blocked'
+            ? decision.result
+            : { content: 'cancelled', success: false };
       await hooks.dispatch(operationId, 'afterStep', { operationId, stepIndex: 0, content: toolResult.content });
       await hooks.dispatch(operationId, 'onComplete', { operationId, reason: 'done' });
       return { operationId, decision: decision.status, toolResult };

@@ -27,10 +27,7 @@ export function jsonSchemas(): Record<string, string> {
     ...Object.fromEntries(Object.entries(EventSchemas).map(([type, schema]) => [`event-${type}`, schema])),
   };
   return Object.fromEntries(
-    Object.entries(schemas).map(([name, schema]) => [
-      name,
-      `${JSON.stringify(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }), null, 2)}\n`,
-    ]),
+    Object.entries(schemas).map(([name, schema]) => [name, `${JSON.stringify(z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }), null, 2)}\n`]),
   );
 }
 

@@ -49,7 +49,13 @@ export type { ToolCallControlOutcome } from './control/evaluateControls.ts';
 export { buildToolCallHookContext, createWebhookPayloadBuilder, redactResultForEvents } from './payload/index.ts';
 export { loadEnvHooks, EnvHookConfigError } from './config/envHooks.ts';
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from './control/operationErrors.ts';
-export type { OperationStore, OperationStoreOptions, ApprovalDecision, PublishDeferredResultInput, PublishDeferredResultOutput } from './control/operationStore.ts';
+export type {
+  OperationStore,
+  OperationStoreOptions,
+  ApprovalDecision,
+  PublishDeferredResultInput,
+  PublishDeferredResultOutput,
+} from './control/operationStore.ts';
 export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError } from './store/errors.ts';
 export { createHookProducer, createOperationStore, createStoreRecordSink, startDeliveryWorker } from './lazy.ts';
 export { createRemoteInterceptor, RemoteInterceptorConfigSchema, RemoteInterceptorError, type RemoteInterceptorConfig } from './delivery/remoteInterceptor.ts';

@@ -61,7 +61,10 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
   addFilterOptions(deliveries.command('list').description('list deliveries, newest first'))
     .option('--limit <n>', `at most this many rows (default ${DEFAULT_LIST_LIMIT})`, (v) => parsePositiveInt(v, '--limit'))
     .option('--json', 'a JSON array, one delivery per line ([] when none match)')
-    .addHelpText('after', '\nExamples:\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay deliveries list --operation op_123 --json | jq -r ".[].id"')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay deliveries list --operation op_123 --json | jq -r ".[].id"',
+    )
     .action(async (flags: FilterFlags & { json?: boolean }) => {
       const filter = toFilter(flags);
       // Loaded on use: the store and queue clients stay out of `hookrelay --help`.
@@ -104,7 +107,8 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
         if (!row) throw new CliUsageError(`no delivery with id "${id}"`);
         const d = toDelivery(row);
         // The library's vocabulary (Delivery): `attempts` is the list, `attemptCount` the total.
-        if (flags.json) return printJson({ ...summary(d), occurredAt: row.occurredAt.toISOString(), hook: row.hook, payload: row.payload, attempts: d.attempts });
+        if (flags.json)
+          return printJson({ ...summary(d), occurredAt: row.occurredAt.toISOString(), hook: row.hook, payload: row.payload, attempts: d.attempts });
         const lines = [
           `${d.id}  ${d.status}  ${d.eventType} → ${d.hookId} (${d.transport})`,
           `operation ${d.operationId}  generation ${d.generation}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,

@@ -32,7 +32,8 @@ export function registerEnqueueCommand(program: Command): void {
     .option('--json', 'JSON output')
     .addHelpText('after', '\nExample:\n  echo \'{"reason":"done"}\' > done.json && hookrelay enqueue --operation op_123 --type onComplete --file done.json')
     .action(async (flags: { operation: string; type: string; file: string; json?: boolean }) => {
-      if (!(HOOK_TYPES as readonly string[]).includes(flags.type)) throw new CliUsageError(`--type must be one of the 16 hook types, e.g. onComplete (got "${flags.type}")`);
+      if (!(HOOK_TYPES as readonly string[]).includes(flags.type))
+        throw new CliUsageError(`--type must be one of the 16 hook types, e.g. onComplete (got "${flags.type}")`);
       const event = readEvent(flags.file, flags.operation);
       const [{ withContext }, { loadOperationHooks }, { createHookProducer }] = await Promise.all([
         import('./context.ts'),
@@ -47,7 +48,8 @@ export function registerEnqueueCommand(program: Command): void {
           const result = await producer.enqueue({ operationId: flags.operation, type: flags.type as HookType, event, hooks: hooks as SerializedHook[] });
           if (result.deliveryIds.length === 0) throw new CliUsageError(`no persisted hook of operation "${flags.operation}" matches ${flags.type}`);
           if (flags.json) printJson(result);
-          else process.stdout.write(`${result.deliveryIds.join('\n')}\n${result.queued ? '' : 'stored, not yet queued (Redis?): the worker will enqueue them\n'}`);
+          else
+            process.stdout.write(`${result.deliveryIds.join('\n')}\n${result.queued ? '' : 'stored, not yet queued (Redis?): the worker will enqueue them\n'}`);
         } finally {
           await producer.close();
         }

@@ -61,14 +61,16 @@ export function buildProgram(deps: CliDeps = NO_WORKER): Command {
     .showHelpAfterError('(run with --help for usage)')
     .version(packageVersion(), '-V, --version', 'print the hookrelay version')
     .exitOverride()
-    .addHelpText('after', '\nExamples:\n  hookrelay start\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay replay --status failed --dry-run');
+    .addHelpText(
+      'after',
+      '\nExamples:\n  hookrelay start\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay replay --status failed --dry-run',
+    );
 
-  addWorkerOptions(
-    program
-      .command('start')
-      .description('run the worker on the configured stores, or the embedded PGlite store when DATABASE_URL is unset'),
-  )
-    .addHelpText('after', '\nExample:\n  npx hookrelay start\n  npx hookrelay start --plugin ./hooks-plugin.mjs\n  DATABASE_URL=postgres://postgres@127.0.0.1:5432/hookrelay npx hookrelay start')
+  addWorkerOptions(program.command('start').description('run the worker on the configured stores, or the embedded PGlite store when DATABASE_URL is unset'))
+    .addHelpText(
+      'after',
+      '\nExample:\n  npx hookrelay start\n  npx hookrelay start --plugin ./hooks-plugin.mjs\n  DATABASE_URL=postgres://postgres@127.0.0.1:5432/hookrelay npx hookrelay start',
+    )
     .action((flags: WorkerFlags) => deps.runWorker(workerOptions(flags, true)));
 
   addWorkerOptions(
@@ -111,7 +113,6 @@ export function parsePositiveInt(value: string, flag: string): number {
   return n;
 }
 
-
 /** Run the CLI; errors become one line on stderr and the documented exit code. */
 export async function main(argv: string[] = process.argv, deps: CliDeps = NO_WORKER): Promise<number> {
   const program = buildProgram(deps);
@@ -122,7 +123,14 @@ export async function main(argv: string[] = process.argv, deps: CliDeps = NO_WOR
     if (err instanceof CommanderError) {
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof SettingsError || err instanceof CliUsageError || err instanceof RedisUnavailableError || err instanceof EmbeddedStoreUnavailableError || err instanceof HookConfigError || (isHookrelayError(err) && USAGE_ERROR_CODES.has(err.code))) {
+    if (
+      err instanceof SettingsError ||
+      err instanceof CliUsageError ||
+      err instanceof RedisUnavailableError ||
+      err instanceof EmbeddedStoreUnavailableError ||
+      err instanceof HookConfigError ||
+      (isHookrelayError(err) && USAGE_ERROR_CODES.has(err.code))
+    ) {
       process.stderr.write(`hookrelay: ${err.message}\n`);
       return EXIT.usage;
     }

@@ -11,7 +11,11 @@ export function registerRecordsCommand(program: Command, parsePositiveInt: (v: s
     .option('--json', 'a JSON array of records, one per line ([] when none match)')
     .addHelpText('after', '\nExample:\n  hookrelay records list --session op_123 --json')
     .action(async (flags: { session?: string; limit?: number; json?: boolean }) => {
-      const [{ withContext }, { desc, eq }, { interceptionRecords }] = await Promise.all([import('./context.ts'), import('drizzle-orm'), import('../store/schema.ts')]);
+      const [{ withContext }, { desc, eq }, { interceptionRecords }] = await Promise.all([
+        import('./context.ts'),
+        import('drizzle-orm'),
+        import('../store/schema.ts'),
+      ]);
       await withContext(async (ctx) => {
         const rows = await ctx.store.db
           .select()

@@ -16,13 +16,14 @@ export function registerReplayCommand(program: Command, parsePositiveInt: (v: st
     .option('--dry-run', 'print what would be replayed and change nothing')
     .option('--rate <n>', 'at most n deliveries per second', (v) => parsePositiveInt(v, '--rate'))
     .option('--yes', `replay more than ${CONFIRM_ABOVE} without asking (required when stdin is not a terminal)`)
-    .option('--json', 'one JSON object: the counts and each id\'s result')
+    .option('--json', "one JSON object: the counts and each id's result")
     .addHelpText(
       'after',
       '\nExamples:\n  hookrelay replay dlv_01J9Z3R6Y4V8Q2W7E5T1N0K3M8\n  hookrelay replay --status failed --since 2h --dry-run\n  hookrelay replay --status failed --hook billing --rate 50 --yes\n  hookrelay replay --status failed --yes --json | jq .replayed',
     )
     .action(async (ids: string[], flags: ReplayFlags) => {
-      if (ids.length === 0 && flags.status === undefined) throw new CliUsageError('give delivery ids, or --status failed with optional filters (see hookrelay replay --help)');
+      if (ids.length === 0 && flags.status === undefined)
+        throw new CliUsageError('give delivery ids, or --status failed with optional filters (see hookrelay replay --help)');
       if (ids.length > 0 && (flags.status || flags.operation || flags.hook || flags.event || flags.since || flags.until)) {
         throw new CliUsageError('give either delivery ids or filters, not both');
       }

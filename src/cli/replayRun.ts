@@ -31,7 +31,10 @@ async function byIds(ctx: CliContext, ids: string[], includeAccepted: boolean) {
     if (!row) unknown.push(id);
     else if (row.status === 'delivered') skipped.push({ id, reason: 'already delivered' });
     else if (!allowed.includes(row.status)) {
-      skipped.push({ id, reason: row.status === 'accepted_by_qstash' ? 'accepted by QStash (add --include-accepted)' : `status ${row.status} is not replayable` });
+      skipped.push({
+        id,
+        reason: row.status === 'accepted_by_qstash' ? 'accepted by QStash (add --include-accepted)' : `status ${row.status} is not replayable`,
+      });
     } else candidates.push(id);
   }
   return { candidates, skipped, unknown };
@@ -79,8 +82,13 @@ type ReplayReport = { dryRun: boolean; replayed: number; wouldReplay: number; sk
 
 export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFlags): Promise<number> {
   const byId = ids.length > 0;
-  const { candidates, skipped, unknown } = byId ? await byIds(ctx, ids, flags.includeAccepted === true) : { candidates: await byFilter(ctx, flags), skipped: [], unknown: [] };
-  const results: ReplayResult[] = [...unknown.map((id) => ({ id, result: 'unknown' as const })), ...skipped.map((s) => ({ id: s.id, result: 'skipped' as const, reason: s.reason }))];
+  const { candidates, skipped, unknown } = byId
+    ? await byIds(ctx, ids, flags.includeAccepted === true)
+    : { candidates: await byFilter(ctx, flags), skipped: [], unknown: [] };
+  const results: ReplayResult[] = [
+    ...unknown.map((id) => ({ id, result: 'unknown' as const })),
+    ...skipped.map((s) => ({ id: s.id, result: 'skipped' as const, reason: s.reason })),
+  ];
   const summary = { dryRun: flags.dryRun === true, replayed: 0, wouldReplay: 0, skipped: skipped.length, failed: unknown.length };
   for (const id of unknown) process.stderr.write(`${id}: unknown delivery id\n`);
 
@@ -103,7 +111,12 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
     if (flags.json) printJson({ ...summary, wouldReplay: present.length, results } satisfies ReplayReport);
     if (!flags.json) {
       for (const s of skipped) process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
-      process.stdout.write(formatTable(['ID', 'STATUS', 'EVENT', 'HOOK', 'LAST ERROR', 'CREATED'], present.map((r) => [r.id, r.status, r.eventType, r.hookId, r.lastErrorClass ?? '-', iso(r.createdAt)])));
+      process.stdout.write(
+        formatTable(
+          ['ID', 'STATUS', 'EVENT', 'HOOK', 'LAST ERROR', 'CREATED'],
+          present.map((r) => [r.id, r.status, r.eventType, r.hookId, r.lastErrorClass ?? '-', iso(r.createdAt)]),
+        ),
+      );
       process.stdout.write(`dry run: would replay ${present.length}, skipped ${skipped.length}; nothing changed\n`);
     }
     return unknown.length > 0 ? EXIT.partial : EXIT.ok;
@@ -112,7 +125,9 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
   if (candidates.length > CONFIRM_ABOVE && !flags.yes) {
     // Nobody can answer a prompt from cron or a pipe: refuse instead of proceeding unasked.
     if (!process.stdin.isTTY) {
-      process.stderr.write(`hookrelay: replaying ${candidates.length} deliveries (more than ${CONFIRM_ABOVE}) needs --yes when stdin is not a terminal; nothing changed\n`);
+      process.stderr.write(
+        `hookrelay: replaying ${candidates.length} deliveries (more than ${CONFIRM_ABOVE}) needs --yes when stdin is not a terminal; nothing changed\n`,
+      );
       return EXIT.usage;
     }
     if (!(await confirm(candidates.length))) {
@@ -123,7 +138,10 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
   if (!flags.json) for (const s of skipped) process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
 
   const queue = ctx.queue();
-  const bar = process.stderr.isTTY && !flags.json ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} {eta_formatted} left', hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
+  const bar =
+    process.stderr.isTTY && !flags.json
+      ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} {eta_formatted} left', hideCursor: true }, cliProgress.Presets.shades_classic)
+      : undefined;
   bar?.start(candidates.length, 0);
   const batchSize = Math.min(BATCH, flags.rate ?? BATCH);
   for (let i = 0; i < candidates.length; i += batchSize) {
@@ -137,14 +155,19 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
       results.push({ id, result: 'skipped', reason: 'delivered or replayed since it was selected' });
     }
     try {
-      await addDeliveryJobs(queue, claimed.map((c) => ({ deliveryId: c.id, generation: c.generation })));
+      await addDeliveryJobs(
+        queue,
+        claimed.map((c) => ({ deliveryId: c.id, generation: c.generation })),
+      );
       summary.replayed += claimed.length;
       results.push(...claimed.map((c) => ({ id: c.id, result: 'replayed' as const, generation: c.generation })));
     } catch {
       // The rows are queued in the ledger: the worker's reconciler adds their jobs (Q2).
       summary.failed += claimed.length;
       results.push(...claimed.map((c) => ({ id: c.id, result: 'not_queued' as const, generation: c.generation })));
-      process.stderr.write(`${claimed.length} deliveries could not be added to the queue (Redis?); they are queued in the ledger and the worker's reconciler will enqueue them\n`);
+      process.stderr.write(
+        `${claimed.length} deliveries could not be added to the queue (Redis?); they are queued in the ledger and the worker's reconciler will enqueue them\n`,
+      );
     }
     bar?.update(Math.min(candidates.length, i + batch.length));
     if (flags.rate) {
@@ -157,4 +180,3 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
   if (!flags.json) process.stdout.write(`replayed ${summary.replayed}, skipped ${summary.skipped}, failed ${summary.failed}\n`);
   return summary.failed > 0 ? EXIT.partial : EXIT.ok;
 }
-

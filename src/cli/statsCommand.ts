@@ -24,11 +24,19 @@ export function registerStatsCommand(program: Command): void {
         const oldestAgeSeconds = ledger.oldestUndeliveredAt ? Math.max(0, Math.round((Date.now() - ledger.oldestUndeliveredAt.getTime()) / 1000)) : null;
         const ledgerCounts = Object.fromEntries(ledger.byStatus.map((s) => [s.status, s.count]));
         if (flags.json) return printJson({ ledger: ledgerCounts, queue, oldestUndeliveredAgeSeconds: oldestAgeSeconds });
-        process.stdout.write(formatTable(['STATUS', 'COUNT'], ledger.byStatus.map((s) => [s.status, String(s.count)])));
+        process.stdout.write(
+          formatTable(
+            ['STATUS', 'COUNT'],
+            ledger.byStatus.map((s) => [s.status, String(s.count)]),
+          ),
+        );
         process.stdout.write('\n');
         process.stdout.write(
           queue
-            ? formatTable(['QUEUE', 'JOBS'], QUEUE_STATES.map((s) => [s, String(queue![s] ?? 0)]))
+            ? formatTable(
+                ['QUEUE', 'JOBS'],
+                QUEUE_STATES.map((s) => [s, String(queue![s] ?? 0)]),
+              )
             : `queue: Redis did not answer at REDIS_URL within ${QUEUE_TIMEOUT_MS / 1000} s\n`,
         );
         process.stdout.write(`\noldest undelivered: ${oldestAgeSeconds === null ? 'none' : `${oldestAgeSeconds} s ago`}\n`);

@@ -16,7 +16,10 @@ export const ENV_HOOK_VARIABLES = {
 export class EnvHookConfigError extends HookrelayError {
   readonly code = 'HOOKRELAY_ENV_HOOK_CONFIG_INVALID' as const;
   override readonly name = 'EnvHookConfigError';
-  constructor(readonly variables: string[], problem: string) {
+  constructor(
+    readonly variables: string[],
+    problem: string,
+  ) {
     super(`Invalid environment hook configuration (${variables.join(', ')}): ${problem}`);
   }
 }
@@ -38,18 +41,28 @@ export function loadEnvHooks(env: Record<string, string | undefined>): ParsedSer
   if ((env[V.token] ?? '').trim() === '') throw new EnvHookConfigError([V.token, V.url], 'a non-blank token is required when the URL is set');
 
   const rawEvents = env[V.events];
-  if (rawEvents === undefined || rawEvents.trim() === '') throw new EnvHookConfigError([V.events, V.url], 'the subscribed events are required when the URL is set');
-  const events = [...new Set(rawEvents.split(',').map((e) => e.trim()).filter((e) => e !== ''))];
+  if (rawEvents === undefined || rawEvents.trim() === '')
+    throw new EnvHookConfigError([V.events, V.url], 'the subscribed events are required when the URL is set');
+  const events = [
+    ...new Set(
+      rawEvents
+        .split(',')
+        .map((e) => e.trim())
+        .filter((e) => e !== ''),
+    ),
+  ];
   if (events.length === 0) throw new EnvHookConfigError([V.events], 'no event listed');
   const unknown = events.filter((e) => !(HOOK_TYPES as readonly string[]).includes(e));
-  if (unknown.length > 0) throw new EnvHookConfigError([V.events], `unknown hook type(s); use ${HOOK_TYPES.length} known types such as beforeToolCall, onComplete`);
+  if (unknown.length > 0)
+    throw new EnvHookConfigError([V.events], `unknown hook type(s); use ${HOOK_TYPES.length} known types such as beforeToolCall, onComplete`);
 
   const mode = env[V.responseHandling]?.trim() || 'ignore';
   if (REMOVED_RESPONSE_MODES.has(mode)) throw new EnvHookConfigError([V.responseHandling], "this mode was removed; use 'toolCall'");
   if (mode !== 'ignore' && mode !== 'toolCall') throw new EnvHookConfigError([V.responseHandling], "must be 'ignore' or 'toolCall'");
   const onError = env[V.onError]?.trim() || 'continue';
   if (onError !== 'continue' && onError !== 'block') throw new EnvHookConfigError([V.onError], "must be 'continue' or 'block'");
-  if (onError === 'block' && mode !== 'toolCall') throw new EnvHookConfigError([V.onError, V.responseHandling], "'block' requires response handling 'toolCall'");
+  if (onError === 'block' && mode !== 'toolCall')
+    throw new EnvHookConfigError([V.onError, V.responseHandling], "'block' requires response handling 'toolCall'");
   if (mode === 'toolCall' && !events.some(isControlHookType)) {
     throw new EnvHookConfigError([V.responseHandling, V.events], "'toolCall' requires beforeToolCall or afterToolCall in the events");
   }

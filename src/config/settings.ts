@@ -6,17 +6,20 @@ import { HookrelayError } from '../contract/hookrelayError.ts';
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
 /** An absolute http(s) URL (APP_URL, HOOKRELAY_PUBLIC_URL, QSTASH_URL are bases for HTTP requests). */
-const httpUrl = () =>
-  z
-    .string()
-    .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: 'must be an http(s) URL' });
+const httpUrl = () => z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: 'must be an http(s) URL' });
 
 /** SPEC §13: every variable, its default and its rule. One source of truth for the README table. */
 export const SettingsSchema = z.object({
   DATABASE_URL: z.string().url().optional(),
   HOOKRELAY_DATA_DIR: z.string().min(1).default(D.DEFAULT_DATA_DIR),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, { message: 'must be a redis:// or rediss:// URL' }).default(D.DEFAULT_REDIS_URL),
-  HOOKRELAY_QUEUE: z.string().regex(/^[A-Za-z0-9_-]+$/, { message: 'letters, digits, "-" and "_" only' }).default(D.DEFAULT_QUEUE_NAME),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, { message: 'must be a redis:// or rediss:// URL' })
+    .default(D.DEFAULT_REDIS_URL),
+  HOOKRELAY_QUEUE: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, { message: 'letters, digits, "-" and "_" only' })
+    .default(D.DEFAULT_QUEUE_NAME),
   APP_URL: httpUrl().optional(),
   HOOKRELAY_ALLOWED_CIDRS: z.string().optional(),
   HOOKRELAY_SIGNING_SECRETS: z
@@ -64,12 +67,22 @@ export const SettingsSchema = z.object({
 export type Settings = z.output<typeof SettingsSchema> & { retryScheduleSeconds: number[] };
 
 /** Variables whose values are secrets: never printed, even in a validation error. */
-const SECRET_VARIABLES = new Set(['DATABASE_URL', 'HOOKRELAY_SIGNING_SECRETS', 'QSTASH_TOKEN', 'QSTASH_CURRENT_SIGNING_KEY', 'QSTASH_NEXT_SIGNING_KEY', 'REDIS_URL']);
+const SECRET_VARIABLES = new Set([
+  'DATABASE_URL',
+  'HOOKRELAY_SIGNING_SECRETS',
+  'QSTASH_TOKEN',
+  'QSTASH_CURRENT_SIGNING_KEY',
+  'QSTASH_NEXT_SIGNING_KEY',
+  'REDIS_URL',
+]);
 
 export class SettingsError extends HookrelayError {
   readonly code = 'HOOKRELAY_SETTINGS_INVALID' as const;
   override readonly name = 'SettingsError';
-  constructor(readonly variables: string[], message: string) {
+  constructor(
+    readonly variables: string[],
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -113,7 +126,10 @@ export function loadSettings(env: Readonly<Record<string, string | undefined>> =
  * remote interceptor), read with the same schema and defaults as `loadSettings`, so a server
  * app is not refused for a variable only the worker reads.
  */
-export function readSettings<K extends SettingName>(names: readonly K[], env: Readonly<Record<string, string | undefined>> = process.env): Pick<z.output<typeof SettingsSchema>, K> {
+export function readSettings<K extends SettingName>(
+  names: readonly K[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Pick<z.output<typeof SettingsSchema>, K> {
   const input = presentValues(env, names);
   const out: Record<string, unknown> = {};
   const issues: z.core.$ZodIssue[] = [];

@@ -138,20 +138,13 @@ export const WireVerdictSchema = z.object({
   warnings: z.array(z.object({ reason: nullishString, message: nullishString })).nullish(),
   approval: z.record(z.string(), JsonValueSchema).nullish(),
   transform: z.object({ path: z.string(), value: JsonValueSchema.optional() }).nullish(),
-  evidence: z
-    .object({ artefact: nullishString, verification_pointers: z.record(z.string(), z.string()).nullish() })
-    .nullish(),
+  evidence: z.object({ artefact: nullishString, verification_pointers: z.record(z.string(), z.string()).nullish() }).nullish(),
   result_labels: z.array(z.string()).nullish(),
 });
 
 // ---- Composition (§7.2) -----------------------------------------------------
 
-export const CompositionProfileSchema = z.enum([
-  'sequential/first_deny',
-  'sequential/run_all',
-  'parallel/strictest',
-  'parallel/unanimous',
-]);
+export const CompositionProfileSchema = z.enum(['sequential/first_deny', 'sequential/run_all', 'parallel/strictest', 'parallel/unanimous']);
 export type CompositionProfile = z.infer<typeof CompositionProfileSchema>;
 
 export const SynthesisPolicySchema = z.enum(['deny', 'approval']);

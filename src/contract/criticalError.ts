@@ -17,7 +17,13 @@ export class CriticalHookDeliveryError extends HookrelayError {
   constructor(failures: CriticalFailure[]) {
     const first = failures[0];
     if (!first) throw new TypeError('CriticalHookDeliveryError needs at least one failure');
-    const more = failures.length > 1 ? ` (+${failures.length - 1} more: ${failures.slice(1).map((f) => f.hookId).join(', ')})` : '';
+    const more =
+      failures.length > 1
+        ? ` (+${failures.length - 1} more: ${failures
+            .slice(1)
+            .map((f) => f.hookId)
+            .join(', ')})`
+        : '';
     super(`Critical webhook delivery failed: ${first.hookId}${more}`);
     this.hookId = first.hookId;
     this.cause = first.cause;

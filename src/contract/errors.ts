@@ -4,7 +4,10 @@ import { brandHookrelayError, HookrelayError } from './hookrelayError.ts';
 export type ConfigIssue = { path: string; message: string };
 
 function formatPath(path: readonly PropertyKey[]): string {
-  return path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+  return path
+    .map((p) => (typeof p === 'number' ? `[${p}]` : String(p)))
+    .join('.')
+    .replace(/\.\[/g, '[');
 }
 
 /**

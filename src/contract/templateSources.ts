@@ -58,19 +58,26 @@ export function templateEnvPatternProblem(raw: string): string | undefined {
 export function parseTemplateEnvPattern(raw: string | undefined): TemplateEnvPattern {
   const source = raw === undefined || raw.trim() === '' ? DEFAULT_TEMPLATE_ENV : raw.trim();
   if (source === NO_TEMPLATES) return { source, exact: new Set(), globs: [] };
-  const entries = source.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = source
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   if (entries.length === 0) throw new TemplateEnvPatternError(`${TEMPLATE_ENV_VARIABLE}: no entry; give names such as HOOK_*,BILLING_TOKEN, '*' or 'none'`);
   const exact = new Set<string>();
   const globs: RegExp[] = [];
   for (const [index, entry] of entries.entries()) {
     const which = `entry ${index + 1} of ${entries.length}`;
     if (!PATTERN_ENTRY.test(entry)) {
-      throw new TemplateEnvPatternError(`${TEMPLATE_ENV_VARIABLE}: ${which} must be an upper-case variable name (A-Z, 0-9, _) with optional * globs, or the whole value '*' or 'none'`);
+      throw new TemplateEnvPatternError(
+        `${TEMPLATE_ENV_VARIABLE}: ${which} must be an upper-case variable name (A-Z, 0-9, _) with optional * globs, or the whole value '*' or 'none'`,
+      );
     }
     const literalPrefix = entry.split('*')[0] ?? '';
     const onlyReserved = entry.includes('*') ? RESERVED_TEMPLATE_PREFIXES.some((p) => literalPrefix.startsWith(p)) : isReservedTemplateVariable(entry);
     if (onlyReserved) {
-      throw new TemplateEnvPatternError(`${TEMPLATE_ENV_VARIABLE}: ${which} names only hookrelay's own variables (DATABASE_URL, REDIS_URL, QSTASH_*, HOOKRELAY_*, AGENT_HOOK_WEBHOOK_*), which are never template sources`);
+      throw new TemplateEnvPatternError(
+        `${TEMPLATE_ENV_VARIABLE}: ${which} names only hookrelay's own variables (DATABASE_URL, REDIS_URL, QSTASH_*, HOOKRELAY_*, AGENT_HOOK_WEBHOOK_*), which are never template sources`,
+      );
     }
     if (entry.includes('*')) globs.push(new RegExp(`^${entry.replaceAll('*', '[A-Z0-9_]*')}$`));
     else exact.add(entry);

@@ -49,7 +49,6 @@ export function parseSerializedHook(raw: unknown, index: number | undefined, opt
   return envId !== undefined ? { ...result.data, id: envId } : result.data;
 }
 
-
 type HookWithTemplates = { id: string; webhook?: { allowedEnvVars?: string[] | undefined } | undefined };
 
 /**

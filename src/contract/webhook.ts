@@ -25,7 +25,8 @@ const FORBIDDEN_HEADER_PREFIXES = ['proxy-', 'sec-', 'upstash-', 'webhook-'];
  * (U+2028 included) are refused before any attempt instead of failing inside the HTTP client.
  */
 const UNSAFE_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
-export const UNSAFE_HEADER_VALUE_MESSAGE = 'value contains CR, LF or NUL, or another character HTTP does not allow in a header value (controls, DEL, beyond U+00FF)';
+export const UNSAFE_HEADER_VALUE_MESSAGE =
+  'value contains CR, LF or NUL, or another character HTTP does not allow in a header value (controls, DEL, beyond U+00FF)';
 
 /** W1b: names a caller may never set (hop-by-hop, framing, browser-reserved, QStash control, webhook-*). */
 export function isForbiddenHeaderName(name: string): boolean {
@@ -120,7 +121,8 @@ const HeadersSchema = z.record(z.string(), z.string()).superRefine((headers, ctx
   for (const [name, value] of Object.entries(headers)) {
     const problem = headerNameProblem(name);
     if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
-    else if (seen.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: [name], message: 'is given more than once (header names are case-insensitive)' });
+    else if (seen.has(name.toLowerCase()))
+      ctx.addIssue({ code: 'custom', path: [name], message: 'is given more than once (header names are case-insensitive)' });
     seen.add(name.toLowerCase());
     if (hasUnsafeHeaderValue(value)) ctx.addIssue({ code: 'custom', path: [name], message: UNSAFE_HEADER_VALUE_MESSAGE });
   }
@@ -132,7 +134,11 @@ const HeadersSchema = z.record(z.string(), z.string()).superRefine((headers, ctx
  * alone may read `AGENT_HOOK_WEBHOOK_*`). The operator's HOOKRELAY_TEMPLATE_ENV pattern is
  * checked where settings are known (`assertTemplateSources`). Messages name variables, never values.
  */
-function templateRules(w: { headers?: Record<string, string> | undefined; allowedEnvVars?: string[] | undefined }, ctx: z.RefinementCtx, environmentHook: boolean): void {
+function templateRules(
+  w: { headers?: Record<string, string> | undefined; allowedEnvVars?: string[] | undefined },
+  ctx: z.RefinementCtx,
+  environmentHook: boolean,
+): void {
   const allowed = new Set(w.allowedEnvVars ?? []);
   for (const [index, variable] of (w.allowedEnvVars ?? []).entries()) {
     const problem = reservedTemplateSourceProblem(variable, environmentHook);
@@ -142,12 +148,17 @@ function templateRules(w: { headers?: Record<string, string> | undefined; allowe
     for (const variable of templateNames(value)) {
       // Echo the name only when it is a variable name: text inside a malformed template may be a secret.
       if (!ENV_VAR_NAME.test(variable)) {
-        ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$) listed in allowedEnvVars' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['headers', name],
+          message: 'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$) listed in allowedEnvVars',
+        });
         continue;
       }
       const reserved = reservedTemplateSourceProblem(variable, environmentHook);
       if (reserved) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template: ${reserved}` });
-      else if (!allowed.has(variable)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template \${${variable}} is not listed in allowedEnvVars` });
+      else if (!allowed.has(variable))
+        ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template \${${variable}} is not listed in allowedEnvVars` });
     }
   }
 }

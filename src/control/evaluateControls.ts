@@ -60,7 +60,11 @@ const CANCELLED: ToolCallControlOutcome = Object.freeze({ status: 'cancelled' } 
 const ALLOW: ToolCallControlOutcome = Object.freeze({ status: 'allow' } as const);
 
 /** One round (caller hooks, or environment hooks) in order; `undefined` = no block, go on. */
-async function runRound(input: EvaluateControlsInput, hooks: readonly ControlHook[], event: Record<string, unknown>): Promise<ToolCallControlOutcome | undefined> {
+async function runRound(
+  input: EvaluateControlsInput,
+  hooks: readonly ControlHook[],
+  event: Record<string, unknown>,
+): Promise<ToolCallControlOutcome | undefined> {
   const { type, signal } = input;
   for (const hook of hooks) {
     if (hook.type !== type || !isControlHook(hook) || !matchesHook(hook, input.context)) continue;

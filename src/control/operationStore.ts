@@ -20,9 +20,23 @@ import {
   type StoredPlaceholder,
 } from '../store/placeholdersRepo.ts';
 
-import type { ApprovalDecision, OperationDispatcher, OperationStore, OperationStoreOptions, PublishDeferredResultInput, PublishDeferredResultOutput } from './operationStoreTypes.ts';
+import type {
+  ApprovalDecision,
+  OperationDispatcher,
+  OperationStore,
+  OperationStoreOptions,
+  PublishDeferredResultInput,
+  PublishDeferredResultOutput,
+} from './operationStoreTypes.ts';
 
-export type { OperationStoreOptions, ApprovalDecision, PublishDeferredResultInput, PublishDeferredResultOutput, OperationStore, OperationDispatcher } from './operationStoreTypes.ts';
+export type {
+  OperationStoreOptions,
+  ApprovalDecision,
+  PublishDeferredResultInput,
+  PublishDeferredResultOutput,
+  OperationStore,
+  OperationDispatcher,
+} from './operationStoreTypes.ts';
 
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError };
 
@@ -30,7 +44,6 @@ const REQUIRED_CONTEXT = ['toolCallId', 'assistantMessageId', 'identifier', 'api
 
 /** Completion reasons that map to a stored status other than `completed`. */
 const STATUS_BY_REASON: Record<string, string> = { error: 'error', interrupted: 'interrupted', parked: 'parked' };
-
 
 /** P3: what a rejected or stopped call publishes: the user's decision, never tool output. */
 function rejectionReceipt(decision: ApprovalDecision): ToolCallResult {
@@ -96,7 +109,11 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       assertTemplateSources(parsed, templateEnv); // W2: refused before anything is persisted
       const serialized = parsed.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
       // L2/D9: one transaction; a retried create neither duplicates nor re-runs a hook.
-      await createOperationWithHooks(await db(), { id: input.operationId, parentOperationId: input.parentOperationId ?? null, userId: input.userId ?? null }, serialized);
+      await createOperationWithHooks(
+        await db(),
+        { id: input.operationId, parentOperationId: input.parentOperationId ?? null, userId: input.userId ?? null },
+        serialized,
+      );
     },
 
     async getOperation(operationId: string) {
@@ -131,7 +148,10 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       const claimed = existing.approval as ApprovalDecision | null;
       if (claimed && claimed.action !== 'approve') {
         // P3: a human rejected or stopped this call: its output is never published, only the receipt.
-        return published(await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: rejectionReceipt(claimed) }), 'blocked');
+        return published(
+          await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: rejectionReceipt(claimed) }),
+          'blocked',
+        );
       }
 
       const roundIds = [...new Set([input.interventionOperationId, input.operationId].filter((x): x is string => typeof x === 'string'))];
@@ -160,7 +180,8 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
           }
         }
         const context = rebuildContext(input, owner);
-        if (!context) throw new DeferredContextError('cannot rebuild the tool call for result control (need toolCallId, identifier, apiName, …); nothing was written');
+        if (!context)
+          throw new DeferredContextError('cannot rebuild the tool call for result control (need toolCallId, identifier, apiName, …); nothing was written');
         for (const [i, round] of rounds.entries()) {
           // Later rounds review the effective result so far (an I4 transform in an earlier round).
           const outcome = await input.dispatcher.evaluateAfterToolCall(round.operationId, context, final, {
@@ -182,7 +203,11 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
     },
 
     /** P3: record the human decision privately (first claim wins); nothing is published. */
-    async claimApproval(input: { operationId: string; toolCallId: string; decision: ApprovalDecision }): Promise<{ applied: boolean; decision: ApprovalDecision }> {
+    async claimApproval(input: {
+      operationId: string;
+      toolCallId: string;
+      decision: ApprovalDecision;
+    }): Promise<{ applied: boolean; decision: ApprovalDecision }> {
       const r = await claimPlaceholderApproval(await db(), { operationId: input.operationId, toolCallId: input.toolCallId, decision: { ...input.decision } });
       return { applied: r.applied, decision: r.approval as ApprovalDecision };
     },
@@ -200,7 +225,8 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       const d = await db();
       const placeholder = await getPlaceholder(d, input.operationId, input.toolCallId);
       if (!placeholder) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
-      if (placeholder.approval === null) throw new ApprovalNotClaimedError(`no approval claimed for tool call "${input.toolCallId}"; call claimApproval() first`);
+      if (placeholder.approval === null)
+        throw new ApprovalNotClaimedError(`no approval claimed for tool call "${input.toolCallId}"; call claimApproval() first`);
       const { publishedAt: _publishedAt, ...decision } = placeholder.approval as ApprovalDecision & { publishedAt?: string };
       if (_publishedAt !== undefined) return { decision, receiptApplied: false, alreadyPublished: true };
       let receiptApplied = false;
@@ -209,10 +235,20 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
         receiptApplied = (await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: receipt })).applied;
       }
       const hooks = (await loadOperationHooks(d, input.operationId)) ?? [];
-      const event = { operationId: input.operationId, action: decision.action, toolCallId: input.toolCallId, ...(decision.rejectionReason ? { rejectionReason: decision.rejectionReason } : {}) };
+      const event = {
+        operationId: input.operationId,
+        action: decision.action,
+        toolCallId: input.toolCallId,
+        ...(decision.rejectionReason ? { rejectionReason: decision.rejectionReason } : {}),
+      };
       await input.dispatcher.dispatch(input.operationId, 'afterHumanIntervention', event, hooks);
       if (decision.action === 'stop') {
-        await input.dispatcher.dispatch(input.operationId, 'onStopByHumanIntervention', { operationId: input.operationId, toolCallId: input.toolCallId, ...(decision.rejectionReason ? { rejectionReason: decision.rejectionReason } : {}) }, hooks);
+        await input.dispatcher.dispatch(
+          input.operationId,
+          'onStopByHumanIntervention',
+          { operationId: input.operationId, toolCallId: input.toolCallId, ...(decision.rejectionReason ? { rejectionReason: decision.rejectionReason } : {}) },
+          hooks,
+        );
       }
       // Marked after the notifications went out: a failed dispatch is retried by calling again.
       await markApprovalPublished(d, input.operationId, input.toolCallId);
@@ -258,4 +294,3 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
     },
   };
 }
-

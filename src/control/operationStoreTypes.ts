@@ -65,9 +65,7 @@ export type PublishDeferredResultInput = {
  * it speaks for itself (a denial is the sanitized R5b shape), since no review state is stored
  * beside it (P1) and this call decided nothing.
  */
-export type PublishDeferredResultOutput =
-  | { applied: true; result: ToolCallResult; status: 'allow' | 'blocked' }
-  | { applied: false; result: ToolCallResult };
+export type PublishDeferredResultOutput = { applied: true; result: ToolCallResult; status: 'allow' | 'blocked' } | { applied: false; result: ToolCallResult };
 
 export type CreateOperationInput = { operationId: string; parentOperationId?: string; userId?: string; hooks?: AgentHook[] | SerializedHook[] };
 export type ToolCallRef = { operationId: string; toolCallId: string };
@@ -86,7 +84,9 @@ export interface OperationStore {
   /** P3: record the human decision privately (first claim wins); nothing is published. */
   claimApproval(input: ToolCallRef & { decision: ApprovalDecision }): Promise<{ applied: boolean; decision: ApprovalDecision }>;
   /** P3: publish the claimed decision after result control; idempotent. */
-  publishApproval(input: ToolCallRef & { dispatcher: OperationDispatcher }): Promise<{ decision: ApprovalDecision; receiptApplied: boolean; alreadyPublished: boolean }>;
+  publishApproval(
+    input: ToolCallRef & { dispatcher: OperationDispatcher },
+  ): Promise<{ decision: ApprovalDecision; receiptApplied: boolean; alreadyPublished: boolean }>;
   /** D2/§8: persist, onComplete (and onError), unregister with the reason. */
   completeOperation(input: { operationId: string; reason: string; dispatcher: OperationDispatcher; event?: Record<string, unknown> }): Promise<void>;
   close(): Promise<void>;

@@ -104,7 +104,16 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
     });
   } catch (error) {
     if (!(error instanceof DeliveryConfigError)) throw error;
-    return { ok: false, errorClass: 'configuration', permanent: true, critical, transport: webhook.delivery, fellBack: false, detail: error.message, durationMs: elapsed() };
+    return {
+      ok: false,
+      errorClass: 'configuration',
+      permanent: true,
+      critical,
+      transport: webhook.delivery,
+      fellBack: false,
+      detail: error.message,
+      durationMs: elapsed(),
+    };
   }
   const signed = (): Record<string, string> => ({
     ...headers,
@@ -115,7 +124,15 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
   if (webhook.delivery === 'qstash') {
     const check = await input.fetchTransport.checkDestination(url, trusted);
     if (!check.ok) {
-      return { ok: false, errorClass: check.errorClass, permanent: check.errorClass !== 'network_error', critical, transport: 'qstash', fellBack: false, durationMs: elapsed() };
+      return {
+        ok: false,
+        errorClass: check.errorClass,
+        permanent: check.errorClass !== 'network_error',
+        critical,
+        transport: 'qstash',
+        fellBack: false,
+        durationMs: elapsed(),
+      };
     }
     const published: QStashPublishResult = input.qstash
       ? await input.qstash.publish({

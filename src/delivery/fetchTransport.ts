@@ -69,7 +69,7 @@ export type SendOutcome =
       excerpt?: Uint8Array;
       durationMs: number;
     }
-  | { kind: 'error'; errorClass: TransportErrorClass; durationMs: number; /** error code only, never remote text */ detail?: string };
+  | { kind: 'error'; errorClass: TransportErrorClass; durationMs: number /** error code only, never remote text */; detail?: string };
 
 const TIMEOUT_ERROR_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
@@ -180,7 +180,9 @@ export class FetchTransport {
       return { ...base, durationMs: performance.now() - startedAt };
     }
     const read = await readCapped(response.body, req.read.maxBytes);
-    return read.tooLarge ? { ...base, tooLarge: true, durationMs: performance.now() - startedAt } : { ...base, body: read.bytes, durationMs: performance.now() - startedAt };
+    return read.tooLarge
+      ? { ...base, tooLarge: true, durationMs: performance.now() - startedAt }
+      : { ...base, body: read.bytes, durationMs: performance.now() - startedAt };
   }
 }
 

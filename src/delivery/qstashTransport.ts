@@ -57,16 +57,9 @@ export function createQStashPublisher(options: QStashPublisherOptions = {}): QSt
   const baseUrl = normaliseBaseUrl(options.url);
   const defaultRetries = options.retries ?? DEFAULT_QSTASH_RETRIES;
   const publishTimeoutMs = options.publishTimeoutMs ?? DEFAULT_QSTASH_PUBLISH_TIMEOUT_MS;
-  const configured =
-    token !== '' &&
-    baseUrl !== undefined &&
-    isValidRetries(defaultRetries) &&
-    Number.isFinite(publishTimeoutMs) &&
-    publishTimeoutMs > 0;
+  const configured = token !== '' && baseUrl !== undefined && isValidRetries(defaultRetries) && Number.isFinite(publishTimeoutMs) && publishTimeoutMs > 0;
 
-  const client = configured
-    ? new Client({ baseUrl, token, retry: false, enableTelemetry: false, devMode: false })
-    : undefined;
+  const client = configured ? new Client({ baseUrl, token, retry: false, enableTelemetry: false, devMode: false }) : undefined;
 
   return {
     async publish(req: QStashPublishRequest): Promise<QStashPublishResult> {

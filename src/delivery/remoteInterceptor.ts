@@ -2,7 +2,15 @@ import { z } from 'zod';
 import { readSettings } from '../config/settings.ts';
 import type { AgentContext } from '../contract/agentHooks.ts';
 import { parseTemplateEnvPattern, reservedTemplateSourceProblem, templateSourceProblem } from '../contract/templateSources.ts';
-import { checkWebhookUrl, ENV_VAR_NAME, hasUnsafeHeaderValue, headerNameProblem, MAX_TIMEOUT_SECONDS, templateNames, UNSAFE_HEADER_VALUE_MESSAGE } from '../contract/webhook.ts';
+import {
+  checkWebhookUrl,
+  ENV_VAR_NAME,
+  hasUnsafeHeaderValue,
+  headerNameProblem,
+  MAX_TIMEOUT_SECONDS,
+  templateNames,
+  UNSAFE_HEADER_VALUE_MESSAGE,
+} from '../contract/webhook.ts';
 import type { Interceptor } from '../interception/interceptor.ts';
 import { DEFAULT_TIMEOUT_MS } from '../interception/timeouts.ts';
 import { DeliveryConfigError } from './errors.ts';
@@ -34,7 +42,8 @@ export const RemoteInterceptorConfigSchema = z
     timeout: z.number().positive().max(MAX_TIMEOUT_SECONDS).optional(),
   })
   .superRefine((c, ctx) => {
-    if (c.timeout !== undefined && c.timeoutMs !== undefined) ctx.addIssue({ code: 'custom', path: ['timeout'], message: 'give timeout (seconds) or timeoutMs, not both' });
+    if (c.timeout !== undefined && c.timeoutMs !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['timeout'], message: 'give timeout (seconds) or timeoutMs, not both' });
     const allowed = new Set(c.allowedEnvVars ?? []);
     for (const [index, v] of (c.allowedEnvVars ?? []).entries()) {
       const reserved = reservedTemplateSourceProblem(v);
@@ -46,8 +55,10 @@ export const RemoteInterceptorConfigSchema = z
       if (hasUnsafeHeaderValue(value)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: UNSAFE_HEADER_VALUE_MESSAGE });
       for (const v of templateNames(value)) {
         // The text of a malformed template may be a pasted secret: never echoed.
-        if (!ENV_VAR_NAME.test(v)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$)' });
-        else if (reservedTemplateSourceProblem(v)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template: ${reservedTemplateSourceProblem(v)}` });
+        if (!ENV_VAR_NAME.test(v))
+          ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$)' });
+        else if (reservedTemplateSourceProblem(v))
+          ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template: ${reservedTemplateSourceProblem(v)}` });
         else if (!allowed.has(v)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template \${${v}} is not listed in allowedEnvVars` });
       }
     }
@@ -115,7 +126,15 @@ export function createRemoteInterceptor(config: RemoteInterceptorConfig, options
         ...headers,
         ...signatureHeaders({ id, timestampSeconds: Math.floor(Date.now() / 1000), body, secrets: parseSigningSecrets(deps.env.HOOKRELAY_SIGNING_SECRETS) }),
       };
-      const outcome = await deps.fetchTransport.send({ url, body, headers: signed, timeoutMs: transportMs, trusted, signal, read: { maxBytes: MAX_VERDICT_RESPONSE_BYTES } });
+      const outcome = await deps.fetchTransport.send({
+        url,
+        body,
+        headers: signed,
+        timeoutMs: transportMs,
+        trusted,
+        signal,
+        read: { maxBytes: MAX_VERDICT_RESPONSE_BYTES },
+      });
       if (outcome.kind === 'error') throw new RemoteInterceptorError(outcome.errorClass);
       if (outcome.status < 200 || outcome.status >= 300) throw new RemoteInterceptorError(`http_error: HTTP ${outcome.status}`);
       if (outcome.tooLarge) throw new RemoteInterceptorError('response_too_large');

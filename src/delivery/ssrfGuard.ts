@@ -64,7 +64,10 @@ const BITS_PER_BYTE = 8;
  */
 export function parseAllowedCidrs(value: string | undefined): Cidr[] {
   if (value === undefined) return [];
-  const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   return entries.map((text) => {
     if (!ipaddr.isValidCIDR(text)) {
       throw new Error(`${ALLOWED_CIDRS_ENV}: ${JSON.stringify(text)} is not an IPv4 or IPv6 CIDR (e.g. 127.0.0.1/32, fd00::/8)`);
@@ -117,7 +120,6 @@ function embeddedIPv4(address: IPv6): IPv4 | undefined {
 function ipv4FromParts(high: number, low: number): IPv4 {
   return new ipaddr.IPv4([high >> BITS_PER_BYTE, high & BYTE_MASK, low >> BITS_PER_BYTE, low & BYTE_MASK]);
 }
-
 
 function stripBrackets(host: string): string {
   return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;

@@ -93,7 +93,9 @@ export class HookDispatcher {
     // W2: an invalid pattern fails construction (TemplateEnvPatternError names the variable).
     const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? env.HOOKRELAY_TEMPLATE_ENV);
     if (this.mode === 'queue' && !options.producer && !defaults.createProducer) {
-      throw new TypeError("queue mode needs a producer: pass `producer: createHookProducer()` (from 'hookrelay/queue'), or construct the dispatcher from the 'hookrelay' entry");
+      throw new TypeError(
+        "queue mode needs a producer: pass `producer: createHookProducer()` (from 'hookrelay/queue'), or construct the dispatcher from the 'hookrelay' entry",
+      );
     }
     // §13: the construction-time settings, through the settings schema (a bad value is a SettingsError naming it).
     const settings = readSettings(['APP_URL', 'HOOKRELAY_ALLOWED_CIDRS', 'LOG_LEVEL'], env);

@@ -15,7 +15,13 @@ export function createEnvHookSource(env: Record<string, string | undefined>): ()
     if (url === undefined || url.trim() === '') return NO_HOOKS; // E2: unset or blank = off
     // A rotated token needs no rebuild: it stays a template, resolved at send time (W2).
     const token = env[ENV_HOOK_VARIABLES.token];
-    const key = JSON.stringify([url, token === undefined || token.trim() === '', env[ENV_HOOK_VARIABLES.events], env[ENV_HOOK_VARIABLES.responseHandling], env[ENV_HOOK_VARIABLES.onError]]);
+    const key = JSON.stringify([
+      url,
+      token === undefined || token.trim() === '',
+      env[ENV_HOOK_VARIABLES.events],
+      env[ENV_HOOK_VARIABLES.responseHandling],
+      env[ENV_HOOK_VARIABLES.onError],
+    ]);
     if (cache && cache.key === key) return cache.hooks;
     const hooks = loadEnvHooks(env).map((h) => ({ ...h, env: true }));
     cache = { key, hooks };

@@ -4,7 +4,8 @@ import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import type { RunnableHook } from './runnableHook.ts';
 
-const serialized = (hooks: readonly ParsedAgentHook[]): ParsedSerializedHook[] => hooks.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
+const serialized = (hooks: readonly ParsedAgentHook[]): ParsedSerializedHook[] =>
+  hooks.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
 
 /**
  * The per-operation hook registry (D1, D4a, D9): validated batches in registration order, and the

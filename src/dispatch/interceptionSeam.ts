@@ -180,7 +180,9 @@ export function createInterceptionSeam(emitter: InterceptionEmitter, options: In
       }
       // The emitter wrote back only a target the seam accepted (refuseArgs / refuseResult).
       if (type === 'beforeToolCall') {
-        return isObject(target) && JSON.stringify(target) !== JSON.stringify(args) ? { context: { ...context, args: target as ToolCallHookContext['args'] } } : {};
+        return isObject(target) && JSON.stringify(target) !== JSON.stringify(args)
+          ? { context: { ...context, args: target as ToolCallHookContext['args'] } }
+          : {};
       }
       return JSON.stringify(target) !== JSON.stringify(original) ? { result: resultFromTarget(target, result as ToolCallResult) } : {};
     },

@@ -73,7 +73,8 @@ export function createLocalDelivery(send: SendContext, payloads: WebhookPayloadB
         } catch (error) {
           // D5: e.g. an event that cannot be serialized, an invalid HOOKRELAY_SIGNING_SECRETS: this
           // hook failed (critical with fallback 'none', D6); its siblings still run.
-          const errorClass = error instanceof DeliveryConfigError ? 'configuration' : error instanceof EventValidationError ? error.errorClass : 'internal_error';
+          const errorClass =
+            error instanceof DeliveryConfigError ? 'configuration' : error instanceof EventValidationError ? error.errorClass : 'internal_error';
           const fields = { operationId, hookId: hook.id, hookType: type, errorClass, err: error instanceof Error ? error.name : 'error' };
           if (hook.webhook.fallback === 'none') {
             logger.error(fields, 'critical webhook delivery failed');

@@ -7,7 +7,12 @@ import type { LooseHookEvent } from './runnableHook.ts';
 
 /** What queue mode needs from a producer (`createHookProducer` provides it). */
 export type DispatchProducer = {
-  enqueue(input: { operationId: string; type: HookType; event: Record<string, unknown>; hooks: SerializedHook[] }): Promise<{ deliveryIds: string[]; queued: boolean }>;
+  enqueue(input: {
+    operationId: string;
+    type: HookType;
+    event: Record<string, unknown>;
+    hooks: SerializedHook[];
+  }): Promise<{ deliveryIds: string[]; queued: boolean }>;
 };
 
 /** A producer the dispatcher owns (and closes): the composition root supplies the factory, so dispatch never imports queue. */

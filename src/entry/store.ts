@@ -9,7 +9,15 @@ import { migrateStore as migrateTypedStore } from '../store/migrate.ts';
 import type { MigrateOptions, OpenStoreOptions, StoreHandle } from '../store/types.ts';
 
 export { createOperationStore } from '../control/operationStore.ts';
-export type { OperationStore, OperationStoreOptions, OperationDispatcher, ApprovalDecision, PublishDeferredResultInput, PublishDeferredResultOutput, CreateOperationInput } from '../control/operationStoreTypes.ts';
+export type {
+  OperationStore,
+  OperationStoreOptions,
+  OperationDispatcher,
+  ApprovalDecision,
+  PublishDeferredResultInput,
+  PublishDeferredResultOutput,
+  CreateOperationInput,
+} from '../control/operationStoreTypes.ts';
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../control/operationErrors.ts';
 export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError } from '../store/errors.ts';
 export { createStoreRecordSink, type StoreRecordSink } from '../store/interceptionRecordSink.ts';

@@ -12,12 +12,7 @@ type Substitution = { verdict: Verdict; resolvedBy?: 'approval' | 'rejection'; l
  * position. A permit transform folds like an interceptor's; if it cannot
  * apply, the §5.2 failure deny stands (still recorded as an approval).
  */
-export async function consultAndSubstitute(
-  work: AgentContext,
-  trigger: Verdict,
-  pool: readonly Verdict[],
-  env: DispatchEnv,
-): Promise<Substitution> {
+export async function consultAndSubstitute(work: AgentContext, trigger: Verdict, pool: readonly Verdict[], env: DispatchEnv): Promise<Substitution> {
   const c = await consultApproval(work, trigger, env.seam);
   if (c.kind === 'not_consulted') return { verdict: withUnions(trigger, pool), lifted: false };
   if (!c.permitted) return { verdict: withUnions(c.verdict, pool), resolvedBy: 'rejection', lifted: false };
@@ -44,12 +39,7 @@ export async function synthesize(
  * now; two or more are a conflict). A liftable winner is offered to the seam
  * at most once — severity guarantees no plain deny exists then (§7.4–§7.5).
  */
-export async function aggregateAndConsult(
-  work: AgentContext,
-  all: Verdict[],
-  sequential: boolean,
-  env: DispatchEnv,
-): Promise<DispatchOutcome> {
+export async function aggregateAndConsult(work: AgentContext, all: Verdict[], sequential: boolean, env: DispatchEnv): Promise<DispatchOutcome> {
   const agg = aggregateStrictest(all, sequential);
   if (agg.kind === 'conflict') {
     const policy = env.composition.on_transform_conflict ?? 'deny';

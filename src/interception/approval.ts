@@ -13,10 +13,7 @@ import { HostError, HostErrorFailure } from './reasons.ts';
 import { EmissionCancelled, settleWithin } from './timeouts.ts';
 import { hostErrorVerdict, isLiftable, isPermit, parseWireVerdict } from './verdict.ts';
 
-export type ApprovalResolverFunction = (
-  request: ApprovalRequest,
-  options: { signal: AbortSignal },
-) => ApprovalResolution | Promise<ApprovalResolution>;
+export type ApprovalResolverFunction = (request: ApprovalRequest, options: { signal: AbortSignal }) => ApprovalResolution | Promise<ApprovalResolution>;
 
 /** §9 resolver: a function or an object with `resolve(request)`. */
 export type ApprovalResolver = ApprovalResolverFunction | { resolve: ApprovalResolverFunction };
@@ -33,9 +30,7 @@ export function toResolverFunction(resolver: ApprovalResolver): ApprovalResolver
 }
 
 /** What one consultation produced (§7.6, §9). */
-export type Consultation =
-  | { kind: 'not_consulted' }
-  | { kind: 'resolved'; verdict: Verdict; permitted: boolean };
+export type Consultation = { kind: 'not_consulted' } | { kind: 'resolved'; verdict: Verdict; permitted: boolean };
 
 export type SeamConfig = {
   mode: EnforcementMode;

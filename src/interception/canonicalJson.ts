@@ -120,7 +120,9 @@ function serialize(v: unknown, path: string): string {
   if (Array.isArray(v)) return `[${v.map((item, i) => serialize(item, `${path}[${i}]`)).join(',')}]`;
   const obj = v as Record<string, unknown>;
   // Default sort compares UTF-16 code units, exactly as RFC 8785 §3.2.3 requires.
-  const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort();
   return `{${keys.map((k) => `${JSON.stringify(k)}:${serialize(obj[k], `${path}.${k}`)}`).join(',')}}`;
 }
 

@@ -331,7 +331,10 @@ export class InterceptionEmitter {
       context: p.context,
       decidedBy: p.outcome.decidedBy,
       composition: this.composition,
-      verdicts: summarize(p.outcome.verdicts, this.#interceptors.map((i) => i.name)),
+      verdicts: summarize(
+        p.outcome.verdicts,
+        this.#interceptors.map((i) => i.name),
+      ),
       interceptorsRegistered: this.#interceptors.length,
       resolvedBy: p.outcome.resolvedBy,
     });

@@ -1,8 +1,4 @@
-import {
-  AgentContextCoreSchema,
-  ConditionalSchemas,
-  type AgentContext,
-} from '../contract/agentHooks.ts';
+import { AgentContextCoreSchema, ConditionalSchemas, type AgentContext } from '../contract/agentHooks.ts';
 import { DEFAULT_MAX_DEPTH, findDomainViolation } from './canonicalJson.ts';
 
 /** §12.3 RECOMMENDED serialized-size bound. */

@@ -24,10 +24,19 @@ const REQUIRED: readonly Keep[] = [
 const CONDITIONAL: Record<InterceptionPoint, readonly Keep[]> = {
   agent_startup: [['agent_init', ['tools_registered']]],
   input: [['input', ['content', 'role']]],
-  pre_model_call: [['model', ['id']], ['messages', null]],
-  post_model_call: [['model', ['id']], ['response', ['content', 'tool_calls', 'finish_reason']]],
+  pre_model_call: [
+    ['model', ['id']],
+    ['messages', null],
+  ],
+  post_model_call: [
+    ['model', ['id']],
+    ['response', ['content', 'tool_calls', 'finish_reason']],
+  ],
   pre_tool_call: [['tool_call', ['id', 'name', 'args']]],
-  post_tool_call: [['tool_call', ['id', 'name', 'args']], ['tool_result', ['value', 'is_error']]],
+  post_tool_call: [
+    ['tool_call', ['id', 'name', 'args']],
+    ['tool_result', ['value', 'is_error']],
+  ],
   output: [['output', ['content']]],
   agent_shutdown: [['summary', ['reason']]],
 };
@@ -75,9 +84,7 @@ const CUSTOM_NAME = /^[a-z][a-z0-9_-]*$/;
 /** §10.1 name rules are enforced, not advisory: the `jcs` prefix is reserved for golden semantics. */
 export function assertProviderName(name: string): void {
   if (!CUSTOM_NAME.test(name) || name.startsWith('jcs')) {
-    throw new TypeError(
-      `identity provider name must match ^[a-z][a-z0-9_-]*$ and must not start with "jcs" (spec §10.1)`,
-    );
+    throw new TypeError(`identity provider name must match ^[a-z][a-z0-9_-]*$ and must not start with "jcs" (spec §10.1)`);
   }
 }
 

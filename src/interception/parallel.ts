@@ -13,9 +13,7 @@ import { HostError } from './reasons.ts';
  */
 export async function dispatchParallel(work: AgentContext, env: DispatchEnv): Promise<DispatchOutcome> {
   const snapshot = structuredClone(work);
-  const all: Verdict[] = await Promise.all(
-    env.interceptors.map((entry) => callInterceptor(entry, snapshot, env.timeoutMs, env.signal)),
-  );
+  const all: Verdict[] = await Promise.all(env.interceptors.map((entry) => callInterceptor(entry, snapshot, env.timeoutMs, env.signal)));
   if (env.composition.profile === 'parallel/strictest') return aggregateAndConsult(work, all, false, env);
   // parallel/unanimous: anything but unanimous allow is a disagreement.
   if (all.every((v) => v.decision === 'allow')) return { combined: withUnions(all[0], all), decidedBy: null, verdicts: all };

@@ -2,11 +2,7 @@
 export const DEFAULT_TIMEOUT_MS = 5000;
 
 /** How one bounded call ended. */
-export type Settled<T> =
-  | { kind: 'value'; value: T }
-  | { kind: 'error'; error: unknown }
-  | { kind: 'timeout' }
-  | { kind: 'cancelled'; reason: unknown };
+export type Settled<T> = { kind: 'value'; value: T } | { kind: 'error'; error: unknown } | { kind: 'timeout' } | { kind: 'cancelled'; reason: unknown };
 
 export class InterceptionTimeoutError extends Error {
   constructor(ms: number) {
@@ -28,11 +24,7 @@ export function assertTimeout(name: string, ms: number | null): void {
  * cooperative callee can stop its own work. A synchronous callee that blocks
  * the event loop cannot be preempted — only async work can.
  */
-export async function settleWithin<T>(
-  call: (signal: AbortSignal) => T | Promise<T>,
-  timeoutMs: number | null,
-  outer?: AbortSignal,
-): Promise<Settled<T>> {
+export async function settleWithin<T>(call: (signal: AbortSignal) => T | Promise<T>, timeoutMs: number | null, outer?: AbortSignal): Promise<Settled<T>> {
   if (outer?.aborted) return { kind: 'cancelled', reason: outer.reason };
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;

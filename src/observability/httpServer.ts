@@ -39,7 +39,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   server.keepAliveTimeout = 5_000;
   const listening = await new Promise<boolean>((resolve) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
-      options.logger.error({ port: options.port, code: error.code }, 'worker http server could not listen; health, metrics and QStash callbacks are off, delivery goes on');
+      options.logger.error(
+        { port: options.port, code: error.code },
+        'worker http server could not listen; health, metrics and QStash callbacks are off, delivery goes on',
+      );
       resolve(false);
     });
     server.listen(options.port, options.host, () => resolve(true));

@@ -49,7 +49,12 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
   });
   return {
     registry,
-    deliveries: new Counter({ name: 'hookrelay_deliveries_total', help: 'Delivery attempts by outcome and transport', labelNames: ['outcome', 'transport'], registers: [registry] }),
+    deliveries: new Counter({
+      name: 'hookrelay_deliveries_total',
+      help: 'Delivery attempts by outcome and transport',
+      labelNames: ['outcome', 'transport'],
+      registers: [registry],
+    }),
     attemptDuration: new Histogram({
       name: 'hookrelay_attempt_duration_seconds',
       help: 'Duration of one delivery attempt (publish or fetch, fallback included)',
@@ -58,8 +63,21 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
       registers: [registry],
     }),
     reconciled: new Counter({ name: 'hookrelay_reconciled_total', help: 'Ledger rows re-enqueued by the reconciler (Q2)', registers: [registry] }),
-    criticalFailures: new Counter({ name: 'hookrelay_critical_failures_total', help: "Deliveries of fallback 'none' hooks that failed for good (Q4)", registers: [registry] }),
-    retentionPruned: new Counter({ name: 'hookrelay_retention_pruned_total', help: 'Ledger rows whose payload and attempts were pruned (Q11)', registers: [registry] }),
-    qstashCallbacks: new Counter({ name: 'hookrelay_qstash_callbacks_total', help: 'QStash callbacks received', labelNames: ['kind', 'result'], registers: [registry] }),
+    criticalFailures: new Counter({
+      name: 'hookrelay_critical_failures_total',
+      help: "Deliveries of fallback 'none' hooks that failed for good (Q4)",
+      registers: [registry],
+    }),
+    retentionPruned: new Counter({
+      name: 'hookrelay_retention_pruned_total',
+      help: 'Ledger rows whose payload and attempts were pruned (Q11)',
+      registers: [registry],
+    }),
+    qstashCallbacks: new Counter({
+      name: 'hookrelay_qstash_callbacks_total',
+      help: 'QStash callbacks received',
+      labelNames: ['kind', 'result'],
+      registers: [registry],
+    }),
   };
 }

@@ -14,7 +14,11 @@ export type DeliveryBody = {
 };
 
 export function buildDeliveryBody(input: { hook: PayloadHook; event: Record<string, unknown>; deliveryId: string; occurredAt: Date }): DeliveryBody {
-  const payload = assemblePayload({ hook: input.hook, event: input.event, extra: { deliveryId: input.deliveryId, occurredAt: input.occurredAt.toISOString() } });
+  const payload = assemblePayload({
+    hook: input.hook,
+    event: input.event,
+    extra: { deliveryId: input.deliveryId, occurredAt: input.occurredAt.toISOString() },
+  });
   const userId = emailUserId(payload, input.event);
   return userId === undefined ? { body: JSON.stringify(payload) } : { body: JSON.stringify(payload), emailUserId: userId };
 }

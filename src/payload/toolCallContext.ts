@@ -142,7 +142,9 @@ function buildFromFlat(input: FlatToolCallHookContextInput): ToolCallHookContext
   const { runtime, origin, args, ...fields } = input;
   const draft: Record<string, unknown> = { executor: 'server' };
   for (const [key, value] of Object.entries(fields)) if (value !== undefined && value !== '') draft[key] = value;
-  draft.args = effectiveArgs({ toolCall: { id: input.toolCallId, identifier: input.identifier, apiName: input.apiName, arguments: args } } as ToolCallHookContextInput);
+  draft.args = effectiveArgs({
+    toolCall: { id: input.toolCallId, identifier: input.identifier, apiName: input.apiName, arguments: args },
+  } as ToolCallHookContextInput);
   setIfPresent(draft, 'userId', runtime?.userId ?? origin?.userId ?? (typeof input.userId === 'string' ? input.userId : undefined)); // T3
   return validated(draft);
 }

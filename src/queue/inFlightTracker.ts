@@ -17,7 +17,11 @@ export type InFlightTracker = {
   stop(): void;
 };
 
-export function createInFlightTracker(options: { mark(marks: InFlightMark[]): Promise<void>; afterMs?: number; onError(error: unknown): void }): InFlightTracker {
+export function createInFlightTracker(options: {
+  mark(marks: InFlightMark[]): Promise<void>;
+  afterMs?: number;
+  onError(error: unknown): void;
+}): InFlightTracker {
   const afterMs = options.afterMs ?? IN_FLIGHT_MARK_AFTER_MS;
   const running = new Map<string, { mark: InFlightMark; since: number; marked: boolean }>();
   const sweep = () => {

@@ -26,7 +26,9 @@ export async function addDeliveryJobs(queue: Queue<DeliveryJobData>, jobs: reado
     await queue.addBulk(
       chunk.map((job) => ({
         name: DELIVERY_JOB_NAME,
-        data: job.attempt ? { deliveryId: job.deliveryId, generation: job.generation, attempt: job.attempt } : { deliveryId: job.deliveryId, generation: job.generation },
+        data: job.attempt
+          ? { deliveryId: job.deliveryId, generation: job.generation, attempt: job.attempt }
+          : { deliveryId: job.deliveryId, generation: job.generation },
         opts: deliveryJobOptions(job),
       })),
     );

@@ -5,7 +5,14 @@
  * is acknowledged before its row is written.
  */
 import type { Db } from '../store/db.ts';
-import { loadClaimableDeliveries, markDeliveriesInFlight, recordAttemptOutcomes, type AttemptOutcome, type ClaimedDelivery, type InFlightMark } from '../store/deliveriesRepo.ts';
+import {
+  loadClaimableDeliveries,
+  markDeliveriesInFlight,
+  recordAttemptOutcomes,
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  type InFlightMark,
+} from '../store/deliveriesRepo.ts';
 import { createBatcher } from './batcher.ts';
 
 /** Rows per flush. */

@@ -15,7 +15,8 @@ const PROBE_BACKOFF_FACTOR = 2;
 /** SQLSTATE classes that mean "no usable connection": 08 connection, 57 operator intervention, 53 resources. */
 const UNAVAILABLE_SQLSTATE = /^(08|57|53)/;
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
-const UNAVAILABLE_MESSAGE = /connection terminated|connection error|terminating connection|timeout exceeded when trying to connect|client has encountered a connection error|connection ended|server closed the connection|the database system is (starting up|shutting down)/i;
+const UNAVAILABLE_MESSAGE =
+  /connection terminated|connection error|terminating connection|timeout exceeded when trying to connect|client has encountered a connection error|connection ended|server closed the connection|the database system is (starting up|shutting down)/i;
 
 /** Is this error Postgres (or the path to it) being away, rather than a bad statement? */
 export function isDbUnavailable(error: unknown): boolean {

@@ -101,7 +101,12 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
 
     const startedAt = new Date();
     const trackKey = `${job.id}:${job.attemptsStarted}`;
-    deps.inFlight?.begin(trackKey, { id: target.id, generation: target.generation, attemptCount: target.attemptCount, leaseMs: hookTimeoutMs(target.hook) + leaseMarginMs });
+    deps.inFlight?.begin(trackKey, {
+      id: target.id,
+      generation: target.generation,
+      attemptCount: target.attemptCount,
+      leaseMs: hookTimeoutMs(target.hook) + leaseMarginMs,
+    });
     let result: NotificationResult;
     try {
       result = await attempt(deps, target);
@@ -123,12 +128,18 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
         return;
       case 'retry': {
         const log = { deliveryId, hookId: target.hookId, operationId: target.operationId, attempt: decision.outcome.attempt.attempt };
-        deps.logger.info({ ...log, errorClass: decision.outcome.lastErrorClass, httpStatus: decision.outcome.lastHttpStatus, delayMs: decision.delayMs }, 'delivery attempt failed; retrying');
+        deps.logger.info(
+          { ...log, errorClass: decision.outcome.lastErrorClass, httpStatus: decision.outcome.lastHttpStatus, delayMs: decision.delayMs },
+          'delivery attempt failed; retrying',
+        );
         if (!token) throw new Error('delivery job has no lock token; cannot delay it');
         // The next run counts this attempt. If either write is lost, the row already says
         // `retrying` at next_attempt_at and the reconciler or the stalled re-run reads it.
         if (data?.attempt) {
-          await job.updateData({ ...data, attempt: { ...data.attempt, attemptCount: target.attemptCount + 1, generationAttemptCount: target.generationAttemptCount + 1 } });
+          await job.updateData({
+            ...data,
+            attempt: { ...data.attempt, attemptCount: target.attemptCount + 1, generationAttemptCount: target.generationAttemptCount + 1 },
+          });
         }
         await job.moveToDelayed(Date.now() + decision.delayMs, token);
         throw new DelayedError();
@@ -136,12 +147,18 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
       case 'failed': {
         const log = { deliveryId, hookId: target.hookId, operationId: target.operationId, attempt: decision.outcome.attempt.attempt };
         if (!decision.critical) {
-          deps.logger.warn({ ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus }, 'delivery failed for good; replayable from the ledger');
+          deps.logger.warn(
+            { ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus },
+            'delivery failed for good; replayable from the ledger',
+          );
           throw new UnrecoverableError(`delivery failed: ${decision.errorClass}`);
         }
         deps.metrics?.criticalFailures.inc();
         const error = new CriticalHookDeliveryError([{ hookId: target.hookId, cause: new WebhookDeliveryFailure(decision.errorClass, decision.httpStatus) }]);
-        deps.logger.error({ ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus, err: error.message }, 'critical webhook delivery failed for good; operation flagged');
+        deps.logger.error(
+          { ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus, err: error.message },
+          'critical webhook delivery failed for good; operation flagged',
+        );
         throw error;
       }
     }
@@ -201,7 +218,12 @@ async function attempt(deps: ProcessorDeps, target: AttemptTarget): Promise<Noti
   const critical = hook.webhook.fallback === 'none';
   if (target.body === undefined) return configurationFailure('event payload missing (pruned by retention?)', critical);
   try {
-    const payload = await deps.payloadBuilder.withEmail({ hook, body: target.body, emailUserId: target.emailUserId, ...(deps.signal ? { signal: deps.signal } : {}) });
+    const payload = await deps.payloadBuilder.withEmail({
+      hook,
+      body: target.body,
+      emailUserId: target.emailUserId,
+      ...(deps.signal ? { signal: deps.signal } : {}),
+    });
     if (payload === undefined) {
       return { ok: false, errorClass: 'cancelled', permanent: false, critical, transport: hook.webhook.delivery, fellBack: false, durationMs: 0 };
     }

@@ -39,7 +39,14 @@ export const DEFAULT_QUEUE_TIMEOUT_MS = 2_000;
 export const INSERT_CHUNK_ROWS = 1_000;
 /** A producer needs few connections: enqueue is one INSERT. */
 export const PRODUCER_POOL_SIZE = 10;
-const PRODUCER_SETTINGS = ['HOOKRELAY_QUEUE', 'REDIS_URL', 'DATABASE_URL', 'HOOKRELAY_DATA_DIR', 'HOOKRELAY_MAX_PAYLOAD_BYTES', 'HOOKRELAY_TEMPLATE_ENV'] as const;
+const PRODUCER_SETTINGS = [
+  'HOOKRELAY_QUEUE',
+  'REDIS_URL',
+  'DATABASE_URL',
+  'HOOKRELAY_DATA_DIR',
+  'HOOKRELAY_MAX_PAYLOAD_BYTES',
+  'HOOKRELAY_TEMPLATE_ENV',
+] as const;
 /** How long close() waits for the queue connection before dropping it. */
 const CLOSE_TIMEOUT_MS = 2_000;
 
@@ -67,7 +74,9 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
 
   const db = async (): Promise<Db> => {
     if (closed) throw new Error('the hook producer is closed');
-    storePromise ??= options.store ? Promise.resolve(storeOf(options.store)) : openConfiguredStore({ databaseUrl, dataDir: settings.HOOKRELAY_DATA_DIR, maxConnections: PRODUCER_POOL_SIZE });
+    storePromise ??= options.store
+      ? Promise.resolve(storeOf(options.store))
+      : openConfiguredStore({ databaseUrl, dataDir: settings.HOOKRELAY_DATA_DIR, maxConnections: PRODUCER_POOL_SIZE });
     try {
       return (await storePromise).db;
     } catch (error) {
@@ -104,7 +113,11 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
       },
     );
     const added = await withTimeout(adding, queueTimeoutMs, false);
-    if (!added) logger.warn({ deliveries: rows.length, timeoutMs: queueTimeoutMs }, 'redis did not take the delivery jobs in time; ledger rows are committed, the reconciler will enqueue them');
+    if (!added)
+      logger.warn(
+        { deliveries: rows.length, timeoutMs: queueTimeoutMs },
+        'redis did not take the delivery jobs in time; ledger rows are committed, the reconciler will enqueue them',
+      );
     return added;
   };
 
@@ -133,7 +146,12 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     async close() {
       if (closed) return;
       closed = true;
-      if (queue) await withTimeout(queue.close().then(() => true), CLOSE_TIMEOUT_MS, false);
+      if (queue)
+        await withTimeout(
+          queue.close().then(() => true),
+          CLOSE_TIMEOUT_MS,
+          false,
+        );
       ownedRedis?.disconnect();
       if (storePromise && !options.store) {
         const store = await storePromise.catch(() => undefined);
@@ -157,7 +175,9 @@ async function insertAll(db: Db, rows: readonly NewDelivery[]): Promise<string[]
 
 /** Q1a: rows that were not inserted already exist under their idempotency key; use those ids. */
 async function resolveIds(db: Db, prepared: readonly PreparedItem[], inserted: ReadonlySet<string>): Promise<string[][]> {
-  const keys = [...new Set(prepared.filter((p) => p.idempotencyKey !== undefined && p.rows.some((r) => !inserted.has(r.id))).map((p) => p.idempotencyKey as string))];
+  const keys = [
+    ...new Set(prepared.filter((p) => p.idempotencyKey !== undefined && p.rows.some((r) => !inserted.has(r.id))).map((p) => p.idempotencyKey as string)),
+  ];
   const existing = await findDeliveryIdsByKeys(db, keys);
   return prepared.map((p) =>
     p.rows.map((row) => {
@@ -198,7 +218,14 @@ function prepareItem(input: EnqueueInput, maxPayloadBytes: number, templateEnv: 
         idempotencyKey: input.idempotencyKey ?? null,
         occurredAt,
         // Templates stay unresolved and no email is added: this is data at rest in Redis (W2, B3).
-        job: { operationId: input.operationId, hook: JSON.stringify(hook), body, ...(emailUserId !== undefined ? { emailUserId } : {}), attemptCount: 0, generationAttemptCount: 0 },
+        job: {
+          operationId: input.operationId,
+          hook: JSON.stringify(hook),
+          body,
+          ...(emailUserId !== undefined ? { emailUserId } : {}),
+          attemptCount: 0,
+          generationAttemptCount: 0,
+        },
       };
     });
   return { rows, idempotencyKey: input.idempotencyKey };
@@ -208,7 +235,10 @@ function prepareItem(input: EnqueueInput, maxPayloadBytes: number, templateEnv: 
 function normalizeEvent(input: EnqueueInput): Record<string, unknown> {
   const raw: unknown = input.event;
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new EventValidationError('enqueue: event must be an object');
-  const event = (raw as Record<string, unknown>).operationId === undefined ? { ...(raw as Record<string, unknown>), operationId: input.operationId } : (raw as Record<string, unknown>);
+  const event =
+    (raw as Record<string, unknown>).operationId === undefined
+      ? { ...(raw as Record<string, unknown>), operationId: input.operationId }
+      : (raw as Record<string, unknown>);
   const checked = IngestEventSchema.safeParse(event);
   if (!checked.success) {
     const fields = checked.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');

@@ -74,8 +74,13 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
       options.metrics?.deliveries.inc({ outcome: 'failed', transport: 'qstash' });
       if (critical) {
         options.metrics?.criticalFailures.inc();
-        const error = new CriticalHookDeliveryError([{ hookId: row.hookId, cause: new WebhookDeliveryFailure(attempt.errorClass ?? 'http_error', attempt.httpStatus ?? undefined) }]);
-        options.logger.error({ deliveryId: id, hookId: row.hookId, operationId: changed.operationId, err: error.message }, 'critical webhook delivery failed for good at QStash; operation flagged');
+        const error = new CriticalHookDeliveryError([
+          { hookId: row.hookId, cause: new WebhookDeliveryFailure(attempt.errorClass ?? 'http_error', attempt.httpStatus ?? undefined) },
+        ]);
+        options.logger.error(
+          { deliveryId: id, hookId: row.hookId, operationId: changed.operationId, err: error.message },
+          'critical webhook delivery failed for good at QStash; operation flagged',
+        );
       } else {
         options.logger.warn({ deliveryId: id, hookId: row.hookId, httpStatus: attempt.httpStatus }, 'qstash gave up on a delivery; replayable from the ledger');
       }

@@ -71,7 +71,10 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       cursor = rows[rows.length - 1]?.id ?? '';
       const missing = await withoutLiveJob(rows);
       if (missing.length > 0) {
-        await addDeliveryJobs(options.queue, missing.map((r) => ({ deliveryId: r.id, generation: r.generation })));
+        await addDeliveryJobs(
+          options.queue,
+          missing.map((r) => ({ deliveryId: r.id, generation: r.generation })),
+        );
         requeued += missing.length;
       }
       if (rows.length < pageRows) {
@@ -110,7 +113,9 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       stopped = false;
       // The first pass runs at once (worker start), then every interval.
       void runOnce()
-        .catch((error: unknown) => options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'reconciler pass failed; retrying next interval'))
+        .catch((error: unknown) =>
+          options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'reconciler pass failed; retrying next interval'),
+        )
         .finally(() => {
           if (!stopped) tick();
         });

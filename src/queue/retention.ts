@@ -17,7 +17,14 @@ const MS_PER_DAY = 24 * 60 * 60 * 1000;
 
 export type Retention = { runOnce(now?: Date): Promise<number>; start(): void; stop(): Promise<void> };
 
-export function createRetention(options: { db: Db; retentionDays: number; logger: Logger; metrics?: DeliveryMetrics; intervalMs?: number; firstRunMs?: number }): Retention {
+export function createRetention(options: {
+  db: Db;
+  retentionDays: number;
+  logger: Logger;
+  metrics?: DeliveryMetrics;
+  intervalMs?: number;
+  firstRunMs?: number;
+}): Retention {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
   let stopped = false;

@@ -76,7 +76,11 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   let qstash: QStashPublisher | undefined;
   if (settings.QSTASH_TOKEN?.trim()) {
     const { createQStashPublisher } = await importQStash(() => import('../delivery/qstashTransport.ts'), 'QSTASH_TOKEN');
-    qstash = createQStashPublisher({ url: settings.QSTASH_URL, token: settings.QSTASH_TOKEN, ...(options.qstashRetries !== undefined ? { retries: options.qstashRetries } : {}) });
+    qstash = createQStashPublisher({
+      url: settings.QSTASH_URL,
+      token: settings.QSTASH_TOKEN,
+      ...(options.qstashRetries !== undefined ? { retries: options.qstashRetries } : {}),
+    });
   }
   const ledger = createLedgerWriter(store.db);
   // Q12: attempts still running after a second get their in_flight row, with a lease of the
@@ -208,7 +212,8 @@ async function importQStash<M>(load: () => Promise<M>, variable: string): Promis
   try {
     return await load();
   } catch (error) {
-    if (isMissingPackage(error)) throw new SettingsError([variable], `${variable} is set, which needs the optional package ${QSTASH_PACKAGE}: npm install ${QSTASH_PACKAGE}`);
+    if (isMissingPackage(error))
+      throw new SettingsError([variable], `${variable} is set, which needs the optional package ${QSTASH_PACKAGE}: npm install ${QSTASH_PACKAGE}`);
     throw error;
   }
 }

@@ -51,8 +51,6 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   return { db, kind: 'pglite', pglite: pglite as unknown as EmbeddedDatabase, close: () => pglite.close() };
 }
 
-
-
 /** A public `StoreHandle` is always a `Store` from `openStore()`: back to the typed view the code uses. */
 export function storeOf(handle: StoreHandle): Store {
   return handle as Store;

@@ -5,7 +5,9 @@
  */
 import { EmbeddedStoreUnavailableError } from './errors.ts';
 
-export async function importEmbedded<M extends '@electric-sql/pglite' | '@electric-sql/pglite-socket'>(name: M): Promise<M extends '@electric-sql/pglite' ? typeof import('@electric-sql/pglite') : typeof import('@electric-sql/pglite-socket')> {
+export async function importEmbedded<M extends '@electric-sql/pglite' | '@electric-sql/pglite-socket'>(
+  name: M,
+): Promise<M extends '@electric-sql/pglite' ? typeof import('@electric-sql/pglite') : typeof import('@electric-sql/pglite-socket')> {
   try {
     return (await import(name)) as never;
   } catch (error) {

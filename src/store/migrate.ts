@@ -26,7 +26,8 @@ export type { MigrateOptions } from './types.ts';
  */
 export async function migrateStore(store: Store, options: MigrateOptions = {}): Promise<void> {
   if (store.kind === 'pglite') {
-    const migrationsSchema = options.migrationsSchema ?? rowsOf<{ schema: string | null }>(await store.db.execute(sql`select current_schema() as schema`))[0]?.schema ?? 'public';
+    const migrationsSchema =
+      options.migrationsSchema ?? rowsOf<{ schema: string | null }>(await store.db.execute(sql`select current_schema() as schema`))[0]?.schema ?? 'public';
     // Loaded only for the embedded store (drizzle's PGlite migrator needs the optional PGlite peer).
     const { migrate: migratePglite } = await import('drizzle-orm/pglite/migrator');
     await migratePglite(store.db as unknown as PgliteDatabase, { migrationsFolder: MIGRATIONS_FOLDER, migrationsSchema });

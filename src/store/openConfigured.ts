@@ -19,7 +19,8 @@ export type ConfiguredStoreOptions = {
 };
 
 export async function openConfiguredStore(options: ConfiguredStoreOptions): Promise<Store> {
-  if (options.databaseUrl) return openStore({ databaseUrl: options.databaseUrl, ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}) });
+  if (options.databaseUrl)
+    return openStore({ databaseUrl: options.databaseUrl, ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}) });
   const dataDir = options.dataDir ?? DEFAULT_DATA_DIR;
   // PGlite serves one connection at a time over its socket.
   const served = findEmbeddedSocket(dataDir);

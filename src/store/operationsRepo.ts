@@ -102,7 +102,9 @@ export async function createOperationWithHooks(db: Db, op: NewOperation, hooks: 
       const existing = byId.get(hook.id);
       if (existing === undefined) fresh.push(hook);
       else if (canonical(existing) !== canonical(hook)) {
-        throw new HookConfigError(hook.id, index, [{ path: 'id', message: 'duplicate hook id in this operation (a different hook is already stored under it)' }]);
+        throw new HookConfigError(hook.id, index, [
+          { path: 'id', message: 'duplicate hook id in this operation (a different hook is already stored under it)' },
+        ]);
       }
     }
     if (fresh.length === 0) return;

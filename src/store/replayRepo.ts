@@ -32,9 +32,7 @@ export type StatusCount = { status: string; count: number };
 /** Ledger counts by status and the age of the oldest undelivered row (for `hookrelay stats`). */
 export async function ledgerStats(db: Db): Promise<{ byStatus: StatusCount[]; oldestUndeliveredAt: Date | null }> {
   const counts = await db.execute(sql`SELECT status, count(*)::int AS count FROM deliveries GROUP BY status ORDER BY status`);
-  const oldest = await db.execute(
-    sql`SELECT min(created_at) AS oldest FROM deliveries WHERE status IN ('queued', 'in_flight', 'retrying')`,
-  );
+  const oldest = await db.execute(sql`SELECT min(created_at) AS oldest FROM deliveries WHERE status IN ('queued', 'in_flight', 'retrying')`);
   const byStatus = rowsOf<StatusCount>(counts).map((r) => ({ status: r.status, count: Number(r.count) }));
   const raw = rowsOf<{ oldest: Date | string | null }>(oldest)[0]?.oldest ?? null;
   return { byStatus, oldestUndeliveredAt: raw === null ? null : new Date(raw) };

@@ -109,7 +109,13 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
     stops.push(() => service.stop());
 
     logger.info(
-      { store: store.kind, queue: settings.HOOKRELAY_QUEUE, concurrency: settings.HOOKRELAY_CONCURRENCY, httpPort: service.httpPort ?? null, emailLookup: options.emailLookup !== undefined },
+      {
+        store: store.kind,
+        queue: settings.HOOKRELAY_QUEUE,
+        concurrency: settings.HOOKRELAY_CONCURRENCY,
+        httpPort: service.httpPort ?? null,
+        emailLookup: options.emailLookup !== undefined,
+      },
       'ready',
     );
     let stopped: Promise<void> | undefined;

@@ -98,7 +98,9 @@ export async function createChaosRun(name: string, redisDb: number): Promise<Cha
       const hooks = [{ id: 'chaos', type: 'onComplete' as const, webhook: { url: `${receiver.url}/chaos`, timeout: 2 } }];
       for (let sent = 0; sent < EVENTS; sent += FEED_BATCH) {
         const n = Math.min(FEED_BATCH, EVENTS - sent);
-        const result = await producer.enqueueMany(Array.from({ length: n }, (_, i) => ({ operationId: `op-${sent + i}`, type: 'onComplete' as const, event: { i: sent + i }, hooks })));
+        const result = await producer.enqueueMany(
+          Array.from({ length: n }, (_, i) => ({ operationId: `op-${sent + i}`, type: 'onComplete' as const, event: { i: sent + i }, hooks })),
+        );
         deliveryIds.push(...result.deliveryIds);
         await onProgress?.(sent + n);
         await new Promise((r) => setTimeout(r, FEED_PAUSE_MS));
@@ -125,7 +127,9 @@ export async function createChaosRun(name: string, redisDb: number): Promise<Cha
         unknown,
         delivered: await deliveredCount(),
       };
-      process.stdout.write(`chaos[${name}]: enqueued=${report.enqueued} received=${report.received} lost=${report.lost} duplicated=${report.duplicated} unknown_ids=${report.unknown} ledger_delivered=${report.delivered}\n`);
+      process.stdout.write(
+        `chaos[${name}]: enqueued=${report.enqueued} received=${report.received} lost=${report.lost} duplicated=${report.duplicated} unknown_ids=${report.unknown} ledger_delivered=${report.delivered}\n`,
+      );
       return report;
     },
     async cleanup() {

@@ -41,7 +41,14 @@ describe('I2: the harness never reports vacuous conformance (§13.2)', () => {
   });
 
   it('I2: a vector that breaks the grammar fails instead of running', async () => {
-    const r = await runVector({ id: 'AH-CTK-999', title: 'x', spec_clause: '5', scenario: { input: { content: 'x', role: 'user' } }, interceptor_script: [], expect: {} });
+    const r = await runVector({
+      id: 'AH-CTK-999',
+      title: 'x',
+      spec_clause: '5',
+      scenario: { input: { content: 'x', role: 'user' } },
+      interceptor_script: [],
+      expect: {},
+    });
     expect(r.status).toBe('fail');
     expect(r.detail).toMatch(/invalid vector/);
   });

@@ -246,12 +246,7 @@ function assertSequence(recorded: readonly JsonObj[], out: string[]): void {
 }
 
 /** Run every `expect` assertion; returns the failures (empty means pass). */
-export function assertVector(
-  vector: Vector,
-  recorded: readonly JsonObj[],
-  rr: RunRecord,
-  validateContext: (ctx: unknown) => string | null,
-): string[] {
+export function assertVector(vector: Vector, recorded: readonly JsonObj[], rr: RunRecord, validateContext: (ctx: unknown) => string | null): string[] {
   const out: string[] = [];
   assertInterceptions(vector.expect, recorded, validateContext, out);
   assertRun(vector.expect, rr, out);

@@ -1,7 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { validateEnvelope, type Verdict, type ApprovalResolver, type CompositionConfig, type EnforcementMode, type Interceptor } from '../../src/interception/index.ts';
+import {
+  validateEnvelope,
+  type Verdict,
+  type ApprovalResolver,
+  type CompositionConfig,
+  type EnforcementMode,
+  type Interceptor,
+} from '../../src/interception/index.ts';
 import { assertVector, isObj, missingCapabilities, scriptedIntercept, scriptedResolve, type Json, type JsonObj, type Vector } from './ctkEngine.ts';
 import { SchemaRegistry, type Schema } from './miniSchema.ts';
 import { CAPABILITIES, runScenario } from './referenceHost.ts';
@@ -39,7 +46,9 @@ export function validateVector(vector: unknown): string | null {
 
 /** Vector files (`AH-CTK-*.json`) of a directory, in name order. */
 export function loadVectors(dir: string): Array<{ file: string; vector: unknown }> {
-  const files = readdirSync(dir).filter((f) => /^AH-CTK-.*\.json$/.test(f)).sort();
+  const files = readdirSync(dir)
+    .filter((f) => /^AH-CTK-.*\.json$/.test(f))
+    .sort();
   // An empty set would report vacuous conformance (§13.2): fail loudly.
   if (files.length === 0) throw new Error(`no AH-CTK-*.json vectors found in ${dir}`);
   return files.map((file) => ({ file, vector: readJson(join(dir, file)) }));

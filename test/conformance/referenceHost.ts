@@ -165,4 +165,3 @@ export async function runScenario(setup: HarnessSetup): Promise<RunRecord> {
     postures: { ...POSTURES },
   };
 }
-

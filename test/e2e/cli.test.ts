@@ -98,7 +98,12 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
   }, 60_000);
 
   it('Q10: 1,000 deliveries failed while the receiver was down; `replay --status failed --yes` delivers each exactly once', async () => {
-    const items = Array.from({ length: 1_000 }, (_, i) => ({ operationId: `op-${i}`, type: 'onComplete' as const, event: { operationId: `op-${i}`, reason: 'done' }, hooks: [hook()] }));
+    const items = Array.from({ length: 1_000 }, (_, i) => ({
+      operationId: `op-${i}`,
+      type: 'onComplete' as const,
+      event: { operationId: `op-${i}`, reason: 'done' },
+      hooks: [hook()],
+    }));
     const { deliveryIds } = await producer.enqueueMany(items);
     expect(deliveryIds).toHaveLength(1_000);
     await waitFor(async () => (await count('failed')) === 1_000, 120_000);
@@ -180,7 +185,11 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
 
   it('I4: records list shows the payload-free interception records of a session', async () => {
     const sink = createStoreRecordSink(t.store.db);
-    const emitter = new InterceptionEmitter({ interceptors: [() => Verdict.deny({ reason: 'policy.cli_demo' })], recordSink: sink.sink, sequenceProvider: sink.sequenceProvider });
+    const emitter = new InterceptionEmitter({
+      interceptors: [() => Verdict.deny({ reason: 'policy.cli_demo' })],
+      recordSink: sink.sink,
+      sequenceProvider: sink.sequenceProvider,
+    });
     const builder = new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId: 'sess-cli' });
     await emitter.emitUnchecked(builder.preToolCall({ id: 'c1', name: 'shell/exec', args: { cmd: 'records-needle' } }));
     const run = await cli(['records', 'list', '--session', 'sess-cli', '--json']);

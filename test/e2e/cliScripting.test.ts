@@ -63,9 +63,20 @@ describe('E-cli: the CLI in scripts and pipes', () => {
   const cli = (args: string[]): Promise<Run> => collect(spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: env(), stdio: ['ignore', 'pipe', 'pipe'] }));
   /** The bin writing into a pipe whose reader starts reading only after 0.3 s; the exit code is the bin's. */
   const throughSlowReader = (args: string[]): Promise<Run> =>
-    collect(spawn('bash', ['-c', `"${process.execPath}" "${BIN}" ${args.join(' ')} | (sleep 0.3; cat); exit \${PIPESTATUS[0]}`], { cwd: ROOT, env: env(), stdio: ['ignore', 'pipe', 'pipe'] }));
+    collect(
+      spawn('bash', ['-c', `"${process.execPath}" "${BIN}" ${args.join(' ')} | (sleep 0.3; cat); exit \${PIPESTATUS[0]}`], {
+        cwd: ROOT,
+        env: env(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    );
   const ledger = async (where: string, params: unknown[] = []) =>
-    (await t.store.pool!.query<{ id: string; status: string; generation: number; attempt_count: number }>(`SELECT id, status, generation, attempt_count FROM deliveries WHERE ${where} ORDER BY id`, params)).rows;
+    (
+      await t.store.pool!.query<{ id: string; status: string; generation: number; attempt_count: number }>(
+        `SELECT id, status, generation, attempt_count FROM deliveries WHERE ${where} ORDER BY id`,
+        params,
+      )
+    ).rows;
 
   beforeAll(async () => {
     t = await createTestStore('cli_script');
@@ -123,7 +134,12 @@ describe('E-cli: the CLI in scripts and pipes', () => {
     const check = (stdout: string) => {
       const report = JSON.parse(stdout) as { results: Array<{ id: string; result: string; reason?: string }> };
       expect(report).toMatchObject({ dryRun: false, replayed: 0, skipped: PIPE_ROWS, failed: 1 });
-      expect(report.results.filter((r) => r.result === 'skipped' && r.reason === 'already delivered').map((r) => r.id).sort()).toEqual(delivered);
+      expect(
+        report.results
+          .filter((r) => r.result === 'skipped' && r.reason === 'already delivered')
+          .map((r) => r.id)
+          .sort(),
+      ).toEqual(delivered);
       expect(report.results.filter((r) => r.result === 'unknown').map((r) => r.id)).toEqual([unknown]);
     };
     for (let run = 0; run < 3; run += 1) {
@@ -135,7 +151,9 @@ describe('E-cli: the CLI in scripts and pipes', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'hookrelay-cli-'));
     try {
       const file = path.join(dir, 'out.json');
-      const out = await collect(spawn('bash', ['-c', `"${process.execPath}" "${BIN}" ${args.join(' ')} > "${file}"`], { cwd: ROOT, env: env(), stdio: ['ignore', 'pipe', 'pipe'] }));
+      const out = await collect(
+        spawn('bash', ['-c', `"${process.execPath}" "${BIN}" ${args.join(' ')} > "${file}"`], { cwd: ROOT, env: env(), stdio: ['ignore', 'pipe', 'pipe'] }),
+      );
       expect(out.code).toBe(1);
       check(await readFile(file, 'utf8'));
     } finally {
@@ -151,7 +169,11 @@ describe('E-cli: the CLI in scripts and pipes', () => {
     expect(await cli(['deliveries', 'list', '--operation', 'op-none', '--json'])).toEqual({ code: 0, stdout: '[]\n', stderr: '' });
     expect(await cli(['deliveries', 'list', '--operation', 'op-none'])).toEqual({ code: 0, stdout: 'no deliveries match\n', stderr: '' });
     expect(await cli(['records', 'list', '--session', 'sess-none', '--json'])).toEqual({ code: 0, stdout: '[]\n', stderr: '' });
-    expect(await cli(['replay', '--status', 'failed', '--operation', 'op-none', '--yes'])).toEqual({ code: 0, stdout: 'nothing to replay: no deliveries match\n', stderr: '' });
+    expect(await cli(['replay', '--status', 'failed', '--operation', 'op-none', '--yes'])).toEqual({
+      code: 0,
+      stdout: 'nothing to replay: no deliveries match\n',
+      stderr: '',
+    });
     const json = await cli(['replay', '--status', 'failed', '--operation', 'op-none', '--yes', '--json']);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual({ dryRun: false, replayed: 0, wouldReplay: 0, skipped: 0, failed: 0, results: [] });
@@ -190,7 +212,12 @@ describe('E-cli: the CLI in scripts and pipes', () => {
   }, 60_000);
 
   it('E-cli json: one vocabulary — `attempts` is the list, `attemptCount` every attempt across generations, in the library and in `deliveries show/list --json`', async () => {
-    const { deliveryIds } = await producer.enqueue({ operationId: 'op-vocab', type: 'onComplete', event: { operationId: 'op-vocab' }, hooks: [{ id: 'flaky', type: 'onComplete', webhook: { url: `${rx.url}/flaky` } }] });
+    const { deliveryIds } = await producer.enqueue({
+      operationId: 'op-vocab',
+      type: 'onComplete',
+      event: { operationId: 'op-vocab' },
+      hooks: [{ id: 'flaky', type: 'onComplete', webhook: { url: `${rx.url}/flaky` } }],
+    });
     const id = deliveryIds[0]!;
     // Generation 0: three attempts (the schedule allows two retries), all refused.
     await waitFor(async () => (await producer.getDelivery(id))?.status === 'failed', 20_000, 'generation 0 to fail');

@@ -15,7 +15,15 @@ describe('quickstart: `hookrelay start` delivers events end to end on the embedd
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hookrelay-embedded-'));
     const queueName = `embedded-${randomBytes(4).toString('hex')}`;
     const receiver = await startReceiver({ status: 204 });
-    const proc = startHookrelay(['start'], { DATABASE_URL: '', REDIS_URL, HOOKRELAY_QUEUE: queueName, HOOKRELAY_DATA_DIR: dataDir, HOOKRELAY_HTTP_PORT: '0', HOOKRELAY_ALLOWED_CIDRS: '127.0.0.1/32', LOG_LEVEL: 'info' });
+    const proc = startHookrelay(['start'], {
+      DATABASE_URL: '',
+      REDIS_URL,
+      HOOKRELAY_QUEUE: queueName,
+      HOOKRELAY_DATA_DIR: dataDir,
+      HOOKRELAY_HTTP_PORT: '0',
+      HOOKRELAY_ALLOWED_CIDRS: '127.0.0.1/32',
+      LOG_LEVEL: 'info',
+    });
     try {
       expect(await proc.waitForOutput(/"msg":"ready"/)).toBe(true);
       const { databaseUrl } = JSON.parse(readFileSync(path.join(dataDir, 'store.json'), 'utf8')) as { databaseUrl: string };

@@ -30,7 +30,11 @@ const node = (args: string[], env: NodeJS.ProcessEnv = {}) =>
 beforeAll(async () => {
   scratch = mkdtempSync(path.join(os.tmpdir(), 'hookrelay-consumer-'));
   // dist/ was just built by the suite's globalSetup: pack it as it is.
-  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], { cwd: ROOT, timeout: NPM_TIMEOUT_MS, maxBuffer: 32 * 1024 * 1024 });
+  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], {
+    cwd: ROOT,
+    timeout: NPM_TIMEOUT_MS,
+    maxBuffer: 32 * 1024 * 1024,
+  });
   const info = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
   tarball = path.join(scratch, info[0]!.filename);
   files = info[0]!.files.map((f) => f.path);
@@ -44,20 +48,38 @@ afterAll(() => {
 
 describe('package: the tarball', () => {
   it('package: holds compiled JavaScript, declarations, migrations, docs, README and LICENSE', () => {
-    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/entry/queue.js', 'dist/entry/store.d.ts', 'dist/entry/worker.js', 'bin/hookrelay.mjs', 'README.md', 'LICENSE', 'package.json', 'docs/README.md']) {
+    for (const f of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/entry/queue.js',
+      'dist/entry/store.d.ts',
+      'dist/entry/worker.js',
+      'bin/hookrelay.mjs',
+      'README.md',
+      'LICENSE',
+      'package.json',
+      'docs/README.md',
+    ]) {
       expect(files, f).toContain(f);
     }
     expect(files.some((f) => f.startsWith('migrations/') && f.endsWith('.sql'))).toBe(true);
   });
 
   it('package: holds no tests, bench, CI, Docker files, TypeScript sources or build info', () => {
-    const unwanted = files.filter((f) => /^(test|bench|\.ci|scripts|examples|src)\//.test(f) || /^(Dockerfile|docker-compose\.yml|tsconfig.*\.json|vitest.*)$/.test(f) || f.endsWith('.tsbuildinfo') || (f.endsWith('.ts') && !f.endsWith('.d.ts')));
+    const unwanted = files.filter(
+      (f) =>
+        /^(test|bench|\.ci|scripts|examples|src)\//.test(f) ||
+        /^(Dockerfile|docker-compose\.yml|tsconfig.*\.json|vitest.*)$/.test(f) ||
+        f.endsWith('.tsbuildinfo') ||
+        (f.endsWith('.ts') && !f.endsWith('.d.ts')),
+    );
     expect(unwanted).toEqual([]);
   });
 
   it('package: the optional peers (PGlite, @upstash/qstash) are not installed in the scratch app', () => {
     expect(existsSync(path.join(scratch, 'node_modules/hookrelay/package.json'))).toBe(true);
-    for (const peer of ['@electric-sql/pglite', '@electric-sql/pglite-socket', '@upstash/qstash']) expect(existsSync(path.join(scratch, 'node_modules', peer)), peer).toBe(false);
+    for (const peer of ['@electric-sql/pglite', '@electric-sql/pglite-socket', '@upstash/qstash'])
+      expect(existsSync(path.join(scratch, 'node_modules', peer)), peer).toBe(false);
   });
 });
 
@@ -76,7 +98,26 @@ describe('package: plain node in a scratch app', () => {
       await d.close();`;
     const { stdout } = await node(['--input-type=module', '-e', script]);
     const out = JSON.parse(stdout) as Record<string, string[]>;
-    for (const name of ['HookDispatcher', 'CriticalHookDeliveryError', 'parseToolCallHookResponse', 'buildToolCallHookContext', 'createWebhookPayloadBuilder', 'redactResultForEvents', 'resolveHeaderTemplates', 'loadEnvHooks', 'createHookProducer', 'createOperationStore', 'createStoreRecordSink', 'startDeliveryWorker', 'InterceptionEmitter', 'AgentContextBuilder', 'Verdict', 'ALLOW', 'InterceptionBlocked', 'WebhookConfigSchema']) {
+    for (const name of [
+      'HookDispatcher',
+      'CriticalHookDeliveryError',
+      'parseToolCallHookResponse',
+      'buildToolCallHookContext',
+      'createWebhookPayloadBuilder',
+      'redactResultForEvents',
+      'resolveHeaderTemplates',
+      'loadEnvHooks',
+      'createHookProducer',
+      'createOperationStore',
+      'createStoreRecordSink',
+      'startDeliveryWorker',
+      'InterceptionEmitter',
+      'AgentContextBuilder',
+      'Verdict',
+      'ALLOW',
+      'InterceptionBlocked',
+      'WebhookConfigSchema',
+    ]) {
       expect(out.root, name).toContain(name);
     }
     expect(out.queue).toContain('createHookProducer');
@@ -85,7 +126,10 @@ describe('package: plain node in a scratch app', () => {
   });
 
   it('package: CommonJS require("hookrelay") works (require(esm), Node ≥ 20.19)', async () => {
-    writeFileSync(path.join(scratch, 'consumer.cjs'), "const h = require('hookrelay'); console.log(typeof h.HookDispatcher, typeof h.createHookProducer, typeof require('hookrelay/queue').createHookProducer);\n");
+    writeFileSync(
+      path.join(scratch, 'consumer.cjs'),
+      "const h = require('hookrelay'); console.log(typeof h.HookDispatcher, typeof h.createHookProducer, typeof require('hookrelay/queue').createHookProducer);\n",
+    );
     const { stdout } = await node(['consumer.cjs']);
     expect(stdout.trim()).toBe('function function function');
   });
@@ -103,7 +147,12 @@ describe('package: plain node in a scratch app', () => {
     );
     writeFileSync(path.join(scratch, 'register-hook.mjs'), "import { register } from 'node:module'; register('./record-hook.mjs', import.meta.url);\n");
     const light = await node(['--import', './register-hook.mjs', '--input-type=module', '-e', "await import('hookrelay'); console.log('ok')"]);
-    const lightPkgs = new Set(light.stderr.split('\n').filter((l) => l.startsWith('PKG ')).map((l) => l.slice(4)));
+    const lightPkgs = new Set(
+      light.stderr
+        .split('\n')
+        .filter((l) => l.startsWith('PKG '))
+        .map((l) => l.slice(4)),
+    );
     expect([...lightPkgs].filter((p) => HEAVY.includes(p))).toEqual([]);
     // The hook does see them when they load: the queue entry pulls BullMQ and ioredis in.
     const heavy = await node(['--import', './register-hook.mjs', '--input-type=module', '-e', "await import('hookrelay/queue'); console.log('ok')"]);
@@ -134,15 +183,25 @@ describe('package: plain node in a scratch app', () => {
       const { stdout } = await run(bin, ['migrate'], { cwd: scratch, env: { PATH: process.env.PATH ?? '', DATABASE_URL: schema.url }, timeout: 60_000 });
       expect(stdout).toContain('migrations applied');
       const { stdout: tables } = await node(
-        ['--input-type=module', '-e', "import pg from 'pg'; const c = new pg.Client(process.env.DATABASE_URL); await c.connect(); const r = await c.query(\"select table_name from information_schema.tables where table_schema = current_schema() order by 1\"); console.log(r.rows.map((x) => x.table_name).join(',')); await c.end();"],
+        [
+          '--input-type=module',
+          '-e',
+          "import pg from 'pg'; const c = new pg.Client(process.env.DATABASE_URL); await c.connect(); const r = await c.query(\"select table_name from information_schema.tables where table_schema = current_schema() order by 1\"); console.log(r.rows.map((x) => x.table_name).join(',')); await c.end();",
+        ],
         { DATABASE_URL: schema.url },
       );
-      expect(tables.trim().split(',')).toEqual(expect.arrayContaining(['deliveries', 'operations', 'operation_hooks', 'deferred_placeholders', 'interception_records']));
+      expect(tables.trim().split(',')).toEqual(
+        expect.arrayContaining(['deliveries', 'operations', 'operation_hooks', 'deferred_placeholders', 'interception_records']),
+      );
     });
 
     it('package: without DATABASE_URL and without the optional PGlite peer, the embedded store says what to install', async () => {
       const bin = path.join(scratch, 'node_modules/.bin/hookrelay');
-      const failed = await run(bin, ['migrate'], { cwd: scratch, env: { PATH: process.env.PATH ?? '', HOOKRELAY_DATA_DIR: path.join(scratch, '.hookrelay') }, timeout: 60_000 }).then(
+      const failed = await run(bin, ['migrate'], {
+        cwd: scratch,
+        env: { PATH: process.env.PATH ?? '', HOOKRELAY_DATA_DIR: path.join(scratch, '.hookrelay') },
+        timeout: 60_000,
+      }).then(
         () => undefined,
         (e: { code: number; stderr: string }) => e,
       );
@@ -171,10 +230,24 @@ describe('package: plain node in a scratch app', () => {
     );
     writeFileSync(
       path.join(scratch, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, noEmit: true, types: ['node'] }, files: ['consumer.ts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          skipLibCheck: false,
+          noEmit: true,
+          types: ['node'],
+        },
+        files: ['consumer.ts'],
+      }),
     );
     // The repository's TypeScript, run over the scratch app's files and node_modules.
-    const result = await run(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: scratch, timeout: 120_000 }).then(
+    const result = await run(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
+      cwd: scratch,
+      timeout: 120_000,
+    }).then(
       (r) => ({ code: 0, out: r.stdout }),
       (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
     );

@@ -38,7 +38,13 @@ describe('quickstart: npm start with no Redis answering', () => {
   it('without redis-server on PATH it fails with one line saying how to get one', async () => {
     const port = await freePort();
     const emptyPath = mkdtempSync(path.join(tmpdir(), 'hookrelay-nopath-')); // nothing to run here
-    const proc = startHookrelay(['start'], { PATH: emptyPath, DATABASE_URL: '', REDIS_URL: `redis://127.0.0.1:${port}`, HOOKRELAY_HTTP_PORT: '0', HOOKRELAY_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'hookrelay-noredis-')) });
+    const proc = startHookrelay(['start'], {
+      PATH: emptyPath,
+      DATABASE_URL: '',
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      HOOKRELAY_HTTP_PORT: '0',
+      HOOKRELAY_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'hookrelay-noredis-')),
+    });
     try {
       expect(await proc.exited).toBe(2);
       const lines = proc.output().trim().split('\n');

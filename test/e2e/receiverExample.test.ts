@@ -108,7 +108,12 @@ describe('examples/receiver.ts against real hookrelay deliveries (Q1, Q6)', () =
       const now = new Date();
       return fetch(`${receiver.url}/hooks`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(Math.floor(now.getTime() / 1000)), 'webhook-signature': new Webhook(secret).sign(id, now, body) },
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+          'webhook-signature': new Webhook(secret).sign(id, now, body),
+        },
         body,
       });
     };
@@ -141,7 +146,11 @@ describe('examples/receiver.ts against real hookrelay deliveries (Q1, Q6)', () =
     const now = new Date();
     const tampered = await fetch(`${receiver.url}/hooks`, {
       method: 'POST',
-      headers: { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(now.getTime() / 1000)), 'webhook-signature': new Webhook(secret).sign(id, now, signedBody) },
+      headers: {
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+        'webhook-signature': new Webhook(secret).sign(id, now, signedBody),
+      },
       body: signedBody.replace('1', '1000'),
     });
     expect(tampered.status).toBe(401);
@@ -150,7 +159,11 @@ describe('examples/receiver.ts against real hookrelay deliveries (Q1, Q6)', () =
     const staleBody = JSON.stringify({ operationId: 'op_stale' });
     const stale = await fetch(`${receiver.url}/hooks`, {
       method: 'POST',
-      headers: { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(old.getTime() / 1000)), 'webhook-signature': new Webhook(secret).sign(id, old, staleBody) },
+      headers: {
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(old.getTime() / 1000)),
+        'webhook-signature': new Webhook(secret).sign(id, old, staleBody),
+      },
       body: staleBody,
     });
     expect(stale.status).toBe(401);

@@ -22,7 +22,11 @@ describe('examples/server-app.ts: a server app on a queue-mode dispatcher (D8, R
     t = await createTestStore('example');
     receiver = await startReceiver((req) =>
       req.path === '/policy'
-        ? { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(policy === 'allow' ? { decision: 'allow' } : { decision: 'deny', reason: 'no shell today' }) }
+        ? {
+            status: 200,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(policy === 'allow' ? { decision: 'allow' } : { decision: 'deny', reason: 'no shell today' }),
+          }
         : { status: 204 },
     );
     worker = await startDeliveryService({

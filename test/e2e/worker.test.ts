@@ -54,7 +54,12 @@ describe('worker process (e2e)', () => {
     rx.setHandler({ status: 200, delayMs: 300 });
     const N = 200;
     const { deliveryIds } = await producer.enqueueMany(
-      Array.from({ length: N }, (_, i) => ({ operationId: `op-sd-${i}`, type: 'onComplete' as const, event: { i }, hooks: [{ id: 'sd', type: 'onComplete' as const, webhook: { url: `${rx.url}/sd` } }] })),
+      Array.from({ length: N }, (_, i) => ({
+        operationId: `op-sd-${i}`,
+        type: 'onComplete' as const,
+        event: { i },
+        hooks: [{ id: 'sd', type: 'onComplete' as const, webhook: { url: `${rx.url}/sd` } }],
+      })),
     );
     const first = spawnWorker(workerEnv(db, queue, { HOOKRELAY_CONCURRENCY: '16' }));
     await first.ready();
@@ -72,10 +77,14 @@ describe('worker process (e2e)', () => {
     const second = spawnWorker(workerEnv(db, queue, { HOOKRELAY_CONCURRENCY: '16' }));
     try {
       await second.ready();
-      await waitFor(async () => {
-        const r = await db.store.db.execute(sql`select count(*)::int as n from deliveries where status = 'delivered'`);
-        return (r as unknown as { rows: Array<{ n: number }> }).rows[0]?.n === N;
-      }, 30_000, 'all delivered');
+      await waitFor(
+        async () => {
+          const r = await db.store.db.execute(sql`select count(*)::int as n from deliveries where status = 'delivered'`);
+          return (r as unknown as { rows: Array<{ n: number }> }).rows[0]?.n === N;
+        },
+        30_000,
+        'all delivered',
+      );
     } finally {
       second.kill('SIGTERM');
       expect(await second.exited).toBe(0);
@@ -90,7 +99,11 @@ describe('worker process (e2e)', () => {
     const token = `tok_${randomBytes(16).toString('hex')}`;
     expect(process.env.HOOK_TOKEN).toBeUndefined();
     rx.setHandler((req) => ({ status: req.path === '/secret-fail' ? 500 : 200 }));
-    const webhook = (path: string) => ({ url: `${rx.url}${path}`, headers: { authorization: 'Bearer ${HOOK_TOKEN}', 'x-extra': 'k=${HOOK_TOKEN}' }, allowedEnvVars: ['HOOK_TOKEN'] });
+    const webhook = (path: string) => ({
+      url: `${rx.url}${path}`,
+      headers: { authorization: 'Bearer ${HOOK_TOKEN}', 'x-extra': 'k=${HOOK_TOKEN}' },
+      allowedEnvVars: ['HOOK_TOKEN'],
+    });
     const { deliveryIds } = await producer.enqueue({
       operationId: 'op-secret',
       type: 'onComplete',
@@ -104,10 +117,14 @@ describe('worker process (e2e)', () => {
     const worker = spawnWorker(workerEnv(db, queue, { HOOK_TOKEN: token, LOG_LEVEL: 'debug' }));
     try {
       await worker.ready();
-      await waitFor(async () => {
-        const states = await Promise.all(deliveryIds.map((id) => producer.getDelivery(id)));
-        return states.every((d) => d?.status === 'delivered' || d?.status === 'failed');
-      }, 20_000, 'secret deliveries settled');
+      await waitFor(
+        async () => {
+          const states = await Promise.all(deliveryIds.map((id) => producer.getDelivery(id)));
+          return states.every((d) => d?.status === 'delivered' || d?.status === 'failed');
+        },
+        20_000,
+        'secret deliveries settled',
+      );
     } finally {
       worker.kill('SIGTERM');
       await worker.exited;
@@ -141,13 +158,19 @@ describe('worker process (e2e)', () => {
       for (const key of await listKeys(queueKeys(queue), redis)) {
         const type = await redis.type(key);
         const value =
-          type === 'string' ? await redis.get(key)
-          : type === 'hash' ? await redis.hgetall(key)
-          : type === 'list' ? await redis.lrange(key, 0, -1)
-          : type === 'set' ? await redis.smembers(key)
-          : type === 'zset' ? await redis.zrange(key, 0, -1)
-          : type === 'stream' ? await redis.xrange(key, '-', '+')
-          : null;
+          type === 'string'
+            ? await redis.get(key)
+            : type === 'hash'
+              ? await redis.hgetall(key)
+              : type === 'list'
+                ? await redis.lrange(key, 0, -1)
+                : type === 'set'
+                  ? await redis.smembers(key)
+                  : type === 'zset'
+                    ? await redis.zrange(key, 0, -1)
+                    : type === 'stream'
+                      ? await redis.xrange(key, '-', '+')
+                      : null;
         redisDump += JSON.stringify(value);
       }
       expect(redisDump).not.toContain(token);

@@ -43,37 +43,45 @@ describe('B3 worker: hookrelay worker --plugin', () => {
   it.each([
     ['emailPlugin.mjs', 'u-plugin', 'ada@plugin.example'],
     ['defaultExportPlugin.mjs', 'u-7', 'u-7@default.example'],
-  ])('B3 worker: --plugin %s gives the worker process its emailLookup; payloads carry userEmail', async (file, userId, email) => {
-    const worker = spawnWorker(env(), ['--plugin', fixture(file)]);
-    try {
-      await worker.ready();
-      const hook = { id: 'h', type: 'onComplete' as const, webhook: { url: `${rx.url}/${file}` } };
-      const { deliveryIds } = await producer.enqueueMany([
-        { operationId: 'op-p1', type: 'onComplete', event: { operationId: 'op-p1', userId }, hooks: [hook] },
-        { operationId: 'op-p2', type: 'onComplete', event: { operationId: 'op-p2', userId: 'u-broken' }, hooks: [hook] },
-      ]);
-      const received = () => rx.requests.filter((r) => r.path === `/${file}`);
-      await waitFor(() => received().length === 2, 20_000, 'both deliveries');
-      const byId = new Map(received().map((r) => [r.headers['webhook-id'], JSON.parse(r.body) as Record<string, unknown>]));
-      expect(byId.get(deliveryIds[0])).toMatchObject({ userId, userEmail: email });
-      // emailPlugin throws for u-broken, the default-export one answers: either way the delivery went.
-      expect(byId.get(deliveryIds[1])).toMatchObject({ userId: 'u-broken' });
-      if (file === 'emailPlugin.mjs') expect(byId.get(deliveryIds[1])).not.toHaveProperty('userEmail');
-    } finally {
-      await worker.stop();
-    }
-  }, 60_000);
+  ])(
+    'B3 worker: --plugin %s gives the worker process its emailLookup; payloads carry userEmail',
+    async (file, userId, email) => {
+      const worker = spawnWorker(env(), ['--plugin', fixture(file)]);
+      try {
+        await worker.ready();
+        const hook = { id: 'h', type: 'onComplete' as const, webhook: { url: `${rx.url}/${file}` } };
+        const { deliveryIds } = await producer.enqueueMany([
+          { operationId: 'op-p1', type: 'onComplete', event: { operationId: 'op-p1', userId }, hooks: [hook] },
+          { operationId: 'op-p2', type: 'onComplete', event: { operationId: 'op-p2', userId: 'u-broken' }, hooks: [hook] },
+        ]);
+        const received = () => rx.requests.filter((r) => r.path === `/${file}`);
+        await waitFor(() => received().length === 2, 20_000, 'both deliveries');
+        const byId = new Map(received().map((r) => [r.headers['webhook-id'], JSON.parse(r.body) as Record<string, unknown>]));
+        expect(byId.get(deliveryIds[0])).toMatchObject({ userId, userEmail: email });
+        // emailPlugin throws for u-broken, the default-export one answers: either way the delivery went.
+        expect(byId.get(deliveryIds[1])).toMatchObject({ userId: 'u-broken' });
+        if (file === 'emailPlugin.mjs') expect(byId.get(deliveryIds[1])).not.toHaveProperty('userEmail');
+      } finally {
+        await worker.stop();
+      }
+    },
+    60_000,
+  );
 
   it.each([
     ['missing.mjs', /--plugin test\/e2e\/fixtures\/missing\.mjs: no such file/],
     ['noLookupPlugin.mjs', /--plugin test\/e2e\/fixtures\/noLookupPlugin\.mjs exports no emailLookup function/],
     ['throwingPlugin.mjs', /--plugin test\/e2e\/fixtures\/throwingPlugin\.mjs could not be loaded: Error: plugin failed at import/],
-  ])('B3 worker: an unusable --plugin (%s) stops the worker with exit 2 and one line naming the file', async (file, message) => {
-    const worker = spawnWorker(env(), ['--plugin', fixture(file)]);
-    const code = await worker.exited;
-    expect(code).toBe(2);
-    const lines = worker.output().trim().split('\n');
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(message);
-  }, 30_000);
+  ])(
+    'B3 worker: an unusable --plugin (%s) stops the worker with exit 2 and one line naming the file',
+    async (file, message) => {
+      const worker = spawnWorker(env(), ['--plugin', fixture(file)]);
+      const code = await worker.exited;
+      expect(code).toBe(2);
+      const lines = worker.output().trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(message);
+    },
+    30_000,
+  );
 });

@@ -338,14 +338,17 @@ export async function startQStashServer(opts: QStashServerOptions = {}): Promise
   /** Runs `fn` after `ms` unless the server closes; the wait counts as pending work. */
   const schedule = (key: string, ms: number, fn: () => Promise<void>): void => {
     beginWork();
-    const timer = setTimeout(() => {
-      timers.delete(key);
-      if (closed) {
-        endWork();
-        return;
-      }
-      fn().finally(endWork);
-    }, Math.min(Math.max(0, ms), maxWaitMs));
+    const timer = setTimeout(
+      () => {
+        timers.delete(key);
+        if (closed) {
+          endWork();
+          return;
+        }
+        fn().finally(endWork);
+      },
+      Math.min(Math.max(0, ms), maxWaitMs),
+    );
     timers.set(key, timer);
   };
 
@@ -440,12 +443,7 @@ export async function startQStashServer(opts: QStashServerOptions = {}): Promise
       ...(dlqId !== undefined ? { dlqId } : {}),
     });
 
-  const sendCallback = async (
-    kind: 'callback' | 'failureCallback',
-    url: string,
-    msg: QStashServerMessage,
-    payload: string,
-  ): Promise<void> => {
+  const sendCallback = async (kind: 'callback' | 'failureCallback', url: string, msg: QStashServerMessage, payload: string): Promise<void> => {
     const callbackMessageId = randomId('msg_');
     const bytes = Buffer.from(payload, 'utf8');
     for (let retried = 0; retried <= callbackRetries && !closed; retried++) {
@@ -638,7 +636,11 @@ export async function startQStashServer(opts: QStashServerOptions = {}): Promise
       dedupKey = `id:${deduplicationId}`;
     } else if ((headers['upstash-content-based-deduplication'] ?? '').toLowerCase() === 'true') {
       const h = createHash('sha256');
-      h.update(destination).update('\0').update(body).update('\0').update(contentType ?? '');
+      h.update(destination)
+        .update('\0')
+        .update(body)
+        .update('\0')
+        .update(contentType ?? '');
       for (const [k, v] of Object.entries(forwardHeaders).sort(([a], [b]) => a.localeCompare(b))) {
         h.update('\0').update(k).update('=').update(v);
       }
@@ -719,7 +721,10 @@ export async function startQStashServer(opts: QStashServerOptions = {}): Promise
 
   /** Query values, repeated keys and comma-separated values both accepted. */
   const multi = (q: URLSearchParams, key: string): string[] | undefined => {
-    const values = q.getAll(key).flatMap((v) => v.split(',')).filter((v) => v !== '');
+    const values = q
+      .getAll(key)
+      .flatMap((v) => v.split(','))
+      .filter((v) => v !== '');
     return values.length > 0 ? values : undefined;
   };
 
@@ -761,7 +766,12 @@ export async function startQStashServer(opts: QStashServerOptions = {}): Promise
     return error(status, `forced status ${status}`);
   };
 
-  const handle = async (req: http.IncomingMessage, rawPath: string, headers: Record<string, string>, body: Buffer): Promise<{ route: string; outcome: Outcome }> => {
+  const handle = async (
+    req: http.IncomingMessage,
+    rawPath: string,
+    headers: Record<string, string>,
+    body: Buffer,
+  ): Promise<{ route: string; outcome: Outcome }> => {
     const method = (req.method ?? 'GET').toUpperCase();
     const [pathname, query = ''] = splitOnce(rawPath, '?');
     const q = new URLSearchParams(query);

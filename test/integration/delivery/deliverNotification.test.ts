@@ -92,7 +92,11 @@ describe('deliverNotification', () => {
 
   it('W3: the notification body is not interpreted (any 2xx succeeds, even a non-JSON or trickling body)', async () => {
     receiver.setHandler({ status: 200, body: '{"decision":"deny","reason":"no"} garbage' });
-    expect(await deliverNotification(input({}, { excerptBytes: 2048 }))).toMatchObject({ ok: true, httpStatus: 200, responseExcerpt: '{"decision":"deny","reason":"no"} garbage' });
+    expect(await deliverNotification(input({}, { excerptBytes: 2048 }))).toMatchObject({
+      ok: true,
+      httpStatus: 200,
+      responseExcerpt: '{"decision":"deny","reason":"no"} garbage',
+    });
     receiver.setHandler({ status: 202, trickle: { chunk: 'x', intervalMs: 100, count: 100 } });
     const trickle = await deliverNotification(input({ timeout: 0.3 }));
     expect(trickle).toMatchObject({ ok: true, httpStatus: 202 });
@@ -100,7 +104,14 @@ describe('deliverNotification', () => {
 
   it('W3: non-2xx, 3xx and timeout are failures; 503 + Retry-After is retryable, 404 and 301 are permanent', async () => {
     receiver.setHandler({ status: 503, headers: { 'retry-after': '120' }, body: `echo ${TOKEN}` });
-    expect(await deliverNotification(input({}))).toMatchObject({ ok: false, errorClass: 'http_error', httpStatus: 503, retryAfterMs: 120_000, permanent: false, critical: false });
+    expect(await deliverNotification(input({}))).toMatchObject({
+      ok: false,
+      errorClass: 'http_error',
+      httpStatus: 503,
+      retryAfterMs: 120_000,
+      permanent: false,
+      critical: false,
+    });
     receiver.setHandler({ status: 404 });
     expect(await deliverNotification(input({}))).toMatchObject({ ok: false, errorClass: 'http_error', httpStatus: 404, permanent: true });
     receiver.setHandler((req) => (req.path === '/hook' ? { status: 301, headers: { location: '/elsewhere' } } : { status: 200 }));
@@ -145,7 +156,15 @@ describe('deliverNotification', () => {
     receiver.setHandler({ status: 502 });
     const publisher = new FakePublisher({ ok: false, errorClass: 'network_error' });
     const result = await deliverNotification(input({ delivery: 'qstash' }, { qstash: publisher }));
-    expect(result).toMatchObject({ ok: false, errorClass: 'http_error', httpStatus: 502, transport: 'fetch', fellBack: true, critical: false, permanent: false });
+    expect(result).toMatchObject({
+      ok: false,
+      errorClass: 'http_error',
+      httpStatus: 502,
+      transport: 'fetch',
+      fellBack: true,
+      critical: false,
+      permanent: false,
+    });
     expect(receiver.requests).toHaveLength(1);
   });
 
@@ -160,7 +179,15 @@ describe('deliverNotification', () => {
   it("D6/D7: fallback 'none' never fetches; the publish error is returned as critical", async () => {
     const publisher = new FakePublisher({ ok: false, errorClass: 'http_error', httpStatus: 503 });
     const result = await deliverNotification(input({ delivery: 'qstash', fallback: 'none' }, { qstash: publisher }));
-    expect(result).toMatchObject({ ok: false, errorClass: 'http_error', httpStatus: 503, critical: true, transport: 'qstash', fellBack: false, permanent: false });
+    expect(result).toMatchObject({
+      ok: false,
+      errorClass: 'http_error',
+      httpStatus: 503,
+      critical: true,
+      transport: 'qstash',
+      fellBack: false,
+      permanent: false,
+    });
     const missing = await deliverNotification(input({ delivery: 'qstash', fallback: 'none' }));
     expect(missing).toMatchObject({ ok: false, errorClass: 'configuration', critical: true, transport: 'qstash' });
     expect(receiver.requests).toHaveLength(0);

@@ -8,7 +8,14 @@ describe('fetch transport over real sockets', () => {
   let receiver: Receiver;
   let transport: FetchTransport;
   const send = (path: string, extra: Partial<SendRequest> = {}) =>
-    transport.send({ url: `${receiver.url}${path}`, body: '{"a":1}', headers: { 'content-type': 'application/json' }, timeoutMs: 2_000, read: { maxBytes: DECISION_CAP }, ...extra });
+    transport.send({
+      url: `${receiver.url}${path}`,
+      body: '{"a":1}',
+      headers: { 'content-type': 'application/json' },
+      timeoutMs: 2_000,
+      read: { maxBytes: DECISION_CAP },
+      ...extra,
+    });
 
   beforeAll(async () => {
     receiver = await startReceiver();
@@ -160,7 +167,9 @@ describe('fetch transport over real sockets', () => {
         const outcome = await transport.send({ url: `${pooled.url}/k`, body: '{}', headers: {}, timeoutMs: 2_000, read: 'discard' });
         expect(outcome).toMatchObject({ kind: 'response', status: 204 });
       }
-      await Promise.all(Array.from({ length: 10 }, () => transport.send({ url: `${pooled.url}/k`, body: '{}', headers: {}, timeoutMs: 2_000, read: 'discard' })));
+      await Promise.all(
+        Array.from({ length: 10 }, () => transport.send({ url: `${pooled.url}/k`, body: '{}', headers: {}, timeoutMs: 2_000, read: 'discard' })),
+      );
       expect(pooled.requests).toHaveLength(60);
       expect(pooled.connectionCount()).toBeLessThanOrEqual(11);
       expect(new Set(pooled.requests.slice(0, 50).map((r) => r.remotePort)).size).toBeLessThanOrEqual(2);
@@ -170,8 +179,14 @@ describe('fetch transport over real sockets', () => {
   });
 
   it('configuration: a bad URL or timeout is refused before any request', async () => {
-    expect(await transport.send({ url: 'not a url', body: '{}', headers: {}, timeoutMs: 1_000, read: 'discard' })).toMatchObject({ kind: 'error', errorClass: 'configuration' });
-    expect(await transport.send({ url: 'ftp://127.0.0.1/', body: '{}', headers: {}, timeoutMs: 1_000, read: 'discard' })).toMatchObject({ kind: 'error', errorClass: 'configuration' });
+    expect(await transport.send({ url: 'not a url', body: '{}', headers: {}, timeoutMs: 1_000, read: 'discard' })).toMatchObject({
+      kind: 'error',
+      errorClass: 'configuration',
+    });
+    expect(await transport.send({ url: 'ftp://127.0.0.1/', body: '{}', headers: {}, timeoutMs: 1_000, read: 'discard' })).toMatchObject({
+      kind: 'error',
+      errorClass: 'configuration',
+    });
     expect(await send('/x', { timeoutMs: 0 })).toMatchObject({ kind: 'error', errorClass: 'configuration' });
     expect(await send('/x', { timeoutMs: Number.POSITIVE_INFINITY })).toMatchObject({ kind: 'error', errorClass: 'configuration' });
     expect(receiver.requests).toHaveLength(0);

@@ -5,13 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Client, QstashError, QstashRatelimitError, Receiver } from '@upstash/qstash';
 import { verifyQStashCallback } from '../../../src/delivery/qstashCallback.ts';
-import {
-  QSTASH_DEV_CREDENTIALS,
-  startLoopbackReceiver,
-  startQStashServer,
-  type LoopbackReceiver,
-  type QStashServer,
-} from '../../support/qstashServer.ts';
+import { QSTASH_DEV_CREDENTIALS, startLoopbackReceiver, startQStashServer, type LoopbackReceiver, type QStashServer } from '../../support/qstashServer.ts';
 
 let qstash: QStashServer | undefined;
 let receiver: LoopbackReceiver;
@@ -49,9 +43,7 @@ describe('local QStash server (protocol as spoken by @upstash/qstash 2.12.0)', (
     expect(receiver.requests[0].url).toBe('/a//b?x=1&y=two');
     expect(receiver.requests[0].headers['content-type']).toBe('text/plain;charset=UTF-8');
     const verifier = new Receiver({ currentSigningKey: s.currentSigningKey, nextSigningKey: s.nextSigningKey, devMode: false });
-    await expect(verifier.verify({ signature: receiver.requests[0].headers['upstash-signature'], body: 'plain body', url: destination })).resolves.toBe(
-      true,
-    );
+    await expect(verifier.verify({ signature: receiver.requests[0].headers['upstash-signature'], body: 'plain body', url: destination })).resolves.toBe(true);
   });
 
   it('Q7: batch answers one result per message in order and delivers each with its own headers', async () => {
@@ -96,7 +88,10 @@ describe('local QStash server (protocol as spoken by @upstash/qstash 2.12.0)', (
     // The DLQ is in failure order; y failed last (it had a retry).
     expect(listed.messages.map((m) => m.url).sort()).toEqual([`${receiver.url}/x`, `${receiver.url}/y`, `${receiver.url}/z`]);
     const y = listed.messages.find((m) => m.url === `${receiver.url}/y`);
-    const lastYAttempt = receiver.requests.map((r, i) => ({ r, i })).filter(({ r }) => r.url === '/y').at(-1);
+    const lastYAttempt = receiver.requests
+      .map((r, i) => ({ r, i }))
+      .filter(({ r }) => r.url === '/y')
+      .at(-1);
     expect(y).toMatchObject({ responseStatus: 500, responseBody: `r${lastYAttempt?.i}`, body: 'b', maxRetries: 1 });
     const page = await client.dlq.listMessages({ count: 2 });
     expect(page.messages).toHaveLength(2);

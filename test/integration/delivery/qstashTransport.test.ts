@@ -5,12 +5,7 @@ import { Receiver } from '@upstash/qstash';
 import { createQStashPublisher } from '../../../src/delivery/qstashTransport.ts';
 import type { QStashPublishRequest } from '../../../src/delivery/types.ts';
 import { verifyQStashCallback } from '../../../src/delivery/qstashCallback.ts';
-import {
-  startLoopbackReceiver,
-  startQStashServer,
-  type LoopbackReceiver,
-  type QStashServer,
-} from '../../support/qstashServer.ts';
+import { startLoopbackReceiver, startQStashServer, type LoopbackReceiver, type QStashServer } from '../../support/qstashServer.ts';
 
 let qstash: QStashServer;
 let receiver: LoopbackReceiver;
@@ -134,12 +129,8 @@ describe('QStash transport against the local QStash server (real @upstash/qstash
     const { headers, body } = receiver.requests[0];
     const verifier = receiverFor(qstash);
     await expect(verifier.verify({ signature: headers['upstash-signature'], body, url: req.destination })).resolves.toBe(true);
-    await expect(verifier.verify({ signature: headers['upstash-signature'], body: `${body} `, url: req.destination })).rejects.toThrow(
-      /body hash/,
-    );
-    await expect(verifier.verify({ signature: headers['upstash-signature'], body, url: `${receiver.url}/other` })).rejects.toThrow(
-      /invalid subject/,
-    );
+    await expect(verifier.verify({ signature: headers['upstash-signature'], body: `${body} `, url: req.destination })).rejects.toThrow(/body hash/);
+    await expect(verifier.verify({ signature: headers['upstash-signature'], body, url: `${receiver.url}/other` })).rejects.toThrow(/invalid subject/);
     const stranger = new Receiver({ currentSigningKey: 'sig_wrong_current', nextSigningKey: 'sig_wrong_next', devMode: false });
     await expect(stranger.verify({ signature: headers['upstash-signature'], body, url: req.destination })).rejects.toThrow();
   });
@@ -170,9 +161,7 @@ describe('QStash transport against the local QStash server (real @upstash/qstash
     expect(receiver.requests.map((r) => r.headers['upstash-retried'])).toEqual(['0', '1', '2']);
     const verifier = receiverFor(qstash);
     for (const attempt of receiver.requests) {
-      await expect(verifier.verify({ signature: attempt.headers['upstash-signature'], body: attempt.body, url: req.destination })).resolves.toBe(
-        true,
-      );
+      await expect(verifier.verify({ signature: attempt.headers['upstash-signature'], body: attempt.body, url: req.destination })).resolves.toBe(true);
     }
     expect(qstash.dlq).toHaveLength(1);
     expect(qstash.dlq[0]).toMatchObject({ messageId: result.ok ? result.messageId : '', responseStatus: 503, url: req.destination });

@@ -55,7 +55,13 @@ const notificationCases: [string, Behaviour][] = [
   ['null', { status: 200, body: 'null' }],
   ['a scalar', { status: 200, body: '42' }],
   ['{}', { status: 200, body: '{}' }],
-  ['a legacy hookSpecificOutput-only body', { status: 200, body: JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: 'legacy' } }) }],
+  [
+    'a legacy hookSpecificOutput-only body',
+    {
+      status: 200,
+      body: JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: 'legacy' } }),
+    },
+  ],
 ];
 
 describe('R4: notification-shaped answers are not decisions (real socket)', () => {
@@ -106,7 +112,13 @@ describe('R5: control errors follow onError (real socket)', () => {
     expect(await evaluate()).toEqual({
       status: 'blocked',
       reason: 'hook_control_error',
-      result: { content: 'hook_control_error', success: false, error: 'hook_denied', state: { type: 'blocked', reason: 'hook_control_error' }, executionTime: 0 },
+      result: {
+        content: 'hook_control_error',
+        success: false,
+        error: 'hook_denied',
+        state: { type: 'blocked', reason: 'hook_control_error' },
+        executionTime: 0,
+      },
     });
     expect(hits('/case')).toBe(1);
     expect(hits('/allow')).toBe(0); // the first block ends the check
@@ -120,7 +132,12 @@ describe('R5: control errors follow onError (real socket)', () => {
     expect(outcome).toEqual({
       status: 'blocked',
       reason: 'hook_control_error',
-      result: { content: 'hook_control_error', success: false, error: 'hook_denied', state: { phase: 'afterToolCall', type: 'blocked', reason: 'hook_control_error' } },
+      result: {
+        content: 'hook_control_error',
+        success: false,
+        error: 'hook_denied',
+        state: { phase: 'afterToolCall', type: 'blocked', reason: 'hook_control_error' },
+      },
     });
   });
 

@@ -45,7 +45,15 @@ describe('D3/W3: webhook delivery in local mode', () => {
     expect(req.headers['content-type']).toBe('application/json');
     expect(req.headers['webhook-id']).toMatch(/^dlv_[0-9A-HJKMNP-TV-Z]{26}$/);
     const body = JSON.parse(req.body) as Record<string, unknown>;
-    expect(body).toMatchObject({ operationId: OP, reason: 'done', userId: 'u1', hookId: 'wh', hookType: 'onComplete', app: 'demo', deliveryId: req.headers['webhook-id'] });
+    expect(body).toMatchObject({
+      operationId: OP,
+      reason: 'done',
+      userId: 'u1',
+      hookId: 'wh',
+      hookType: 'onComplete',
+      app: 'demo',
+      deliveryId: req.headers['webhook-id'],
+    });
     expect(body).not.toHaveProperty('finalState');
   });
 
@@ -128,9 +136,13 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
     const ran: string[] = [];
     d.register(OP, [
       { id: 'bad', type: 'onError', webhook: { url: at('/bad') } },
-      { id: 'throws', type: 'onError', handler: () => {
-        throw new Error('boom');
-      } },
+      {
+        id: 'throws',
+        type: 'onError',
+        handler: () => {
+          throw new Error('boom');
+        },
+      },
       { id: 'reset', type: 'onError', webhook: { url: at('/reset') } },
       { id: 'fn', type: 'onError', handler: () => void ran.push('fn') },
       { id: 'good', type: 'onError', webhook: { url: at('/good') } },
@@ -166,9 +178,13 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
     const ran: string[] = [];
     d.register(OP, [
       { id: 'crit-500', type: 'onComplete', webhook: { url: at('/crit-500'), fallback: 'none' } },
-      { id: 'handler-throws', type: 'onComplete', handler: () => {
-        throw new Error('never critical');
-      } },
+      {
+        id: 'handler-throws',
+        type: 'onComplete',
+        handler: () => {
+          throw new Error('never critical');
+        },
+      },
       { id: 'ok', type: 'onComplete', webhook: { url: at('/ok') } },
       { id: 'crit-reset', type: 'onComplete', webhook: { url: at('/crit-reset'), fallback: 'none' } },
       { id: 'plain-fail', type: 'onComplete', webhook: { url: at('/crit-500') } },
@@ -239,14 +255,26 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
     await d.dispatch(OP, 'onComplete', { operationId: OP });
     expect(receiver.requests[0]!.headers['content-type']).toBe('application/json');
     expect(receiver.requests[0]!.headers['x-trace']).toBe('abc');
-    for (const name of ['host', 'Content-Length', 'connection', 'transfer-encoding', 'trailer', 'upgrade', 'proxy-authorization', 'sec-fetch-mode', 'upstash-forward-x']) {
+    for (const name of [
+      'host',
+      'Content-Length',
+      'connection',
+      'transfer-encoding',
+      'trailer',
+      'upgrade',
+      'proxy-authorization',
+      'sec-fetch-mode',
+      'upstash-forward-x',
+    ]) {
       expect(() => d.register(OP, [{ id: `bad-${name}`, type: 'onComplete', webhook: { url: at('/x'), headers: { [name]: 'v' } } }])).toThrow(/headers/);
     }
   });
 
   it('W1b: a value with CR/LF after template expansion is a configuration error: nothing is sent', async () => {
     const d = make({ env: { INJECT: 'a\r\nx-evil: 1' } });
-    d.register(OP, [{ id: 'inj', type: 'onComplete', webhook: { url: at('/inj'), headers: { 'x-v': '${INJECT}' }, allowedEnvVars: ['INJECT'], fallback: 'none' } }]);
+    d.register(OP, [
+      { id: 'inj', type: 'onComplete', webhook: { url: at('/inj'), headers: { 'x-v': '${INJECT}' }, allowedEnvVars: ['INJECT'], fallback: 'none' } },
+    ]);
     const error = (await rejection(d.dispatch(OP, 'onComplete', { operationId: OP }))) as CriticalHookDeliveryError;
     expect(error.cause).toMatchObject({ errorClass: 'configuration' });
     expect(receiver.requests).toHaveLength(0);
@@ -264,7 +292,11 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
   it('W2: an allow-listed variable unset at send time is a configuration error: nothing is sent', async () => {
     const d = make();
     d.register(OP, [
-      { id: 'tpl', type: 'onComplete', webhook: { url: at('/tpl'), headers: { authorization: 'Bearer ${MISSING_TOKEN}' }, allowedEnvVars: ['MISSING_TOKEN'], fallback: 'none' } },
+      {
+        id: 'tpl',
+        type: 'onComplete',
+        webhook: { url: at('/tpl'), headers: { authorization: 'Bearer ${MISSING_TOKEN}' }, allowedEnvVars: ['MISSING_TOKEN'], fallback: 'none' },
+      },
     ]);
     const error = (await rejection(d.dispatch(OP, 'onComplete', { operationId: OP }))) as CriticalHookDeliveryError;
     expect(error.cause).toMatchObject({ errorClass: 'configuration' });
@@ -445,7 +477,12 @@ describe('W2: secrets never leak', () => {
     routes['/fail'] = { status: 500, body: `echo ${SECRET}` };
     routes['/ctl'] = { status: 500, body: SECRET };
     const { logger, text } = captureLogger();
-    const env = { MY_TOKEN: SECRET, AGENT_HOOK_WEBHOOK_URL: at('/env?key=query-secret'), AGENT_HOOK_WEBHOOK_TOKEN: ENV_SECRET, AGENT_HOOK_WEBHOOK_EVENTS: 'onComplete' };
+    const env = {
+      MY_TOKEN: SECRET,
+      AGENT_HOOK_WEBHOOK_URL: at('/env?key=query-secret'),
+      AGENT_HOOK_WEBHOOK_TOKEN: ENV_SECRET,
+      AGENT_HOOK_WEBHOOK_EVENTS: 'onComplete',
+    };
     const d = make({ env, logger });
     const auth = { headers: { authorization: 'Bearer ${MY_TOKEN}' }, allowedEnvVars: ['MY_TOKEN'] };
     d.register(OP, [
@@ -505,7 +542,11 @@ describe('W1b: hookrelay owns webhook-* and the user agent', () => {
     for (const name of ['webhook-signature', 'Webhook-Id', 'webhook-timestamp']) {
       expect(() => d.register(OP, [{ id: 'spoof', type: 'onComplete', webhook: { url: at('/spoof'), headers: { [name]: 'v1,spoof' } } }])).toThrow(/forbidden/);
     }
-    await d.dispatch(OP, 'onComplete', { operationId: OP }, [{ id: 'spoof', type: 'onComplete', webhook: { url: at('/spoof'), headers: { 'webhook-signature': 'v1,spoof' } } }]).catch(() => undefined);
+    await d
+      .dispatch(OP, 'onComplete', { operationId: OP }, [
+        { id: 'spoof', type: 'onComplete', webhook: { url: at('/spoof'), headers: { 'webhook-signature': 'v1,spoof' } } },
+      ])
+      .catch(() => undefined);
     expect(receiver.requests).toHaveLength(0);
   });
 
@@ -521,7 +562,15 @@ describe('W1b: hookrelay owns webhook-* and the user agent', () => {
 
   it('W1b: te, keep-alive, expect and a value with \\x01 / U+2028 / € are refused at register, not at send time', () => {
     const d = make();
-    const bad: Record<string, string>[] = [{ te: 'trailers' }, { 'keep-alive': 'timeout=5' }, { expect: '100-continue' }, { 'x-a': 'a\x01b' }, { 'x-a': 'a\u2028b' }, { 'x-a': '€5' }, { 'x-a': 'a\x7f' }];
+    const bad: Record<string, string>[] = [
+      { te: 'trailers' },
+      { 'keep-alive': 'timeout=5' },
+      { expect: '100-continue' },
+      { 'x-a': 'a\x01b' },
+      { 'x-a': 'a\u2028b' },
+      { 'x-a': '€5' },
+      { 'x-a': 'a\x7f' },
+    ];
     for (const headers of bad) {
       expect(() => d.register(OP, [{ id: 'h', type: 'onComplete', webhook: { url: at('/h'), headers } }])).toThrow(HookConfigError);
     }

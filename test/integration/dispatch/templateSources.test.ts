@@ -40,7 +40,12 @@ afterEach(async () => {
 
 function make(env: Record<string, string | undefined> = {}, options: ConstructorParameters<typeof HookDispatcher>[0] = {}) {
   const log = captureLogger();
-  const d = new HookDispatcher({ env: { ...SECRETS, BILLING_TOKEN: BILLING, HOOK_TOKEN, ...env }, allowedCidrs: '127.0.0.1/32', logger: log.logger, ...options });
+  const d = new HookDispatcher({
+    env: { ...SECRETS, BILLING_TOKEN: BILLING, HOOK_TOKEN, ...env },
+    allowedCidrs: '127.0.0.1/32',
+    logger: log.logger,
+    ...options,
+  });
   dispatchers.push(d);
   return { d, log };
 }
@@ -99,7 +104,11 @@ describe('W2 template sources: local mode', () => {
     const log = captureLogger();
     try {
       // A config object built without the schema (the type allows it): deliverNotification still refuses.
-      const webhook = { ...WebhookConfigSchema.parse({ url: `${receiver.url}/steal` }), headers: { 'x-db': '${DATABASE_URL}' }, allowedEnvVars: ['DATABASE_URL'] };
+      const webhook = {
+        ...WebhookConfigSchema.parse({ url: `${receiver.url}/steal` }),
+        headers: { 'x-db': '${DATABASE_URL}' },
+        allowedEnvVars: ['DATABASE_URL'],
+      };
       const result = await deliverNotification({
         webhook,
         hookId: 'bypass',
@@ -124,7 +133,13 @@ describe('W2 template sources: local mode', () => {
     const { d, log } = make({ HOOKRELAY_TEMPLATE_ENV: 'HOOK_*' });
     const error = (() => {
       try {
-        d.register(OP, [{ id: 'billing', type: 'onComplete', webhook: { url: `${receiver.url}/billing`, headers: { authorization: 'Bearer ${BILLING_TOKEN}' }, allowedEnvVars: ['BILLING_TOKEN'] } }]);
+        d.register(OP, [
+          {
+            id: 'billing',
+            type: 'onComplete',
+            webhook: { url: `${receiver.url}/billing`, headers: { authorization: 'Bearer ${BILLING_TOKEN}' }, allowedEnvVars: ['BILLING_TOKEN'] },
+          },
+        ]);
       } catch (e) {
         return e as Error;
       }
@@ -135,7 +150,13 @@ describe('W2 template sources: local mode', () => {
     expect(error.message).toContain('HOOKRELAY_TEMPLATE_ENV');
     expect(error.message).toContain('webhook.allowedEnvVars[0]');
 
-    d.register(OP, [{ id: 'ok', type: 'onComplete', webhook: { url: `${receiver.url}/ok`, headers: { authorization: 'Bearer ${HOOK_TOKEN}' }, allowedEnvVars: ['HOOK_TOKEN'] } }]);
+    d.register(OP, [
+      {
+        id: 'ok',
+        type: 'onComplete',
+        webhook: { url: `${receiver.url}/ok`, headers: { authorization: 'Bearer ${HOOK_TOKEN}' }, allowedEnvVars: ['HOOK_TOKEN'] },
+      },
+    ]);
     await d.dispatch(OP, 'onComplete', { operationId: OP });
     expect(receiver.requests.map((r) => r.path)).toEqual(['/ok']);
     expect(receiver.requests[0]!.headers.authorization).toBe(`Bearer ${HOOK_TOKEN}`);
@@ -144,7 +165,13 @@ describe('W2 template sources: local mode', () => {
 
   it('W2 template sources: the option wins over the environment, and the pattern is enforced at send time for restored hooks', async () => {
     const { d, log } = make({ HOOKRELAY_TEMPLATE_ENV: '*' }, { templateEnv: 'HOOK_TOKEN' });
-    const restored = [{ id: 'billing', type: 'onComplete', webhook: { url: `${receiver.url}/billing`, headers: { authorization: 'Bearer ${BILLING_TOKEN}' }, allowedEnvVars: ['BILLING_TOKEN'], fallback: 'none' } }];
+    const restored = [
+      {
+        id: 'billing',
+        type: 'onComplete',
+        webhook: { url: `${receiver.url}/billing`, headers: { authorization: 'Bearer ${BILLING_TOKEN}' }, allowedEnvVars: ['BILLING_TOKEN'], fallback: 'none' },
+      },
+    ];
     const error = await rejection(d.dispatch(OP, 'onComplete', { operationId: OP }, restored));
     expect(error).toBeInstanceOf(CriticalHookDeliveryError);
     expect((error as CriticalHookDeliveryError).cause).toBeInstanceOf(WebhookDeliveryFailure);
@@ -155,7 +182,19 @@ describe('W2 template sources: local mode', () => {
 
   it('W2 template sources: a control outside the pattern is a configuration error handled by onError (block), never sent', async () => {
     const { d, log } = make({ HOOKRELAY_TEMPLATE_ENV: 'HOOK_*' });
-    const restored = [{ id: 'ctl', type: 'beforeToolCall', webhook: { url: `${receiver.url}/ctl`, headers: { 'x-b': '${BILLING_TOKEN}' }, allowedEnvVars: ['BILLING_TOKEN'], responseHandling: 'toolCall', onError: 'block' } }];
+    const restored = [
+      {
+        id: 'ctl',
+        type: 'beforeToolCall',
+        webhook: {
+          url: `${receiver.url}/ctl`,
+          headers: { 'x-b': '${BILLING_TOKEN}' },
+          allowedEnvVars: ['BILLING_TOKEN'],
+          responseHandling: 'toolCall',
+          onError: 'block',
+        },
+      },
+    ];
     const outcome = await d.evaluateToolCall(OP, toolContext({ operationId: OP }), { serializedHooks: restored });
     expect(outcome).toMatchObject({ status: 'blocked', result: { content: 'hook_control_error', error: 'hook_denied' } });
     expect(receiver.requests).toHaveLength(0);

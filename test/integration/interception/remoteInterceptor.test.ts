@@ -26,7 +26,12 @@ describe('I3: remote interceptors over a real socket', () => {
     new InterceptionEmitter({
       interceptors: [
         createRemoteInterceptor(
-          { url: `${receiver.url}/verdict`, headers: { authorization: 'Bearer ${REMOTE_TOKEN}' }, allowedEnvVars: ['REMOTE_TOKEN'], ...(timeoutMs ? { timeoutMs } : {}) },
+          {
+            url: `${receiver.url}/verdict`,
+            headers: { authorization: 'Bearer ${REMOTE_TOKEN}' },
+            allowedEnvVars: ['REMOTE_TOKEN'],
+            ...(timeoutMs ? { timeoutMs } : {}),
+          },
           { fetchTransport: transport, env },
         ),
       ],
@@ -50,7 +55,10 @@ describe('I3: remote interceptors over a real socket', () => {
   it('I3: deny → InterceptionBlocked with the interceptor reason', async () => {
     receiver.setHandler(json({ decision: 'deny', reason: 'policy.no_web' }));
     const b = new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId: 'sess-deny' });
-    await expect(emitterWith().emit(preToolCall(b))).rejects.toMatchObject({ name: 'InterceptionBlocked', record: { verdict: { decision: 'deny', reason: 'policy.no_web' } } });
+    await expect(emitterWith().emit(preToolCall(b))).rejects.toMatchObject({
+      name: 'InterceptionBlocked',
+      record: { verdict: { decision: 'deny', reason: 'policy.no_web' } },
+    });
   });
 
   it('I3: transform → the effective target is rewritten', async () => {
@@ -120,7 +128,12 @@ describe('I3: remote interceptors over a real socket', () => {
     vi.stubEnv('HOOKRELAY_ALLOWED_CIDRS', '127.0.0.1/32');
     vi.stubEnv('REMOTE_TOKEN', TOKEN);
     try {
-      const remote = createRemoteInterceptor({ url: `${receiver.url}/verdict`, timeout: 0.15, headers: { authorization: 'Bearer ${REMOTE_TOKEN}' }, allowedEnvVars: ['REMOTE_TOKEN'] });
+      const remote = createRemoteInterceptor({
+        url: `${receiver.url}/verdict`,
+        timeout: 0.15,
+        headers: { authorization: 'Bearer ${REMOTE_TOKEN}' },
+        allowedEnvVars: ['REMOTE_TOKEN'],
+      });
       const emitter = new InterceptionEmitter({ interceptors: [remote] });
       receiver.setHandler({ ...json({ decision: 'allow' }), delayMs: 500 });
       const slow = await emitter.emitUnchecked(preToolCall(new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId: 'sess-seconds' })));
@@ -136,21 +149,29 @@ describe('I3: remote interceptors over a real socket', () => {
   });
 
   it('I3: a config naming a template not in allowedEnvVars is rejected when the interceptor is created', () => {
-    expect(() => createRemoteInterceptor({ url: 'https://example.com/v', headers: { authorization: 'Bearer ${NOPE}' } }, { fetchTransport: transport, env })).toThrow(
-      /headers\.authorization|allowedEnvVars/,
-    );
+    expect(() =>
+      createRemoteInterceptor({ url: 'https://example.com/v', headers: { authorization: 'Bearer ${NOPE}' } }, { fetchTransport: transport, env }),
+    ).toThrow(/headers\.authorization|allowedEnvVars/);
   });
 
-  it('I3 / W2 template sources: a remote interceptor can never read hookrelay\'s own variables, and follows HOOKRELAY_TEMPLATE_ENV', () => {
+  it("I3 / W2 template sources: a remote interceptor can never read hookrelay's own variables, and follows HOOKRELAY_TEMPLATE_ENV", () => {
     for (const variable of ['DATABASE_URL', 'QSTASH_CURRENT_SIGNING_KEY', 'HOOKRELAY_SIGNING_SECRETS']) {
       expect(() =>
-        createRemoteInterceptor({ url: 'https://example.com/v', headers: { 'x-s': `\${${variable}}` }, allowedEnvVars: [variable] }, { fetchTransport: transport, env }),
+        createRemoteInterceptor(
+          { url: 'https://example.com/v', headers: { 'x-s': `\${${variable}}` }, allowedEnvVars: [variable] },
+          { fetchTransport: transport, env },
+        ),
       ).toThrow(new RegExp(variable));
     }
     expect(() =>
-      createRemoteInterceptor({ url: 'https://example.com/v', headers: { 'x-s': '${BILLING_TOKEN}' }, allowedEnvVars: ['BILLING_TOKEN'] }, { fetchTransport: transport, env: { ...env, HOOKRELAY_TEMPLATE_ENV: 'HOOK_*' } }),
+      createRemoteInterceptor(
+        { url: 'https://example.com/v', headers: { 'x-s': '${BILLING_TOKEN}' }, allowedEnvVars: ['BILLING_TOKEN'] },
+        { fetchTransport: transport, env: { ...env, HOOKRELAY_TEMPLATE_ENV: 'HOOK_*' } },
+      ),
     ).toThrow(/BILLING_TOKEN is not allowed by HOOKRELAY_TEMPLATE_ENV/);
-    expect(() => createRemoteInterceptor({ url: 'https://example.com/v', headers: { 'webhook-signature': 'v1,x' } }, { fetchTransport: transport, env })).toThrow(/forbidden/);
+    expect(() =>
+      createRemoteInterceptor({ url: 'https://example.com/v', headers: { 'webhook-signature': 'v1,x' } }, { fetchTransport: transport, env }),
+    ).toThrow(/forbidden/);
     expect(() => createRemoteInterceptor({ url: 'https://example.com:0/v' }, { fetchTransport: transport, env })).toThrow(/port 0/);
   });
 });

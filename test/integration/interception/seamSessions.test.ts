@@ -10,7 +10,14 @@ import { HookDispatcher, type HookDispatcherOptions } from '../../../src/dispatc
 import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
 import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
-import { AgentContextBuilder, InterceptionEmitter, Verdict, type AgentContext, type Interceptor, type InterceptionRecord } from '../../../src/interception/index.ts';
+import {
+  AgentContextBuilder,
+  InterceptionEmitter,
+  Verdict,
+  type AgentContext,
+  type Interceptor,
+  type InterceptionRecord,
+} from '../../../src/interception/index.ts';
 import { createStoreRecordSink } from '../../../src/store/interceptionRecordSink.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import type { ToolCallHookContext } from '../../../src/contract/toolContext.ts';
@@ -104,7 +111,13 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
         status: 'blocked',
         reason: 'policy.no_session',
         terminate: true,
-        result: { content: 'policy.no_session', success: false, error: 'hook_denied', state: { type: 'blocked', reason: 'policy.no_session' }, executionTime: 0 },
+        result: {
+          content: 'policy.no_session',
+          success: false,
+          error: 'hook_denied',
+          state: { type: 'blocked', reason: 'policy.no_session' },
+          executionTime: 0,
+        },
       });
       expect(await d.evaluateAfterToolCall(op, call(op), result)).toMatchObject({ status: 'blocked', reason: 'policy.no_session', terminate: true });
       expect(controlsAskedFor(op)).toBe(0);
@@ -148,7 +161,9 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
     it('§6.1a: a failed agent_startup (remote interceptor on 127.0.0.1 answering 500) is a host error: blocked with terminate even under posture continue', async () => {
       policy.setHandler((req) => {
         const point = (JSON.parse(req.body) as { interception_point: string }).interception_point;
-        return point === 'agent_startup' ? { status: 500, body: 'down' } : { status: 200, headers: { 'content-type': 'application/json' }, body: '{"decision":"allow"}' };
+        return point === 'agent_startup'
+          ? { status: 500, body: 'down' }
+          : { status: 200, headers: { 'content-type': 'application/json' }, body: '{"decision":"allow"}' };
       });
       const records: InterceptionRecord[] = [];
       const remote = createRemoteInterceptor({ url: `${policy.url}/verdict` }, { fetchTransport: transport, env: {} });
@@ -159,7 +174,7 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
       expect(await d.evaluateToolCall(op, call(op))).toMatchObject({ status: 'blocked', reason: 'host_error:interceptor_failed', terminate: true });
       d.unregister(op, { reason: 'done' });
       await d.close();
-      const points = policy.requests.slice(asked).map((req) => (JSON.parse(req.body) as { interception_point: string; summary?: { reason: string } }));
+      const points = policy.requests.slice(asked).map((req) => JSON.parse(req.body) as { interception_point: string; summary?: { reason: string } });
       expect(points.map((p) => p.interception_point)).toEqual(['agent_startup', 'agent_shutdown']);
       expect(points[1]!.summary).toEqual({ reason: 'error' });
       expect(records.map((x) => [x.interception_point, x.verdict.reason])).toEqual([
@@ -179,7 +194,14 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
   });
 
   describe('I4: agent_shutdown says how the operation ended', () => {
-    for (const [completion, summary] of [['done', 'completed'], ['error', 'error'], ['interrupted', 'cancelled'], ['max_steps', 'cancelled'], ['cost_limit', 'cancelled'], ['something_new', 'error']] as const) {
+    for (const [completion, summary] of [
+      ['done', 'completed'],
+      ['error', 'error'],
+      ['interrupted', 'cancelled'],
+      ['max_steps', 'cancelled'],
+      ['cost_limit', 'cancelled'],
+      ['something_new', 'error'],
+    ] as const) {
       it(`I4: unregister(op, { reason: '${completion}' }) → summary.reason ${summary}`, async () => {
         const r = recorder();
         const d = dispatcher(new InterceptionEmitter({ interceptors: [r.intercept] }));

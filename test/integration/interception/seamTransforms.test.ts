@@ -59,8 +59,18 @@ describe('I4: transforms at the tool seam', () => {
   /** One operation with a decision webhook for the phase under test, behind the given interceptor. */
   const setup = (interceptor: Interceptor, opts: { posture?: 'continue'; mode?: 'evaluate_only' } = {}) => {
     const records: InterceptionRecord[] = [];
-    const emitter = new InterceptionEmitter({ interceptors: [interceptor], ...(opts.mode ? { mode: opts.mode } : {}), recordSink: (r) => void records.push(r) });
-    const d = new HookDispatcher({ emitter, allowedCidrs: '127.0.0.1/32', env: {}, logger: silentLogger(), ...(opts.posture ? { interceptionPosture: opts.posture } : {}) });
+    const emitter = new InterceptionEmitter({
+      interceptors: [interceptor],
+      ...(opts.mode ? { mode: opts.mode } : {}),
+      recordSink: (r) => void records.push(r),
+    });
+    const d = new HookDispatcher({
+      emitter,
+      allowedCidrs: '127.0.0.1/32',
+      env: {},
+      logger: silentLogger(),
+      ...(opts.posture ? { interceptionPosture: opts.posture } : {}),
+    });
     dispatchers.push(d);
     const op = `op-tx-${++n}`;
     d.register(op, [
@@ -70,8 +80,10 @@ describe('I4: transforms at the tool seam', () => {
     const sent = () => controls.requests.filter((r) => JSON.parse(r.body).operationId === op);
     return { d, op, records, sent };
   };
-  const at = (point: 'pre_tool_call' | 'post_tool_call', value: JsonValue): Interceptor => (c) =>
-    c.interception_point === point ? Verdict.transform('$target', value) : Verdict.allow();
+  const at =
+    (point: 'pre_tool_call' | 'post_tool_call', value: JsonValue): Interceptor =>
+    (c) =>
+      c.interception_point === point ? Verdict.transform('$target', value) : Verdict.allow();
   const remote = (verdictAt: 'pre_tool_call' | 'post_tool_call', verdict: unknown): Interceptor => {
     policy.setHandler((req) => {
       const point = (JSON.parse(req.body) as { interception_point: string }).interception_point;
@@ -89,12 +101,22 @@ describe('I4: transforms at the tool seam', () => {
       expect(JSON.parse(sent()[0]!.body).args).toEqual({ q: 'safe', limit: 5 });
     });
 
-    const nonObjects: [string, JsonValue][] = [['a string', '[redacted]'], ['an array', ['a', 'b']], ['a number', 7], ['null', null]];
+    const nonObjects: [string, JsonValue][] = [
+      ['a string', '[redacted]'],
+      ['an array', ['a', 'b']],
+      ['a number', 7],
+      ['null', null],
+    ];
     for (const [kind, value] of nonObjects) {
       it(`I4: args turned into ${kind} fail closed: blocked host_error:transform_invalid with terminate, the tool never runs, no decision webhook`, async () => {
         const { d, op, records, sent } = setup(at('pre_tool_call', value));
         const outcome = await d.evaluateToolCall(op, call(op));
-        expect(outcome).toMatchObject({ status: 'blocked', reason: 'host_error:transform_invalid', terminate: true, result: { success: false, error: 'hook_denied' } });
+        expect(outcome).toMatchObject({
+          status: 'blocked',
+          reason: 'host_error:transform_invalid',
+          terminate: true,
+          result: { success: false, error: 'hook_denied' },
+        });
         expect(outcome).not.toHaveProperty('args');
         expect(JSON.stringify(outcome)).not.toContain(RAW_ARG);
         expect(sent()).toHaveLength(0);
@@ -141,7 +163,12 @@ describe('I4: transforms at the tool seam', () => {
       expect(await d.evaluateAfterToolCall(op, call(op), rawResult())).toEqual({ status: 'allow', result: { content: 'clean', success: true } });
     });
 
-    const uncarriable: [string, JsonValue][] = [['a number', 42], ['a boolean', false], ['null', null], ['an object that is no tool result', { redacted: true }]];
+    const uncarriable: [string, JsonValue][] = [
+      ['a number', 42],
+      ['a boolean', false],
+      ['null', null],
+      ['an object that is no tool result', { redacted: true }],
+    ];
     for (const [kind, value] of uncarriable) {
       it(`I4: the result replaced by ${kind} fails closed: blocked host_error:transform_invalid with terminate, the raw result withheld`, async () => {
         const { d, op, records, sent } = setup(at('post_tool_call', value));

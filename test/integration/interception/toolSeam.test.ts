@@ -57,9 +57,7 @@ describe('I4: interception at the dispatcher tool seam', () => {
   });
 
   it('I4: post_tool_call runs first and the afterToolCall control reviews the transformed result', async () => {
-    const { d } = dispatcherWith((c) =>
-      c.interception_point === 'post_tool_call' ? Verdict.transform('$target.content', 'redacted') : Verdict.allow(),
-    );
+    const { d } = dispatcherWith((c) => (c.interception_point === 'post_tool_call' ? Verdict.transform('$target.content', 'redacted') : Verdict.allow()));
     try {
       d.register('op-after', [control('review', 'afterToolCall')]);
       const before = receiver.requests.length;
@@ -89,7 +87,11 @@ describe('I4: interception at the dispatcher tool seam', () => {
   });
 
   it('I4: an interceptor timeout blocks with terminate: true (infrastructure failure)', async () => {
-    const slow: Interceptor = { name: 'slow', timeoutMs: 50, intercept: (c) => (c.interception_point === 'pre_tool_call' ? new Promise(() => undefined) : Verdict.allow()) };
+    const slow: Interceptor = {
+      name: 'slow',
+      timeoutMs: 50,
+      intercept: (c) => (c.interception_point === 'pre_tool_call' ? new Promise(() => undefined) : Verdict.allow()),
+    };
     const { d } = dispatcherWith(slow);
     try {
       d.register('op-timeout', []);
@@ -103,7 +105,12 @@ describe('I4: interception at the dispatcher tool seam', () => {
   it('I4: posture continue keeps the run going on an infrastructure deny (no terminate)', async () => {
     // Fails at pre_tool_call only: a failed agent_startup blocks the whole session whatever the posture (§6.1a).
     const emitter = new InterceptionEmitter({
-      interceptors: [(c) => { if (c.interception_point === 'pre_tool_call') throw new Error('boom'); return Verdict.allow(); }],
+      interceptors: [
+        (c) => {
+          if (c.interception_point === 'pre_tool_call') throw new Error('boom');
+          return Verdict.allow();
+        },
+      ],
     });
     const d = new HookDispatcher({ emitter, interceptionPosture: 'continue', env: {}, logger: silentLogger() });
     try {
@@ -148,8 +155,14 @@ describe('I4: interception at the dispatcher tool seam', () => {
     const sequences = rows.rows.map((r) => r.sequence);
     expect(sequences).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(rows.rows.map((r) => r.point)).toEqual([
-      'agent_startup', 'pre_tool_call', 'post_tool_call', 'agent_shutdown',
-      'agent_startup', 'pre_tool_call', 'post_tool_call', 'agent_shutdown',
+      'agent_startup',
+      'pre_tool_call',
+      'post_tool_call',
+      'agent_shutdown',
+      'agent_startup',
+      'pre_tool_call',
+      'post_tool_call',
+      'agent_shutdown',
     ]);
     const dump = JSON.stringify(rows.rows);
     expect(dump).not.toContain('tool-arg-needle-71f3');

@@ -34,20 +34,30 @@ describe('I4/P5: deferred results pass the interception emitter without any cont
     const operationId = `op-icpt-${++n}`;
     await ops.createOperation({ operationId, hooks: [] });
     await ops.createPlaceholder({ operationId, toolCallId: 'call-1' });
-    const out = await ops.publishDeferredResult({ operationId, toolCallId: 'call-1', dispatcher, result: toolResult('SECRET tool output'), context: ctx(operationId, 'call-1') });
+    const out = await ops.publishDeferredResult({
+      operationId,
+      toolCallId: 'call-1',
+      dispatcher,
+      result: toolResult('SECRET tool output'),
+      context: ctx(operationId, 'call-1'),
+    });
     const row = await t.store.pool!.query<{ result: unknown }>('select result from deferred_placeholders where operation_id = $1', [operationId]);
     return { out, stored: row.rows[0]?.result };
   };
 
   it('I4/P5: a post_tool_call deny blocks the deferred result; the raw output is not stored', async () => {
-    const { out, stored } = await publishThrough((c) => (c.interception_point === 'post_tool_call' ? Verdict.deny({ reason: 'policy.leak' }) : Verdict.allow()));
+    const { out, stored } = await publishThrough((c) =>
+      c.interception_point === 'post_tool_call' ? Verdict.deny({ reason: 'policy.leak' }) : Verdict.allow(),
+    );
     expect(out).toMatchObject({ applied: true, status: 'blocked' });
     expect(JSON.stringify(stored)).not.toContain('SECRET');
     expect(stored).toMatchObject({ success: false, error: 'hook_denied', state: { type: 'blocked', reason: 'policy.leak' } });
   });
 
   it('I4/P5: a post_tool_call transform is what the placeholder holds', async () => {
-    const { out, stored } = await publishThrough((c) => (c.interception_point === 'post_tool_call' ? Verdict.transform('$target.content', '[redacted]') : Verdict.allow()));
+    const { out, stored } = await publishThrough((c) =>
+      c.interception_point === 'post_tool_call' ? Verdict.transform('$target.content', '[redacted]') : Verdict.allow(),
+    );
     expect(out).toMatchObject({ applied: true, status: 'allow' });
     expect(stored).toMatchObject({ content: '[redacted]', success: true });
   });

@@ -96,7 +96,10 @@ describe('L1 environment hooks are never persisted', () => {
     expect(await sql(t.url, 'SELECT 1 FROM operation_hooks WHERE operation_id = $1', [op])).toHaveLength(0);
     expect(await ops.loadHooks(op)).toBeUndefined();
     await expect(
-      ops.createOperation({ operationId: nextOp('reserved'), hooks: [{ id: 'server-env-webhook:afterToolCall', type: 'afterToolCall', webhook: { url: `${rx.url}/x` } }] }),
+      ops.createOperation({
+        operationId: nextOp('reserved'),
+        hooks: [{ id: 'server-env-webhook:afterToolCall', type: 'afterToolCall', webhook: { url: `${rx.url}/x` } }],
+      }),
     ).rejects.toBeInstanceOf(HookConfigError);
   });
 });
@@ -176,7 +179,14 @@ describe('L3 rounds', () => {
     await ops.createOperation({ operationId: a, hooks: [control('policy', `${rx.url}/from-a`)] });
     await ops.createOperation({ operationId: b, hooks: [control('policy', `${rx.url}/from-b`)] });
     await ops.createPlaceholder({ operationId: b, toolCallId: 'c' });
-    await ops.publishDeferredResult({ operationId: b, toolCallId: 'c', result: toolResult('r'), context: ctx(b, 'c'), interventionOperationId: a, dispatcher: dispatcher() });
+    await ops.publishDeferredResult({
+      operationId: b,
+      toolCallId: 'c',
+      result: toolResult('r'),
+      context: ctx(b, 'c'),
+      interventionOperationId: a,
+      dispatcher: dispatcher(),
+    });
     expect(rx.requests.map((r) => [r.path, body(r).hookId])).toEqual([
       ['/from-a', 'policy'],
       ['/from-b', 'policy'],
@@ -232,7 +242,13 @@ describe('L5 storage and control failures never read as allow', () => {
     const down = createOperationStore({ databaseUrl: 'postgres://postgres@127.0.0.1:1/test' });
     try {
       await expect(
-        down.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), context: ctx(op, 'c'), dispatcher: dispatcher(envWithControl()) }),
+        down.publishDeferredResult({
+          operationId: op,
+          toolCallId: 'c',
+          result: toolResult('r'),
+          context: ctx(op, 'c'),
+          dispatcher: dispatcher(envWithControl()),
+        }),
       ).rejects.toThrow();
     } finally {
       await down.close();
@@ -249,7 +265,13 @@ describe('L5 storage and control failures never read as allow', () => {
     await sql(t.url, 'ALTER TABLE operation_hooks RENAME TO operation_hooks_gone');
     try {
       await expect(
-        ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), context: ctx(op, 'c'), dispatcher: dispatcher(envWithControl()) }),
+        ops.publishDeferredResult({
+          operationId: op,
+          toolCallId: 'c',
+          result: toolResult('r'),
+          context: ctx(op, 'c'),
+          dispatcher: dispatcher(envWithControl()),
+        }),
       ).rejects.toThrow(/operation_hooks/);
     } finally {
       await sql(t.url, 'ALTER TABLE operation_hooks_gone RENAME TO operation_hooks');
@@ -263,7 +285,11 @@ describe('L5 storage and control failures never read as allow', () => {
     const op = nextOp('corrupt');
     await ops.createOperation({ operationId: op, hooks: [control('p', `${rx.url}/p`), control('q', `${rx.url}/q`)] });
     await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
-    await sql(t.url, `UPDATE operation_hooks SET hook = '{"id":"p","type":"afterToolCall","webhook":{"url":42}}'::jsonb WHERE operation_id = $1 AND position = 0`, [op]);
+    await sql(
+      t.url,
+      `UPDATE operation_hooks SET hook = '{"id":"p","type":"afterToolCall","webhook":{"url":42}}'::jsonb WHERE operation_id = $1 AND position = 0`,
+      [op],
+    );
     await expect(
       ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), context: ctx(op, 'c'), dispatcher: dispatcher() }),
     ).rejects.toBeInstanceOf(HookConfigError);
@@ -287,9 +313,9 @@ describe('L5 storage and control failures never read as allow', () => {
     // Only an environment control (no caller control) fails closed the same way.
     const op2 = nextOp('no-ctx-env');
     await ops.createPlaceholder({ operationId: op2, toolCallId: 'c' });
-    await expect(ops.publishDeferredResult({ operationId: op2, toolCallId: 'c', result: toolResult('r'), dispatcher: dispatcher(envWithControl()) })).rejects.toBeInstanceOf(
-      DeferredContextError,
-    );
+    await expect(
+      ops.publishDeferredResult({ operationId: op2, toolCallId: 'c', result: toolResult('r'), dispatcher: dispatcher(envWithControl()) }),
+    ).rejects.toBeInstanceOf(DeferredContextError);
     expect(rx.requests).toHaveLength(0);
     expect(envR.requests).toHaveLength(0);
     expect(await placeholderResult(op)).toBeNull();
@@ -303,7 +329,9 @@ describe('L5 storage and control failures never read as allow', () => {
     const d = dispatcher();
     d.register(op, [control('late', `${rx.url}/late`)]); // D9: appended after the record was created
     rx.setHandler(deny('memory policy'));
-    await expect(ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), dispatcher: d })).rejects.toBeInstanceOf(DeferredContextError);
+    await expect(ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), dispatcher: d })).rejects.toBeInstanceOf(
+      DeferredContextError,
+    );
     expect(await placeholderResult(op)).toBeNull();
     const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), context: ctx(op, 'c'), dispatcher: d });
     expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('memory policy') });
@@ -331,10 +359,17 @@ describe('L5 storage and control failures never read as allow', () => {
     const op = nextOp('bad-env');
     await ops.createOperation({ operationId: op, hooks: [control('p', `${rx.url}/p`)] });
     await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
-    const env: Env = { AGENT_HOOK_WEBHOOK_URL: `${envR.url}/env`, AGENT_HOOK_WEBHOOK_TOKEN: 'tok-value-123', AGENT_HOOK_WEBHOOK_EVENTS: 'afterToolCall,notAHook' };
+    const env: Env = {
+      AGENT_HOOK_WEBHOOK_URL: `${envR.url}/env`,
+      AGENT_HOOK_WEBHOOK_TOKEN: 'tok-value-123',
+      AGENT_HOOK_WEBHOOK_EVENTS: 'afterToolCall,notAHook',
+    };
     const error = await ops
       .publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), context: ctx(op, 'c'), dispatcher: dispatcher(env) })
-      .then(() => undefined, (e: unknown) => e as Error);
+      .then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
     expect(error?.message).toContain('AGENT_HOOK_WEBHOOK_EVENTS');
     expect(error?.message).not.toContain('tok-value-123');
     expect(await placeholderResult(op)).toBeNull();
@@ -346,7 +381,13 @@ describe('L5 storage and control failures never read as allow', () => {
     await ops.createOperation({ operationId: cont, hooks: [control('broken', CLOSED_URL), control('next', `${rx.url}/next`)] });
     await ops.createPlaceholder({ operationId: cont, toolCallId: 'c' });
     rx.setHandler(deny('the next one decides'));
-    const a = await ops.publishDeferredResult({ operationId: cont, toolCallId: 'c', result: toolResult('r'), context: ctx(cont, 'c'), dispatcher: dispatcher() });
+    const a = await ops.publishDeferredResult({
+      operationId: cont,
+      toolCallId: 'c',
+      result: toolResult('r'),
+      context: ctx(cont, 'c'),
+      dispatcher: dispatcher(),
+    });
     expect(a.result).toEqual(blockedAfterResult('the next one decides'));
 
     const block = nextOp('onerror-block');
@@ -354,7 +395,13 @@ describe('L5 storage and control failures never read as allow', () => {
     await ops.createPlaceholder({ operationId: block, toolCallId: 'c' });
     rx.setHandler(ALLOW);
     rx.requests.length = 0;
-    const b = await ops.publishDeferredResult({ operationId: block, toolCallId: 'c', result: toolResult('r'), context: ctx(block, 'c'), dispatcher: dispatcher() });
+    const b = await ops.publishDeferredResult({
+      operationId: block,
+      toolCallId: 'c',
+      result: toolResult('r'),
+      context: ctx(block, 'c'),
+      dispatcher: dispatcher(),
+    });
     expect(b).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('hook_control_error') });
     expect(rx.requests).toHaveLength(0);
   });

@@ -166,7 +166,9 @@ describe('P6 publishing without a review marker (P1)', () => {
     expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('contains PII') });
     // The control saw the full result (B2) before anything was written.
     expect((body(caller.requests[0]!).result as { content: string }).content).toBe('RAW-SSN-123-45-6789');
-    const [row] = await sql<{ result: unknown; text: string }>(t.url, 'SELECT result, p::text AS text FROM deferred_placeholders p WHERE operation_id = $1', [op]);
+    const [row] = await sql<{ result: unknown; text: string }>(t.url, 'SELECT result, p::text AS text FROM deferred_placeholders p WHERE operation_id = $1', [
+      op,
+    ]);
     expect(row!.result).toStrictEqual({
       content: 'contains PII',
       success: false,
@@ -181,7 +183,13 @@ describe('P6 publishing without a review marker (P1)', () => {
     caller.setHandler(deny('withheld by policy'));
     await ops.createOperation({ operationId: op, hooks: [control('policy', `${caller.url}/caller`)] });
     await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
-    const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw secret output'), context: ctx(op, 'c'), dispatcher: dispatcher() });
+    const out = await ops.publishDeferredResult({
+      operationId: op,
+      toolCallId: 'c',
+      result: toolResult('raw secret output'),
+      context: ctx(op, 'c'),
+      dispatcher: dispatcher(),
+    });
     expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('withheld by policy') });
 
     const columns = await sql<{ column_name: string }>(
@@ -239,7 +247,13 @@ describe('P6 the answer stays pending while a hook runs (P1)', () => {
     await ops.createOperation({ operationId: op, hooks: [control('slow', `${caller.url}/slow`)] });
     await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
     caller.setHandler({ ...ALLOW, delayMs: 700 });
-    const publishing = ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('late'), context: ctx(op, 'c'), dispatcher: dispatcher() });
+    const publishing = ops.publishDeferredResult({
+      operationId: op,
+      toolCallId: 'c',
+      result: toolResult('late'),
+      context: ctx(op, 'c'),
+      dispatcher: dispatcher(),
+    });
     await waitFor(() => caller.requests.length === 1);
     const during = await ops.getPlaceholder({ operationId: op, toolCallId: 'c' });
     expect(during?.result).toBeNull();

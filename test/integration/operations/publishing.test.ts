@@ -61,7 +61,11 @@ describe('P1/P2 one final write', () => {
     const winner = outs.find((o) => o.applied)!.result;
     expect(winner.content).toMatch(/^result \d+$/);
     for (const o of outs) expect(o).toEqual(o.applied ? { applied: true, status: 'allow', result: winner } : { applied: false, result: winner });
-    const rows = await sql<{ result: unknown; published_at: Date | null }>(t.url, 'SELECT result, published_at FROM deferred_placeholders WHERE operation_id = $1', [op]);
+    const rows = await sql<{ result: unknown; published_at: Date | null }>(
+      t.url,
+      'SELECT result, published_at FROM deferred_placeholders WHERE operation_id = $1',
+      [op],
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]!.result).toEqual(winner);
     expect(rows[0]!.published_at).not.toBeNull();
@@ -143,7 +147,13 @@ describe('P3 human approval is claimed privately; the runtime publishes', () => 
   it('P3: tool output arriving after a claimed reject is never published: the receipt is', async () => {
     const { op, d } = await approvalOperation('reject-late');
     await ops.claimApproval({ operationId: op, toolCallId: 'c', decision: { action: 'reject', rejectionReason: 'not now' } });
-    const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw tool output'), context: ctx(op, 'c'), dispatcher: d });
+    const out = await ops.publishDeferredResult({
+      operationId: op,
+      toolCallId: 'c',
+      result: toolResult('raw tool output'),
+      context: ctx(op, 'c'),
+      dispatcher: d,
+    });
     expect(out).toMatchObject({ applied: true, status: 'blocked' });
     expect(out.result).toMatchObject({ content: 'not now', success: false, error: 'user_rejected' });
     expect(JSON.stringify((await ops.getPlaceholder({ operationId: op, toolCallId: 'c' }))?.result)).not.toContain('raw tool output');
@@ -165,7 +175,13 @@ describe('P3 human approval is claimed privately; the runtime publishes', () => 
     expect(receipt).toMatchObject({ content: 'too risky', success: false });
     expect(body(ofType(rx, 'afterHumanIntervention')[0]!)).toMatchObject({ action: 'reject', rejectionReason: 'too risky' });
 
-    const late = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('SECRET TOOL OUTPUT'), context: ctx(op, 'c'), dispatcher: d });
+    const late = await ops.publishDeferredResult({
+      operationId: op,
+      toolCallId: 'c',
+      result: toolResult('SECRET TOOL OUTPUT'),
+      context: ctx(op, 'c'),
+      dispatcher: d,
+    });
     expect(late.applied).toBe(false);
     expect(late.result).toEqual(receipt);
     const [row] = await sql<{ text: string }>(t.url, 'SELECT p::text AS text FROM deferred_placeholders p WHERE operation_id = $1', [op]);
@@ -230,7 +246,13 @@ describe('T3 the rebuilt call carries the runtime account', () => {
     await ops.createPlaceholder({ operationId: owner, toolCallId: 'c2' });
     const d = dispatcher();
     await ops.publishDeferredResult({ operationId: owner, toolCallId: 'c1', result: toolResult('r'), context: ctx(owner, 'c1'), dispatcher: d });
-    await ops.publishDeferredResult({ operationId: owner, toolCallId: 'c2', result: toolResult('r'), context: ctx(owner, 'c2', { userId: 'runtime-user' }), dispatcher: d });
+    await ops.publishDeferredResult({
+      operationId: owner,
+      toolCallId: 'c2',
+      result: toolResult('r'),
+      context: ctx(owner, 'c2', { userId: 'runtime-user' }),
+      dispatcher: d,
+    });
     expect(rx.requests.map((r) => [body(r).toolCallId, body(r).userId])).toEqual([
       ['c1', 'owner-1'],
       ['c2', 'runtime-user'],

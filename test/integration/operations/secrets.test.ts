@@ -46,7 +46,12 @@ describe('W2/L2 secrets stay templates in Postgres', () => {
         {
           id: 'guard',
           type: 'afterToolCall',
-          webhook: { url: `${rx.url}/control`, responseHandling: 'toolCall', headers: { authorization: 'Bearer ${HOOK_TOKEN}' }, allowedEnvVars: ['HOOK_TOKEN'] },
+          webhook: {
+            url: `${rx.url}/control`,
+            responseHandling: 'toolCall',
+            headers: { authorization: 'Bearer ${HOOK_TOKEN}' },
+            allowedEnvVars: ['HOOK_TOKEN'],
+          },
         },
         { id: 'done', type: 'onComplete', webhook: { url: `${rx.url}/done`, headers: { 'x-api-key': 'k=${HOOK_TOKEN}' }, allowedEnvVars: ['HOOK_TOKEN'] } },
       ],
@@ -80,7 +85,13 @@ describe('W2/L2 secrets stay templates in Postgres', () => {
         {
           id: 'guard',
           type: 'afterToolCall',
-          webhook: { url: `${rx.url}/control`, responseHandling: 'toolCall', onError: 'block', headers: { authorization: 'Bearer ${ROTATED_TOKEN}' }, allowedEnvVars: ['ROTATED_TOKEN'] },
+          webhook: {
+            url: `${rx.url}/control`,
+            responseHandling: 'toolCall',
+            onError: 'block',
+            headers: { authorization: 'Bearer ${ROTATED_TOKEN}' },
+            allowedEnvVars: ['ROTATED_TOKEN'],
+          },
         },
       ],
     });

@@ -95,10 +95,7 @@ describe('D2/D6 completeOperation', () => {
   });
 
   it("D6: a fallback 'none' webhook that fails is rethrown as CriticalHookDeliveryError after its siblings ran; the record is persisted and the registration removed", async () => {
-    const hooks: AgentHook[] = [
-      { id: 'critical', type: 'onComplete', webhook: { url: CLOSED_URL, fallback: 'none' } },
-      ...terminalHooks(),
-    ];
+    const hooks: AgentHook[] = [{ id: 'critical', type: 'onComplete', webhook: { url: CLOSED_URL, fallback: 'none' } }, ...terminalHooks()];
     const { op, d } = await running('critical', hooks);
     const error = await ops.completeOperation({ operationId: op, reason: 'error', dispatcher: d }).then(
       () => undefined,

@@ -20,10 +20,17 @@ describe('D8: queue mode without an explicit producer', () => {
   });
 
   it('D8/§13: builds its producer from the environment it was given, records the delivery (ledger + job), and closes it', async () => {
-    const d = new HookDispatcher({ mode: 'queue', env: { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, HOOKRELAY_QUEUE: queueName }, logger: silentLogger() });
+    const d = new HookDispatcher({
+      mode: 'queue',
+      env: { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, HOOKRELAY_QUEUE: queueName },
+      logger: silentLogger(),
+    });
     d.register('op-default', [{ id: 'done', type: 'onComplete', webhook: { url: 'https://hooks.example.com/done' } }]);
     await d.dispatch('op-default', 'onComplete', { operationId: 'op-default', reason: 'done' });
-    const rows = await t.store.pool!.query<{ id: string; hook_id: string; status: string }>('select id, hook_id, status from deliveries where operation_id = $1', ['op-default']);
+    const rows = await t.store.pool!.query<{ id: string; hook_id: string; status: string }>(
+      'select id, hook_id, status from deliveries where operation_id = $1',
+      ['op-default'],
+    );
     expect(rows.rows).toHaveLength(1);
     expect(rows.rows[0]).toMatchObject({ hook_id: 'done', status: 'queued' });
     const redis = new Redis(TEST_REDIS_URL);

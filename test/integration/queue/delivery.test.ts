@@ -105,7 +105,13 @@ describe('durable delivery: QStash path', () => {
       await expect(receiver.verify({ signature: header(req.headers, 'upstash-signature'), body: req.body, url: `${rx.url}${req.path}` })).resolves.toBe(true);
       const id = header(req.headers, 'webhook-id');
       expect(deliveryIds).toContain(id);
-      expect(() => wh.verify(req.body, { 'webhook-id': id, 'webhook-timestamp': header(req.headers, 'webhook-timestamp'), 'webhook-signature': header(req.headers, 'webhook-signature') })).not.toThrow();
+      expect(() =>
+        wh.verify(req.body, {
+          'webhook-id': id,
+          'webhook-timestamp': header(req.headers, 'webhook-timestamp'),
+          'webhook-signature': header(req.headers, 'webhook-signature'),
+        }),
+      ).not.toThrow();
     }
     expect(new Set(qstash.messages.map((m) => m.deduplicationId))).toEqual(new Set(deliveryIds.map((id) => `${id}-0`)));
     expect(qstash.messages.every((m) => m.maxRetries === 3)).toBe(true);
@@ -130,8 +136,18 @@ describe('durable delivery: QStash path', () => {
     );
     expect(service.httpPort).toBe(port);
     rx.setHandler((req) => (req.path.startsWith('/bad') ? { status: 500 } : { status: 200 }));
-    const ok = await stack.producer.enqueue({ operationId: 'cb-ok', type: 'onComplete', event: {}, hooks: [fetchHook('ok', `${rx.url}/good`, { delivery: 'qstash' })] });
-    const bad = await stack.producer.enqueue({ operationId: 'cb-bad', type: 'onComplete', event: {}, hooks: [fetchHook('bad', `${rx.url}/bad`, { delivery: 'qstash', fallback: 'none' })] });
+    const ok = await stack.producer.enqueue({
+      operationId: 'cb-ok',
+      type: 'onComplete',
+      event: {},
+      hooks: [fetchHook('ok', `${rx.url}/good`, { delivery: 'qstash' })],
+    });
+    const bad = await stack.producer.enqueue({
+      operationId: 'cb-bad',
+      type: 'onComplete',
+      event: {},
+      hooks: [fetchHook('bad', `${rx.url}/bad`, { delivery: 'qstash', fallback: 'none' })],
+    });
     await waitFor(async () => (await stack.producer.getDelivery(ok.deliveryIds[0] as string))?.status === 'delivered', 15_000, 'callback delivered');
     await waitFor(async () => (await stack.producer.getDelivery(bad.deliveryIds[0] as string))?.status === 'failed', 15_000, 'failure callback');
     const failed = await stack.producer.getDelivery(bad.deliveryIds[0] as string);

@@ -30,11 +30,16 @@ describe('E3/E4/D8: environment hooks in queue mode', () => {
     try {
       d.register('op-env', [{ id: 'caller', type: 'onComplete', webhook: { url: `${receiver.url}/caller` } }]);
       await d.dispatch('op-env', 'onComplete', { operationId: 'op-env', reason: 'done' });
-      const rows = await stack.db.store.pool!.query<{ hook_id: string; status: string; hook: unknown }>('select hook_id, status, hook from deliveries where operation_id = $1 order by hook_id', ['op-env']);
+      const rows = await stack.db.store.pool!.query<{ hook_id: string; status: string; hook: unknown }>(
+        'select hook_id, status, hook from deliveries where operation_id = $1 order by hook_id',
+        ['op-env'],
+      );
       expect(rows.rows.map((r) => r.hook_id)).toEqual(['caller', 'server-env-webhook:onComplete']);
       expect(JSON.stringify(rows.rows)).not.toContain(ENV_TOKEN);
       await waitFor(async () => {
-        const r = await stack.db.store.pool!.query<{ n: number }>(`select count(*)::int as n from deliveries where operation_id = 'op-env' and status in ('delivered','failed')`);
+        const r = await stack.db.store.pool!.query<{ n: number }>(
+          `select count(*)::int as n from deliveries where operation_id = 'op-env' and status in ('delivered','failed')`,
+        );
         return r.rows[0]!.n === 2;
       }, 15_000);
       const statuses = await stack.db.store.pool!.query<{ hook_id: string; status: string; last_error_class: string | null }>(
@@ -68,7 +73,18 @@ describe('E3/E4/D8: environment hooks in queue mode', () => {
 
   it('E4: a caller hook cannot smuggle a reserved id through the producer', async () => {
     await expect(
-      stack.producer.enqueue({ operationId: 'op-smuggle', type: 'onComplete', event: { operationId: 'op-smuggle' }, hooks: [{ id: 'server-env-webhook:onComplete', type: 'onComplete', webhook: { url: 'https://example.com/x', headers: { authorization: 'Bearer ${NOT_ALLOWED}' } } }] }),
+      stack.producer.enqueue({
+        operationId: 'op-smuggle',
+        type: 'onComplete',
+        event: { operationId: 'op-smuggle' },
+        hooks: [
+          {
+            id: 'server-env-webhook:onComplete',
+            type: 'onComplete',
+            webhook: { url: 'https://example.com/x', headers: { authorization: 'Bearer ${NOT_ALLOWED}' } },
+          },
+        ],
+      }),
     ).rejects.toThrow(/allowedEnvVars/);
   });
 });

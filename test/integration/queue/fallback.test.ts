@@ -26,13 +26,24 @@ describe('D7/Q4 fallback and critical deliveries in the worker', () => {
     await qstash.close();
   });
 
-  const settle = (id: string) => waitFor(async () => ['delivered', 'failed'].includes((await stack.producer.getDelivery(id))?.status ?? ''), 15_000, `settled ${id}`);
+  const settle = (id: string) =>
+    waitFor(async () => ['delivered', 'failed'].includes((await stack.producer.getDelivery(id))?.status ?? ''), 15_000, `settled ${id}`);
   const requestsTo = (path: string) => rx.requests.filter((r) => r.path === path).length;
 
   it('D7: QStash down → exactly one direct fetch per attempt', async () => {
     const publishesBefore = qstash.publishRequestCount();
-    const ok = await stack.producer.enqueue({ operationId: 'fb-ok', type: 'onComplete', event: {}, hooks: [fetchHook('q', `${rx.url}/ok`, { delivery: 'qstash' })] });
-    const bad = await stack.producer.enqueue({ operationId: 'fb-bad', type: 'onComplete', event: {}, hooks: [fetchHook('q', `${rx.url}/fail-fb`, { delivery: 'qstash' })] });
+    const ok = await stack.producer.enqueue({
+      operationId: 'fb-ok',
+      type: 'onComplete',
+      event: {},
+      hooks: [fetchHook('q', `${rx.url}/ok`, { delivery: 'qstash' })],
+    });
+    const bad = await stack.producer.enqueue({
+      operationId: 'fb-bad',
+      type: 'onComplete',
+      event: {},
+      hooks: [fetchHook('q', `${rx.url}/fail-fb`, { delivery: 'qstash' })],
+    });
     await settle(ok.deliveryIds[0] as string);
     await settle(bad.deliveryIds[0] as string);
     await new Promise((r) => setTimeout(r, 200));
@@ -74,7 +85,12 @@ describe('D7/Q4 fallback and critical deliveries in the worker', () => {
       hooks: [fetchHook('crit', `${rx.url}/fail-crit`, { fallback: 'none' })],
     });
     await settle(deliveryIds[0] as string);
-    expect(await stack.producer.getDelivery(deliveryIds[0] as string)).toMatchObject({ status: 'failed', attemptCount: 3, lastErrorClass: 'CriticalHookDeliveryError', lastHttpStatus: 500 });
+    expect(await stack.producer.getDelivery(deliveryIds[0] as string)).toMatchObject({
+      status: 'failed',
+      attemptCount: 3,
+      lastErrorClass: 'CriticalHookDeliveryError',
+      lastHttpStatus: 500,
+    });
     expect(requestsTo('/fail-crit')).toBe(3);
     // The ledger row is written first; the operation flag and the metric follow it.
     const metric = () => stack.worker().metrics.registry.getSingleMetricAsString('hookrelay_critical_failures_total');

@@ -34,7 +34,10 @@ export type Stack = {
   queueName: string;
   producer: HookProducer;
   settings(extra?: Record<string, string>): Settings;
-  startWorker(extra?: Record<string, string>, opts?: { env?: Record<string, string | undefined>; logger?: Logger; reconcileGraceMs?: number; qstashRetries?: number; store?: Store }): Promise<DeliveryService>;
+  startWorker(
+    extra?: Record<string, string>,
+    opts?: { env?: Record<string, string | undefined>; logger?: Logger; reconcileGraceMs?: number; qstashRetries?: number; store?: Store },
+  ): Promise<DeliveryService>;
   /** The most recently started worker service. */
   worker(): DeliveryService;
   /** Every Redis key under this stack's prefix. */

@@ -51,13 +51,26 @@ describe('worker operations: HTTP server, retention, Postgres outages', () => {
     await new Promise<void>((resolve) => blocker.listen(0, resolve));
     const port = (blocker.address() as net.AddressInfo).port;
     let logged = '';
-    const logger = createLogger({ level: 'info', destination: new Writable({ write: (chunk: Buffer, _enc, cb) => { logged += chunk.toString(); cb(); } }) });
+    const logger = createLogger({
+      level: 'info',
+      destination: new Writable({
+        write: (chunk: Buffer, _enc, cb) => {
+          logged += chunk.toString();
+          cb();
+        },
+      }),
+    });
     try {
       const worker = await stack.startWorker({ HOOKRELAY_HTTP_PORT: String(port) }, { logger });
       expect(worker.httpPort).toBeUndefined();
       expect(logged).toMatch(/could not listen/);
       expect(logged).toMatch(/EADDRINUSE/);
-      const { deliveryIds } = await stack.producer.enqueue({ operationId: 'op-busy', type: 'onComplete', event: {}, hooks: [fetchHook('b', `${rx.url}/busy`)] });
+      const { deliveryIds } = await stack.producer.enqueue({
+        operationId: 'op-busy',
+        type: 'onComplete',
+        event: {},
+        hooks: [fetchHook('b', `${rx.url}/busy`)],
+      });
       await waitFor(async () => (await stack.producer.getDelivery(deliveryIds[0] as string))?.status === 'delivered');
       await worker.stop();
     } finally {
@@ -67,17 +80,29 @@ describe('worker operations: HTTP server, retention, Postgres outages', () => {
 
   it('Q11: retention prunes payload and attempts of old finished rows; delivered rows keep their metadata; pending rows are untouched', async () => {
     const worker = await stack.startWorker();
-    const done = await stack.producer.enqueue({ operationId: 'op-old', type: 'onComplete', event: { secret: 'payload' }, hooks: [fetchHook('r', `${rx.url}/old`)] });
+    const done = await stack.producer.enqueue({
+      operationId: 'op-old',
+      type: 'onComplete',
+      event: { secret: 'payload' },
+      hooks: [fetchHook('r', `${rx.url}/old`)],
+    });
     const id = done.deliveryIds[0] as string;
     await waitFor(async () => (await stack.producer.getDelivery(id))?.status === 'delivered');
     await worker.stop();
-    const pending = await stack.producer.enqueue({ operationId: 'op-pending', type: 'onComplete', event: { keep: true }, hooks: [fetchHook('p', `${rx.url}/pending`)] });
+    const pending = await stack.producer.enqueue({
+      operationId: 'op-pending',
+      type: 'onComplete',
+      event: { keep: true },
+      hooks: [fetchHook('p', `${rx.url}/pending`)],
+    });
     const pendingId = pending.deliveryIds[0] as string;
     await stack.db.store.db.execute(sql`update deliveries set created_at = now() - interval '31 days' where id in (${id}, ${pendingId})`);
 
     const pruned = await worker.retention.runOnce();
     expect(pruned).toBe(1);
-    const rows = (await stack.db.store.db.execute(sql`select id, status, payload, attempts, attempt_count, delivered_at from deliveries where id in (${id}, ${pendingId})`)) as unknown as Rows<{
+    const rows = (await stack.db.store.db.execute(
+      sql`select id, status, payload, attempts, attempt_count, delivered_at from deliveries where id in (${id}, ${pendingId})`,
+    )) as unknown as Rows<{
       id: string;
       status: string;
       payload: unknown;
@@ -100,7 +125,12 @@ describe('worker operations: HTTP server, retention, Postgres outages', () => {
       const worker = await stack.startWorker({ HOOKRELAY_CONCURRENCY: '16' }, { store: workerStore });
       const N = 600;
       const { deliveryIds } = await stack.producer.enqueueMany(
-        Array.from({ length: N }, (_, i) => ({ operationId: `op-pg-${i}`, type: 'onComplete' as const, event: { i }, hooks: [fetchHook('pg', `${rx.url}/pg`)] })),
+        Array.from({ length: N }, (_, i) => ({
+          operationId: `op-pg-${i}`,
+          type: 'onComplete' as const,
+          event: { i },
+          hooks: [fetchHook('pg', `${rx.url}/pg`)],
+        })),
       );
       let kills = 0;
       for (let round = 0; round < 3; round += 1) {
@@ -111,7 +141,9 @@ describe('worker operations: HTTP server, retention, Postgres outages', () => {
       expect(kills).toBeGreaterThan(0);
       await waitFor(
         async () => {
-          const r = (await stack.db.store.db.execute(sql`select count(*)::int as n from deliveries where id = any(${sql.param(deliveryIds)}::text[]) and status = 'delivered'`)) as unknown as Rows<{ n: number }>;
+          const r = (await stack.db.store.db.execute(
+            sql`select count(*)::int as n from deliveries where id = any(${sql.param(deliveryIds)}::text[]) and status = 'delivered'`,
+          )) as unknown as Rows<{ n: number }>;
           return r.rows[0]?.n === N;
         },
         30_000,

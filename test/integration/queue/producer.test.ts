@@ -72,10 +72,22 @@ describe('producer', () => {
   });
 
   it('Q8: an event over the payload cap is refused with size and cap, nothing stored', async () => {
-    const producer = createHookProducer({ store: stack.db.store, redisUrl: 'redis://127.0.0.1:6379', queueName: stack.queueName, queuePrefix: stack.prefix, maxPayloadBytes: 1_000, env: {} });
+    const producer = createHookProducer({
+      store: stack.db.store,
+      redisUrl: 'redis://127.0.0.1:6379',
+      queueName: stack.queueName,
+      queuePrefix: stack.prefix,
+      maxPayloadBytes: 1_000,
+      env: {},
+    });
     try {
       const before = await countRows(stack);
-      const attempt = producer.enqueue({ operationId: 'op-big', type: 'onComplete', event: { blob: 'x'.repeat(2_000) }, hooks: [fetchHook('h', `${rx.url}/big`)] });
+      const attempt = producer.enqueue({
+        operationId: 'op-big',
+        type: 'onComplete',
+        event: { blob: 'x'.repeat(2_000) },
+        hooks: [fetchHook('h', `${rx.url}/big`)],
+      });
       await expect(attempt).rejects.toBeInstanceOf(PayloadTooLargeError);
       await expect(attempt).rejects.toThrow(/2\d{3} bytes, over the cap of 1000 bytes/);
       expect(await countRows(stack)).toBe(before);
@@ -106,10 +118,20 @@ describe('producer', () => {
       for (let i = 1; i < levels; i += 1) v = { a: v };
       return v;
     };
-    await expect(stack.producer.enqueue({ operationId: 'op-deep', type: 'onComplete', event: { ...nest(MAX_EVENT_DEPTH + 1) }, hooks: [fetchHook('h', `${rx.url}/deep`)] })).rejects.toThrow(
-      new RegExp(`more than ${MAX_EVENT_DEPTH} levels`),
-    );
-    const ok = await stack.producer.enqueue({ operationId: 'op-deep', type: 'onComplete', event: nest(MAX_EVENT_DEPTH), hooks: [fetchHook('h', `${rx.url}/deep`)] });
+    await expect(
+      stack.producer.enqueue({
+        operationId: 'op-deep',
+        type: 'onComplete',
+        event: { ...nest(MAX_EVENT_DEPTH + 1) },
+        hooks: [fetchHook('h', `${rx.url}/deep`)],
+      }),
+    ).rejects.toThrow(new RegExp(`more than ${MAX_EVENT_DEPTH} levels`));
+    const ok = await stack.producer.enqueue({
+      operationId: 'op-deep',
+      type: 'onComplete',
+      event: nest(MAX_EVENT_DEPTH),
+      hooks: [fetchHook('h', `${rx.url}/deep`)],
+    });
     expect(ok.deliveryIds).toHaveLength(1);
   });
 
@@ -117,7 +139,9 @@ describe('producer', () => {
     const worker = await stack.startWorker();
     const hooks = [fetchHook('k1', `${rx.url}/idem-1`), fetchHook('k2', `${rx.url}/idem-2`)];
     const results = await Promise.all(
-      Array.from({ length: 100 }, () => stack.producer.enqueue({ operationId: 'op-idem', type: 'onComplete', event: { n: 1 }, hooks, idempotencyKey: 'evt-42' })),
+      Array.from({ length: 100 }, () =>
+        stack.producer.enqueue({ operationId: 'op-idem', type: 'onComplete', event: { n: 1 }, hooks, idempotencyKey: 'evt-42' }),
+      ),
     );
     const first = results[0]?.deliveryIds;
     expect(first).toHaveLength(2);
@@ -136,11 +160,23 @@ describe('producer', () => {
 
   it('Q2: Redis unreachable at enqueue → ids returned with queued:false, row committed; a worker reconciler delivers it', async () => {
     const deadRedis = `redis://127.0.0.1:${await closedPort()}`;
-    const producer = createHookProducer({ store: stack.db.store, redisUrl: deadRedis, queueName: stack.queueName, queuePrefix: stack.prefix, queueTimeoutMs: 500, env: {} });
+    const producer = createHookProducer({
+      store: stack.db.store,
+      redisUrl: deadRedis,
+      queueName: stack.queueName,
+      queuePrefix: stack.prefix,
+      queueTimeoutMs: 500,
+      env: {},
+    });
     let id: string;
     try {
       const started = Date.now();
-      const result = await producer.enqueue({ operationId: 'op-noredis', type: 'onComplete', event: { lost: false }, hooks: [fetchHook('r', `${rx.url}/reconciled`)] });
+      const result = await producer.enqueue({
+        operationId: 'op-noredis',
+        type: 'onComplete',
+        event: { lost: false },
+        hooks: [fetchHook('r', `${rx.url}/reconciled`)],
+      });
       expect(Date.now() - started).toBeLessThan(3_000);
       expect(result.queued).toBe(false);
       expect(result.deliveryIds).toHaveLength(1);

@@ -29,10 +29,16 @@ describe('Q3 retries (worker)', () => {
   });
 
   const enqueue = async (path: string) => {
-    const { deliveryIds } = await stack.producer.enqueue({ operationId: `op${path}`, type: 'onComplete', event: {}, hooks: [fetchHook('h', `${rx.url}${path}`)] });
+    const { deliveryIds } = await stack.producer.enqueue({
+      operationId: `op${path}`,
+      type: 'onComplete',
+      event: {},
+      hooks: [fetchHook('h', `${rx.url}${path}`)],
+    });
     return deliveryIds[0] as string;
   };
-  const settled = (id: string) => waitFor(async () => ['delivered', 'failed'].includes((await stack.producer.getDelivery(id))?.status ?? ''), 15_000, `delivery ${id} settled`);
+  const settled = (id: string) =>
+    waitFor(async () => ['delivered', 'failed'].includes((await stack.producer.getDelivery(id))?.status ?? ''), 15_000, `delivery ${id} settled`);
 
   it('Q3: fails twice then succeeds → delivered after 3 attempts, every attempt recorded', async () => {
     const id = await enqueue('/flaky');

@@ -27,7 +27,13 @@ const WORKER_ENV = {
   BILLING_TOKEN: 'BILLING-SECRET-q4d4d',
   HOOK_TOKEN: 'hook-token-ok-q1234',
 };
-const SECRET_VALUES = [WORKER_ENV.DATABASE_URL, WORKER_ENV.QSTASH_CURRENT_SIGNING_KEY, WORKER_ENV.HOOKRELAY_SIGNING_SECRETS, WORKER_ENV.AGENT_HOOK_WEBHOOK_TOKEN, WORKER_ENV.BILLING_TOKEN];
+const SECRET_VALUES = [
+  WORKER_ENV.DATABASE_URL,
+  WORKER_ENV.QSTASH_CURRENT_SIGNING_KEY,
+  WORKER_ENV.HOOKRELAY_SIGNING_SECRETS,
+  WORKER_ENV.AGENT_HOOK_WEBHOOK_TOKEN,
+  WORKER_ENV.BILLING_TOKEN,
+];
 const RESERVED = ['DATABASE_URL', 'QSTASH_CURRENT_SIGNING_KEY', 'HOOKRELAY_SIGNING_SECRETS'] as const;
 
 function expectNoSecret(text: string): void {
@@ -63,7 +69,17 @@ describe('W2 template sources: queue mode (real worker)', () => {
   async function insertRow(operationId: string, hook: unknown): Promise<string> {
     const id = newDeliveryId();
     await insertDeliveries(stack.db.store.db, [
-      { id, operationId, eventType: 'onComplete', hookId: (hook as { id: string }).id, hook: hook as ParsedSerializedHook, transport: 'fetch', payload: { operationId }, idempotencyKey: null, occurredAt: new Date() },
+      {
+        id,
+        operationId,
+        eventType: 'onComplete',
+        hookId: (hook as { id: string }).id,
+        hook: hook as ParsedSerializedHook,
+        transport: 'fetch',
+        payload: { operationId },
+        idempotencyKey: null,
+        occurredAt: new Date(),
+      },
     ]);
     await addDeliveryJobs(stack.worker().queue, [{ deliveryId: id, generation: 0 }]);
     return id;
@@ -102,7 +118,13 @@ describe('W2 template sources: queue mode (real worker)', () => {
   });
 
   it('W2 template sources: a producer whose pattern is HOOK_* refuses BILLING_TOKEN and stores HOOK_TOKEN', async () => {
-    const producer = createHookProducer({ store: stack.db.store, redisUrl: TEST_REDIS_URL, queueName: stack.queueName, queuePrefix: stack.prefix, env: { HOOKRELAY_TEMPLATE_ENV: 'HOOK_*' } });
+    const producer = createHookProducer({
+      store: stack.db.store,
+      redisUrl: TEST_REDIS_URL,
+      queueName: stack.queueName,
+      queuePrefix: stack.prefix,
+      env: { HOOKRELAY_TEMPLATE_ENV: 'HOOK_*' },
+    });
     try {
       const error = await rejection(producer.enqueue({ operationId: 'op-pattern', type: 'onComplete', event: {}, hooks: [hookReading('BILLING_TOKEN')] }));
       expect((error as Error).message).toMatch(/BILLING_TOKEN is not allowed by HOOKRELAY_TEMPLATE_ENV/);
@@ -119,7 +141,10 @@ describe('W2 template sources: queue mode (real worker)', () => {
   });
 
   it.each(RESERVED)('W2 template sources: a ledger row already reading %s fails in the worker as configuration, nothing sent', async (variable) => {
-    const id = await insertRow(`op-row-${variable}`, { ...hookReading(variable), webhook: { ...WebhookConfigSchema.parse({ url: `${rx.url}/steal` }), headers: { 'x-stolen': `\${${variable}}` }, allowedEnvVars: [variable] } });
+    const id = await insertRow(`op-row-${variable}`, {
+      ...hookReading(variable),
+      webhook: { ...WebhookConfigSchema.parse({ url: `${rx.url}/steal` }), headers: { 'x-stolen': `\${${variable}}` }, allowedEnvVars: [variable] },
+    });
     const done = await settled(id);
     expect(done).toMatchObject({ status: 'failed', lastErrorClass: 'configuration', attemptCount: 1 });
     expect(rx.requests.filter((r) => r.path === '/steal')).toHaveLength(0);
@@ -133,7 +158,11 @@ describe('W2 template sources: queue mode (real worker)', () => {
   });
 
   it("W2 template sources: a forged environment-hook row cannot carry AGENT_HOOK_WEBHOOK_TOKEN to a URL the worker's environment does not name", async () => {
-    const forged = { id: 'server-env-webhook:onComplete', type: 'onComplete' as const, webhook: { url: `${rx.url}/forged`, headers: { authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, allowedEnvVars: ['AGENT_HOOK_WEBHOOK_TOKEN'] } };
+    const forged = {
+      id: 'server-env-webhook:onComplete',
+      type: 'onComplete' as const,
+      webhook: { url: `${rx.url}/forged`, headers: { authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, allowedEnvVars: ['AGENT_HOOK_WEBHOOK_TOKEN'] },
+    };
     const { deliveryIds } = await stack.producer.enqueue({ operationId: 'op-forged', type: 'onComplete', event: {}, hooks: [forged] });
     const done = await settled(deliveryIds[0]!);
     expect(done).toMatchObject({ status: 'failed', lastErrorClass: 'configuration' });

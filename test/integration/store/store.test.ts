@@ -16,7 +16,11 @@ import { claimPlaceholderApproval, getPlaceholder, insertPlaceholder, publishPla
 import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, listDeliveries, newDeliveryId } from '../../../src/store/deliveriesRepo.ts';
 import { createTestSchema, createTestStore, type TestStore } from '../../support/db.ts';
 
-const hook = { id: 'notify', type: 'onComplete', webhook: { url: 'https://example.com/h', headers: { authorization: 'Bearer ${TOKEN}' }, allowedEnvVars: ['TOKEN'] } };
+const hook = {
+  id: 'notify',
+  type: 'onComplete',
+  webhook: { url: 'https://example.com/h', headers: { authorization: 'Bearer ${TOKEN}' }, allowedEnvVars: ['TOKEN'] },
+};
 
 describe('store on Postgres', () => {
   let t: TestStore;
@@ -112,7 +116,12 @@ describe('store on Postgres', () => {
     const again = rows.map((r) => ({ ...r, id: newDeliveryId() }));
     expect(await insertDeliveries(db, again)).toEqual([]);
     const byKey = await findDeliveryIdsByKeys(db, ['key-1']);
-    expect(byKey.get('key-1')?.map((r) => r.id).sort()).toEqual(rows.map((r) => r.id).sort());
+    expect(
+      byKey
+        .get('key-1')
+        ?.map((r) => r.id)
+        .sort(),
+    ).toEqual(rows.map((r) => r.id).sort());
     const got = await getDelivery(db, rows[0]!.id);
     expect(got).toMatchObject({ status: 'queued', attemptCount: 0, generation: 0, attempts: [], hookId: 'h1' });
     expect((await listDeliveries(db, { operationId: 'op-d', hookId: 'h2' })).map((d) => d.id)).toEqual([rows[1]!.id]);

@@ -52,7 +52,12 @@ describe('B3 worker: userEmail in queue-mode deliveries', () => {
   const deliver = async (events: Record<string, unknown>[], webhook: Record<string, unknown> = {}): Promise<Record<string, unknown>[]> => {
     const path = `/b3-${randomBytes(4).toString('hex')}`;
     const { deliveryIds } = await producer.enqueueMany(
-      events.map((event, i) => ({ operationId: `op-${i}`, type: 'onComplete' as const, event: { operationId: `op-${i}`, reason: 'done', ...event }, hooks: [{ id: 'h', type: 'onComplete' as const, webhook: { url: `${rx.url}${path}`, ...webhook } }] })),
+      events.map((event, i) => ({
+        operationId: `op-${i}`,
+        type: 'onComplete' as const,
+        event: { operationId: `op-${i}`, reason: 'done', ...event },
+        hooks: [{ id: 'h', type: 'onComplete' as const, webhook: { url: `${rx.url}${path}`, ...webhook } }],
+      })),
     );
     const received = () => rx.requests.filter((r) => r.path === path);
     await waitFor(() => received().length >= events.length, 20_000, `${events.length} deliveries`);
@@ -131,7 +136,12 @@ describe('B3 worker: userEmail in queue-mode deliveries', () => {
   it('B3 worker / B5: a look-up still pending at the shutdown bound is abandoned (nothing sent without it); the next worker delivers with the email', async () => {
     const path = `/b5-${randomBytes(4).toString('hex')}`;
     await start(() => new Promise(() => undefined)); // never answers
-    const { deliveryIds } = await producer.enqueue({ operationId: 'op-b5', type: 'onComplete', event: { operationId: 'op-b5', userId: 'u-slow' }, hooks: [{ id: 'h', type: 'onComplete', webhook: { url: `${rx.url}${path}`, timeout: 1 } }] });
+    const { deliveryIds } = await producer.enqueue({
+      operationId: 'op-b5',
+      type: 'onComplete',
+      event: { operationId: 'op-b5', userId: 'u-slow' },
+      hooks: [{ id: 'h', type: 'onComplete', webhook: { url: `${rx.url}${path}`, timeout: 1 } }],
+    });
     await waitFor(() => calls.includes('u-slow'), 10_000, 'the look-up to start');
     await running!.stop(); // resolves: the pending look-up does not hold the worker past its bound
     running = undefined;

@@ -172,7 +172,11 @@ describe('§13: values are read', () => {
   });
 
   it('Q6: several whitespace characters between signing secrets are fine', () => {
-    expect(signingSecrets(loadSettings({ HOOKRELAY_SIGNING_SECRETS: '  whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH\t whsec_CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=  ' }))).toEqual(['whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH', 'whsec_CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=']);
+    expect(
+      signingSecrets(
+        loadSettings({ HOOKRELAY_SIGNING_SECRETS: '  whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH\t whsec_CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=  ' }),
+      ),
+    ).toEqual(['whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH', 'whsec_CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=']);
   });
 
   it('§13: HOOKRELAY_HTTP_PORT bounds 0 and 65535 are accepted', () => {

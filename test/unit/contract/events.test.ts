@@ -225,9 +225,15 @@ describe('T1 / R5b: tool context and blocked result schemas', () => {
   it('R5b: the blocked before / after shapes are accepted, others rejected', () => {
     accepts(BlockedToolResultSchema, { content: 'r', success: false, error: 'hook_denied', state: { type: 'blocked', reason: 'r' }, executionTime: 0 });
     accepts(BlockedToolResultSchema, { content: 'r', success: false, error: 'hook_denied', state: { phase: 'afterToolCall', type: 'blocked', reason: 'r' } });
-    expect(paths(rejects(BlockedToolResultSchema, { content: 'r', success: true, error: 'hook_denied', state: { type: 'blocked', reason: 'r' } }))).toEqual(['success']);
-    expect(paths(rejects(BlockedToolResultSchema, { content: 'r', success: false, error: 'other', state: { type: 'blocked', reason: 'r' } }))).toEqual(['error']);
-    expect(paths(rejects(BlockedToolResultSchema, { content: 'r', success: false, error: 'hook_denied', state: { type: 'blocked' } }))).toEqual(['state.reason']);
+    expect(paths(rejects(BlockedToolResultSchema, { content: 'r', success: true, error: 'hook_denied', state: { type: 'blocked', reason: 'r' } }))).toEqual([
+      'success',
+    ]);
+    expect(paths(rejects(BlockedToolResultSchema, { content: 'r', success: false, error: 'other', state: { type: 'blocked', reason: 'r' } }))).toEqual([
+      'error',
+    ]);
+    expect(paths(rejects(BlockedToolResultSchema, { content: 'r', success: false, error: 'hook_denied', state: { type: 'blocked' } }))).toEqual([
+      'state.reason',
+    ]);
   });
 });
 

@@ -14,10 +14,22 @@ describe('§1: hook types', () => {
     expect(HOOK_TYPES).toHaveLength(16);
     expect([...HOOK_TYPES].sort()).toEqual(
       [
-        'beforeStep', 'afterStep', 'beforeToolCall', 'afterToolCall', 'onToolCallError',
-        'beforeHumanIntervention', 'afterHumanIntervention', 'onStopByHumanIntervention',
-        'beforeCompact', 'afterCompact', 'onCompactError', 'beforeCallAgent', 'afterCallAgent',
-        'onCallAgentError', 'onComplete', 'onError',
+        'beforeStep',
+        'afterStep',
+        'beforeToolCall',
+        'afterToolCall',
+        'onToolCallError',
+        'beforeHumanIntervention',
+        'afterHumanIntervention',
+        'onStopByHumanIntervention',
+        'beforeCompact',
+        'afterCompact',
+        'onCompactError',
+        'beforeCallAgent',
+        'afterCallAgent',
+        'onCallAgentError',
+        'onComplete',
+        'onError',
       ].sort(),
     );
   });
@@ -119,7 +131,10 @@ describe('D3 / D4a: hook shape', () => {
     ['an object', { id: 'x' }],
     ['missing', undefined],
   ])('D4a: a non-string id (%s) is rejected naming id; the message names the index', (_label, id) => {
-    const hooks = [{ id: 'fine', type: 'afterStep', handler }, { ...(id === undefined ? {} : { id }), type: 'afterStep', handler }];
+    const hooks = [
+      { id: 'fine', type: 'afterStep', handler },
+      { ...(id === undefined ? {} : { id }), type: 'afterStep', handler },
+    ];
     const error = hookConfigError(() => parseHookBatch(hooks));
     expect(error.hookId).toBeUndefined();
     expect(error.index).toBe(1);
@@ -286,7 +301,15 @@ describe('D9: duplicate ids', () => {
   });
 
   it('D9: an id already registered for the operation (existingIds) is rejected', () => {
-    const error = hookConfigError(() => parseHookBatch([{ id: 'new', type: 'afterStep', handler }, { id: 'old', type: 'afterStep', handler }], new Set(['old'])));
+    const error = hookConfigError(() =>
+      parseHookBatch(
+        [
+          { id: 'new', type: 'afterStep', handler },
+          { id: 'old', type: 'afterStep', handler },
+        ],
+        new Set(['old']),
+      ),
+    );
     expect(error.hookId).toBe('old');
     expect(error.index).toBe(1);
     expect(error.issues.map((i) => i.path)).toEqual(['id']);
@@ -308,15 +331,12 @@ describe('E4: reserved environment hook ids', () => {
     expect(ENV_HOOK_ID_PREFIX).toBe('server-env-webhook:');
   });
 
-  it.each(['server-env-webhook:afterStep', 'server-env-webhook:', 'server-env-webhook:anything'])(
-    'E4: caller hook id %j is rejected naming id',
-    (id) => {
-      const error = hookConfigError(() => parseHookBatch([{ id, type: 'afterStep', handler }]));
-      expect(error.hookId).toBe(id);
-      expect(error.issues.map((i) => i.path)).toEqual(['id']);
-      expect(error.message).toContain('reserved');
-    },
-  );
+  it.each(['server-env-webhook:afterStep', 'server-env-webhook:', 'server-env-webhook:anything'])('E4: caller hook id %j is rejected naming id', (id) => {
+    const error = hookConfigError(() => parseHookBatch([{ id, type: 'afterStep', handler }]));
+    expect(error.hookId).toBe(id);
+    expect(error.issues.map((i) => i.path)).toEqual(['id']);
+    expect(error.message).toContain('reserved');
+  });
 
   it('E4: a reserved id is rejected in serialized (restored) hooks too', () => {
     const error = hookConfigError(() => parseSerializedHooks([{ id: 'server-env-webhook:onComplete', type: 'onComplete', webhook: { url: URL_OK } }]));
@@ -339,7 +359,11 @@ describe('D4b: serialized hooks', () => {
   it('D4b: valid serialized hooks are re-validated with defaults applied', () => {
     const parsed = parseSerializedHooks(stored);
     expect(parsed).toEqual([
-      { id: 'n1', type: 'afterStep', webhook: { url: URL_OK, delivery: 'fetch', timeout: 30, fallback: 'fetch', responseHandling: 'ignore', onError: 'continue' } },
+      {
+        id: 'n1',
+        type: 'afterStep',
+        webhook: { url: URL_OK, delivery: 'fetch', timeout: 30, fallback: 'fetch', responseHandling: 'ignore', onError: 'continue' },
+      },
       {
         id: 'c1',
         type: 'beforeToolCall',

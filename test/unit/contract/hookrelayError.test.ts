@@ -15,7 +15,10 @@ const samples: Record<string, () => Error> = {
   SsrfBlockedError: () => new hookrelay.SsrfBlockedError('169.254.169.254'),
   HostErrorFailure: () => new hookrelay.HostErrorFailure('host_error:interceptor_failed' as never, 'x'),
   InterceptionBlocked: () =>
-    new hookrelay.InterceptionBlocked({ interception_point: 'pre_tool_call', verdict: { decision: 'deny', reason: 'policy' } } as never, { decision: 'deny' } as never),
+    new hookrelay.InterceptionBlocked(
+      { interception_point: 'pre_tool_call', verdict: { decision: 'deny', reason: 'policy' } } as never,
+      { decision: 'deny' } as never,
+    ),
   WorkerPluginError: () => new hookrelay.WorkerPluginError('x'),
   TemplateEnvPatternError: () => new hookrelay.TemplateEnvPatternError('x'),
   HookConfigError: () => new hookrelay.HookConfigError('h1', 0, [{ path: 'url', message: 'bad' }]),
@@ -34,7 +37,8 @@ const samples: Record<string, () => Error> = {
 
 function exportedErrorClasses(entry: Record<string, unknown>): [string, AnyErrorClass][] {
   return Object.entries(entry).filter(
-    (e): e is [string, AnyErrorClass] => typeof e[1] === 'function' && e[1] !== hookrelay.HookrelayError && (e[1] as { prototype?: unknown }).prototype instanceof Error,
+    (e): e is [string, AnyErrorClass] =>
+      typeof e[1] === 'function' && e[1] !== hookrelay.HookrelayError && (e[1] as { prototype?: unknown }).prototype instanceof Error,
   );
 }
 

@@ -8,10 +8,16 @@ import {
 } from '../../../src/contract/templateSources.ts';
 
 describe('W2 template sources: the reserved names', () => {
-  it.each(['DATABASE_URL', 'REDIS_URL', 'QSTASH_URL', 'QSTASH_TOKEN', 'QSTASH_CURRENT_SIGNING_KEY', 'HOOKRELAY_SIGNING_SECRETS', 'HOOKRELAY_TEMPLATE_ENV', 'AGENT_HOOK_WEBHOOK_TOKEN'])(
-    'W2 template sources: %s is reserved',
-    (name) => expect(isReservedTemplateVariable(name)).toBe(true),
-  );
+  it.each([
+    'DATABASE_URL',
+    'REDIS_URL',
+    'QSTASH_URL',
+    'QSTASH_TOKEN',
+    'QSTASH_CURRENT_SIGNING_KEY',
+    'HOOKRELAY_SIGNING_SECRETS',
+    'HOOKRELAY_TEMPLATE_ENV',
+    'AGENT_HOOK_WEBHOOK_TOKEN',
+  ])('W2 template sources: %s is reserved', (name) => expect(isReservedTemplateVariable(name)).toBe(true));
 
   it.each(['HOOK_TOKEN', 'DATABASE_URL_RO', 'APP_DATABASE_URL', 'QSTASHX', 'HOOKRELAYS', 'AGENT_HOOK_TOKEN'])('W2 template sources: %s is not', (name) =>
     expect(isReservedTemplateVariable(name)).toBe(false),

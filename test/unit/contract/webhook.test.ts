@@ -2,13 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentHookSchema, SerializedHookSchema } from '../../../src/contract/hook.ts';
 import { HOOK_TYPES } from '../../../src/contract/hookTypes.ts';
 import { parseHookBatch, parseSerializedHooks } from '../../../src/contract/validate.ts';
-import {
-  DEFAULT_TIMEOUT_SECONDS,
-  isForbiddenHeaderName,
-  MAX_TIMEOUT_SECONDS,
-  timeoutMs,
-  WebhookConfigSchema,
-} from '../../../src/contract/webhook.ts';
+import { DEFAULT_TIMEOUT_SECONDS, isForbiddenHeaderName, MAX_TIMEOUT_SECONDS, timeoutMs, WebhookConfigSchema } from '../../../src/contract/webhook.ts';
 import { accepts, hookConfigError, paths, rejects } from './helpers.ts';
 
 const URL_OK = 'https://hooks.example.com/receive';
@@ -230,7 +224,7 @@ describe('W1: webhook config fields and defaults', () => {
 });
 
 describe('W1a: rejected combinations', () => {
-  it("W1a: toolCall with qstash is rejected naming webhook.delivery", () => {
+  it('W1a: toolCall with qstash is rejected naming webhook.delivery', () => {
     expect(paths(rejects(WebhookConfigSchema, wh({ responseHandling: 'toolCall', delivery: 'qstash' })))).toEqual(['delivery']);
     const error = hookConfigError(() =>
       parseHookBatch([{ id: 'ctl', type: 'beforeToolCall', webhook: wh({ responseHandling: 'toolCall', delivery: 'qstash' }) }]),
@@ -253,9 +247,7 @@ describe('W1a: rejected combinations', () => {
   it('W1a: toolCall with body is rejected naming webhook.body (even an empty body)', () => {
     expect(paths(rejects(WebhookConfigSchema, wh({ responseHandling: 'toolCall', body: { a: 1 } })))).toEqual(['body']);
     expect(paths(rejects(WebhookConfigSchema, wh({ responseHandling: 'toolCall', body: {} })))).toEqual(['body']);
-    const error = hookConfigError(() =>
-      parseHookBatch([{ id: 'ctl', type: 'afterToolCall', webhook: wh({ responseHandling: 'toolCall', body: { a: 1 } }) }]),
-    );
+    const error = hookConfigError(() => parseHookBatch([{ id: 'ctl', type: 'afterToolCall', webhook: wh({ responseHandling: 'toolCall', body: { a: 1 } }) }]));
     expect(error.issues.map((i) => i.path)).toEqual(['webhook.body']);
   });
 
@@ -275,7 +267,7 @@ describe('W1a: rejected combinations', () => {
 
   const nonControlTypes = HOOK_TYPES.filter((t) => t !== 'beforeToolCall' && t !== 'afterToolCall');
 
-  it.each(nonControlTypes)("W1a: toolCall on %s is rejected naming webhook.responseHandling", (type) => {
+  it.each(nonControlTypes)('W1a: toolCall on %s is rejected naming webhook.responseHandling', (type) => {
     const hook = { id: `ctl-${type}`, type, webhook: wh({ responseHandling: 'toolCall' }) };
     expect(paths(rejects(AgentHookSchema, hook))).toEqual(['webhook.responseHandling']);
     expect(paths(rejects(SerializedHookSchema, hook))).toEqual(['webhook.responseHandling']);
@@ -358,7 +350,9 @@ describe('W1b: headers', () => {
   it('W1b: a header error never echoes the value', () => {
     const issues = rejects(WebhookConfigSchema, wh({ headers: { authorization: 'Bearer sk-live-SECRET\r\n' } }));
     expect(JSON.stringify(issues)).not.toContain('sk-live-SECRET');
-    const error = hookConfigError(() => parseHookBatch([{ id: 'h', type: 'afterStep', webhook: wh({ headers: { authorization: 'Bearer sk-live-SECRET\n' } }) }]));
+    const error = hookConfigError(() =>
+      parseHookBatch([{ id: 'h', type: 'afterStep', webhook: wh({ headers: { authorization: 'Bearer sk-live-SECRET\n' } }) }]),
+    );
     expect(error.message).toContain('webhook.headers.authorization');
     expect(error.message).not.toContain('sk-live-SECRET');
   });
@@ -408,7 +402,9 @@ describe('W2: header templates are checked against allowedEnvVars at registratio
 
   it('W2: an allow-listed variable need not be set at registration (it is resolved at send time)', () => {
     expect(process.env.W2_UNSET_VAR).toBeUndefined();
-    expect(() => parseHookBatch([{ id: 'u', type: 'afterStep', webhook: wh({ headers: { a: '${W2_UNSET_VAR}' }, allowedEnvVars: ['W2_UNSET_VAR'] }) }])).not.toThrow();
+    expect(() =>
+      parseHookBatch([{ id: 'u', type: 'afterStep', webhook: wh({ headers: { a: '${W2_UNSET_VAR}' }, allowedEnvVars: ['W2_UNSET_VAR'] }) }]),
+    ).not.toThrow();
   });
 
   it('W2: a malformed template (not a variable name) is rejected and its text is not echoed', () => {
@@ -426,16 +422,20 @@ describe('W2: header templates are checked against allowedEnvVars at registratio
   it('W2: validation is repeatable (no regex state leaks between parses)', () => {
     const input = wh({ headers: { a: '${T}', b: '${T}' }, allowedEnvVars: ['T'] });
     for (let i = 0; i < 5; i += 1) accepts(WebhookConfigSchema, input);
-    for (let i = 0; i < 5; i += 1) expect(paths(rejects(WebhookConfigSchema, wh({ headers: { a: '${T}', b: '${U}' }, allowedEnvVars: ['T'] })))).toEqual(['headers.b']);
+    for (let i = 0; i < 5; i += 1)
+      expect(paths(rejects(WebhookConfigSchema, wh({ headers: { a: '${T}', b: '${U}' }, allowedEnvVars: ['T'] })))).toEqual(['headers.b']);
   });
 });
 
 describe('W1: port 0 is refused in webhook URLs', () => {
-  it.each(['http://203.0.113.10:0/hook', 'https://hooks.example.com:0/', 'https://hooks.example.com:000/', 'http://[2001:db8::1]:0/x'])('W1: %s is rejected naming url', (url) => {
-    const issues = rejects(WebhookConfigSchema, { url });
-    expect(paths(issues)).toEqual(['url']);
-    expect(issues[0]!.message).toMatch(/port 0/);
-  });
+  it.each(['http://203.0.113.10:0/hook', 'https://hooks.example.com:0/', 'https://hooks.example.com:000/', 'http://[2001:db8::1]:0/x'])(
+    'W1: %s is rejected naming url',
+    (url) => {
+      const issues = rejects(WebhookConfigSchema, { url });
+      expect(paths(issues)).toEqual(['url']);
+      expect(issues[0]!.message).toMatch(/port 0/);
+    },
+  );
 
   it.each(['https://hooks.example.com:1/', 'https://hooks.example.com:65535/', 'https://hooks.example.com:443/'])('W1: %s is accepted', (url) => {
     expect(accepts(WebhookConfigSchema, { url }).url).toBe(url);
@@ -495,8 +495,18 @@ describe('W1b: header names and values by the rules the HTTP client (undici) app
   });
 });
 
-describe('W2 template sources: hookrelay\'s own variables are never a template source', () => {
-  const reserved = ['DATABASE_URL', 'REDIS_URL', 'QSTASH_TOKEN', 'QSTASH_CURRENT_SIGNING_KEY', 'QSTASH_NEXT_SIGNING_KEY', 'HOOKRELAY_SIGNING_SECRETS', 'HOOKRELAY_ANYTHING', 'AGENT_HOOK_WEBHOOK_TOKEN', 'AGENT_HOOK_WEBHOOK_URL'];
+describe("W2 template sources: hookrelay's own variables are never a template source", () => {
+  const reserved = [
+    'DATABASE_URL',
+    'REDIS_URL',
+    'QSTASH_TOKEN',
+    'QSTASH_CURRENT_SIGNING_KEY',
+    'QSTASH_NEXT_SIGNING_KEY',
+    'HOOKRELAY_SIGNING_SECRETS',
+    'HOOKRELAY_ANYTHING',
+    'AGENT_HOOK_WEBHOOK_TOKEN',
+    'AGENT_HOOK_WEBHOOK_URL',
+  ];
 
   it.each(reserved)('W2 template sources: a caller hook reading %s is refused, naming it at the header and in allowedEnvVars', (variable) => {
     const error = hookConfigError(() =>
@@ -518,8 +528,14 @@ describe('W2 template sources: hookrelay\'s own variables are never a template s
   });
 
   it('W2 template sources: the environment hooks hookrelay builds may read AGENT_HOOK_WEBHOOK_*, and nothing else reserved', () => {
-    const envHook = (headers: Record<string, string>, allowedEnvVars: string[]) => ({ id: 'server-env-webhook:onComplete', type: 'onComplete', webhook: wh({ headers, allowedEnvVars }) });
-    const [ok] = parseSerializedHooks([envHook({ authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, ['AGENT_HOOK_WEBHOOK_TOKEN'])], { allowEnvironmentIds: true });
+    const envHook = (headers: Record<string, string>, allowedEnvVars: string[]) => ({
+      id: 'server-env-webhook:onComplete',
+      type: 'onComplete',
+      webhook: wh({ headers, allowedEnvVars }),
+    });
+    const [ok] = parseSerializedHooks([envHook({ authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, ['AGENT_HOOK_WEBHOOK_TOKEN'])], {
+      allowEnvironmentIds: true,
+    });
     expect(ok!.id).toBe('server-env-webhook:onComplete');
     const error = hookConfigError(() => parseSerializedHooks([envHook({ 'x-db': '${DATABASE_URL}' }, ['DATABASE_URL'])], { allowEnvironmentIds: true }));
     expect(error.message).toContain('DATABASE_URL');

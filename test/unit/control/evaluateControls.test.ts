@@ -5,7 +5,12 @@ import { blockedAfterResult, blockedBeforeResult, defaultDenyReason, HOOK_CONTRO
 import { EnvHookConfigError } from '../../../src/config/envHooks.ts';
 import { quietLogger, toolContext } from '../dispatch/helpers.ts';
 
-const control = (id: string, extra: Partial<NonNullable<ControlHook['webhook']>> = {}, type: 'beforeToolCall' | 'afterToolCall' = 'beforeToolCall', matcher?: string): ControlHook => ({
+const control = (
+  id: string,
+  extra: Partial<NonNullable<ControlHook['webhook']>> = {},
+  type: 'beforeToolCall' | 'afterToolCall' = 'beforeToolCall',
+  matcher?: string,
+): ControlHook => ({
   id,
   type,
   ...(matcher !== undefined ? { matcher } : {}),
@@ -39,7 +44,10 @@ function harness(answers: Record<string, ToolCallWebhookResult>, opts: { env?: C
 }
 
 const allow: ToolCallWebhookResult = { status: 'success', decision: { decision: 'allow' } };
-const deny = (reason?: string): ToolCallWebhookResult => ({ status: 'success', decision: reason === undefined ? { decision: 'deny' } : { decision: 'deny', reason } });
+const deny = (reason?: string): ToolCallWebhookResult => ({
+  status: 'success',
+  decision: reason === undefined ? { decision: 'deny' } : { decision: 'deny', reason },
+});
 
 describe('evaluateControls (pure)', () => {
   it('R5a: controls run in registration order; an allow does not end the check', async () => {
@@ -87,7 +95,12 @@ describe('evaluateControls (pure)', () => {
       result: { content: 'withheld', success: false, error: 'hook_denied', state: { phase: 'afterToolCall', type: 'blocked', reason: 'withheld' } },
     });
     expect(blockedBeforeResult('x')).toEqual({ content: 'x', success: false, error: 'hook_denied', state: { type: 'blocked', reason: 'x' }, executionTime: 0 });
-    expect(blockedAfterResult('x')).toEqual({ content: 'x', success: false, error: 'hook_denied', state: { phase: 'afterToolCall', type: 'blocked', reason: 'x' } });
+    expect(blockedAfterResult('x')).toEqual({
+      content: 'x',
+      success: false,
+      error: 'hook_denied',
+      state: { phase: 'afterToolCall', type: 'blocked', reason: 'x' },
+    });
   });
 
   it.each(['http_error', 'network_error', 'timeout', 'invalid_response', 'response_too_large', 'configuration'] as const)(
@@ -146,17 +159,24 @@ describe('evaluateControls (pure)', () => {
   });
 
   it('L5: an invalid environment configuration fails closed with hook_control_error', async () => {
-    const h = harness({ a: allow }, {
-      env: () => {
-        throw new EnvHookConfigError(['AGENT_HOOK_WEBHOOK_TOKEN'], 'missing');
+    const h = harness(
+      { a: allow },
+      {
+        env: () => {
+          throw new EnvHookConfigError(['AGENT_HOOK_WEBHOOK_TOKEN'], 'missing');
+        },
       },
-    });
+    );
     expect(await h.evaluate([control('a')])).toEqual({ status: 'blocked', reason: HOOK_CONTROL_ERROR, result: blockedBeforeResult(HOOK_CONTROL_ERROR) });
   });
 
   it('D4: controls are filtered by type and matcher against identifier/apiName', async () => {
     const h = harness({});
-    await h.evaluate([control('other-tool', {}, 'beforeToolCall', '^calendar/'), control('this-tool', {}, 'beforeToolCall', '^web-browsing/search$'), control('after', {}, 'afterToolCall')]);
+    await h.evaluate([
+      control('other-tool', {}, 'beforeToolCall', '^calendar/'),
+      control('this-tool', {}, 'beforeToolCall', '^web-browsing/search$'),
+      control('after', {}, 'afterToolCall'),
+    ]);
     expect(h.calls).toEqual(['this-tool']);
   });
 

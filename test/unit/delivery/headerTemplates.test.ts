@@ -51,7 +51,9 @@ describe('W2: header templates resolve at send time', () => {
 
   it('W2: an allow-listed variable that is unset (or empty) is a configuration error', () => {
     expect(configError(() => resolveHeaderTemplates({ authorization: 'Bearer ${HOOK_TOKEN}' }, ['HOOK_TOKEN'], {})).message).toMatch(/HOOK_TOKEN.*unset/);
-    expect(configError(() => resolveHeaderTemplates({ authorization: 'Bearer ${HOOK_TOKEN}' }, ['HOOK_TOKEN'], { HOOK_TOKEN: '' })).message).toMatch(/HOOK_TOKEN/);
+    expect(configError(() => resolveHeaderTemplates({ authorization: 'Bearer ${HOOK_TOKEN}' }, ['HOOK_TOKEN'], { HOOK_TOKEN: '' })).message).toMatch(
+      /HOOK_TOKEN/,
+    );
   });
 
   it('W2: inherited properties of the env object are not variables', () => {
@@ -79,7 +81,17 @@ describe('W2: header templates resolve at send time', () => {
     configError(() => resolveHeaderTemplates({ 'x-a': 'abc ${UNCLOSED' }, [], {}));
   });
 
-  for (const name of ['Host', 'content-length', 'Connection', 'transfer-encoding', 'trailer', 'upgrade', 'Proxy-Authorization', 'sec-fetch-mode', 'Upstash-Forward-X']) {
+  for (const name of [
+    'Host',
+    'content-length',
+    'Connection',
+    'transfer-encoding',
+    'trailer',
+    'upgrade',
+    'Proxy-Authorization',
+    'sec-fetch-mode',
+    'Upstash-Forward-X',
+  ]) {
     it(`W1b: forbidden header name ${name} is rejected`, () => {
       const error = configError(() => resolveHeaderTemplates({ [name]: 'x' }, [], {}));
       expect(error.message).toContain(name.toLowerCase());
@@ -99,7 +111,14 @@ describe('W2: header templates resolve at send time', () => {
 });
 
 describe('W2 template sources: refused again at send time (the choke point of every request)', () => {
-  const env = { DATABASE_URL: `postgres://u:${SECRET}@db/x`, QSTASH_CURRENT_SIGNING_KEY: SECRET, HOOKRELAY_SIGNING_SECRETS: SECRET, AGENT_HOOK_WEBHOOK_TOKEN: SECRET, BILLING_TOKEN: SECRET, HOOK_TOKEN: 'ok' };
+  const env = {
+    DATABASE_URL: `postgres://u:${SECRET}@db/x`,
+    QSTASH_CURRENT_SIGNING_KEY: SECRET,
+    HOOKRELAY_SIGNING_SECRETS: SECRET,
+    AGENT_HOOK_WEBHOOK_TOKEN: SECRET,
+    BILLING_TOKEN: SECRET,
+    HOOK_TOKEN: 'ok',
+  };
 
   it.each(['DATABASE_URL', 'QSTASH_CURRENT_SIGNING_KEY', 'HOOKRELAY_SIGNING_SECRETS', 'AGENT_HOOK_WEBHOOK_TOKEN'])(
     'W2 template sources: %s is refused even when listed in allowedEnvVars; the error names it, never its value',
@@ -113,8 +132,13 @@ describe('W2 template sources: refused again at send time (the choke point of ev
   );
 
   it('W2 template sources: only an environment hook may read AGENT_HOOK_WEBHOOK_*, and still nothing else reserved', () => {
-    expect(resolveHeaderTemplates({ authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, ['AGENT_HOOK_WEBHOOK_TOKEN'], env, { environmentHook: true }).authorization).toBe(`Bearer ${SECRET}`);
-    expect(configError(() => resolveHeaderTemplates({ 'x-db': '${DATABASE_URL}' }, ['DATABASE_URL'], env, { environmentHook: true })).message).toContain('DATABASE_URL');
+    expect(
+      resolveHeaderTemplates({ authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, ['AGENT_HOOK_WEBHOOK_TOKEN'], env, { environmentHook: true })
+        .authorization,
+    ).toBe(`Bearer ${SECRET}`);
+    expect(configError(() => resolveHeaderTemplates({ 'x-db': '${DATABASE_URL}' }, ['DATABASE_URL'], env, { environmentHook: true })).message).toContain(
+      'DATABASE_URL',
+    );
   });
 
   it('W2 template sources: the operator pattern excludes other names; allowed ones resolve', () => {

@@ -22,9 +22,12 @@ describe('W1: webhook URL resolution', () => {
 });
 
 describe('W1: port 0 is never a destination', () => {
-  it.each(['http://hooks.example.com:0/x', 'https://hooks.example.com:00/x', 'http://[2001:db8::1]:0/'])('W1: %s is a configuration error at send time', (url) => {
-    expect(() => resolveWebhookUrl(url, undefined)).toThrow(/port 0/);
-  });
+  it.each(['http://hooks.example.com:0/x', 'https://hooks.example.com:00/x', 'http://[2001:db8::1]:0/'])(
+    'W1: %s is a configuration error at send time',
+    (url) => {
+      expect(() => resolveWebhookUrl(url, undefined)).toThrow(/port 0/);
+    },
+  );
 
   it('W1: an APP_URL on port 0 is refused for relative URLs', () => {
     expect(() => resolveWebhookUrl('/hook', 'http://127.0.0.1:0')).toThrow(/port 0/);

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RETRY_SCHEDULE_SECONDS, isPermanentStatus, MAX_RETRY_DELAY_MS, nextDelayMs, parseRetryAfter, parseRetrySchedule } from '../../../src/delivery/retryPolicy.ts';
+import {
+  DEFAULT_RETRY_SCHEDULE_SECONDS,
+  isPermanentStatus,
+  MAX_RETRY_DELAY_MS,
+  nextDelayMs,
+  parseRetryAfter,
+  parseRetrySchedule,
+} from '../../../src/delivery/retryPolicy.ts';
 
 describe('Q3: retry policy', () => {
   it('Q3: the default schedule is 5,300,1800,7200,18000,36000,36000 s: 8 attempts over ~27.5 h', () => {

@@ -46,7 +46,10 @@ describe('HookDispatcher: registration and ordering', () => {
   it('D1: only hooks of the dispatched type and operation run; every one of the 16 types dispatches', async () => {
     const d = local();
     const seen: string[] = [];
-    d.register(OP, HOOK_TYPES.map((type) => ({ id: type, type, handler: () => void seen.push(type) })));
+    d.register(
+      OP,
+      HOOK_TYPES.map((type) => ({ id: type, type, handler: () => void seen.push(type) })),
+    );
     d.register('other', [{ id: 'x', type: 'onComplete', handler: () => void seen.push('other') }]);
     for (const type of HOOK_TYPES) await d.dispatch(OP, type, ev());
     expect(seen).toEqual(HOOK_TYPES.filter((t) => t !== 'beforeToolCall')); // D9b: beforeToolCall handlers only in dispatchBeforeToolCall
@@ -104,12 +107,23 @@ describe('HookDispatcher: registration and ordering', () => {
   it('D3: only the webhook config is serialized (handlers do not survive); matcher and fallback survive', () => {
     const d = local();
     d.register(OP, [
-      { id: 'dual', type: 'afterToolCall', matcher: '^web-', handler: () => undefined, webhook: { ...WH, fallback: 'none', headers: { authorization: 'Bearer ${TOKEN}' }, allowedEnvVars: ['TOKEN'] } },
+      {
+        id: 'dual',
+        type: 'afterToolCall',
+        matcher: '^web-',
+        handler: () => undefined,
+        webhook: { ...WH, fallback: 'none', headers: { authorization: 'Bearer ${TOKEN}' }, allowedEnvVars: ['TOKEN'] },
+      },
       { id: 'fn', type: 'onComplete', handler: () => undefined },
     ]);
     const s = d.getSerializedHooks(OP)!;
     expect(s).toHaveLength(1);
-    expect(s[0]).toMatchObject({ id: 'dual', type: 'afterToolCall', matcher: '^web-', webhook: { url: WH.url, fallback: 'none', headers: { authorization: 'Bearer ${TOKEN}' } } });
+    expect(s[0]).toMatchObject({
+      id: 'dual',
+      type: 'afterToolCall',
+      matcher: '^web-',
+      webhook: { url: WH.url, fallback: 'none', headers: { authorization: 'Bearer ${TOKEN}' } },
+    });
     expect(Object.keys(s[0]!).sort()).toEqual(['id', 'matcher', 'type', 'webhook']);
     expect(JSON.parse(JSON.stringify(s))).toEqual(s);
   });
@@ -155,7 +169,9 @@ describe('HookDispatcher: registration and ordering', () => {
 
   it('W2: a template naming a variable not in allowedEnvVars is rejected at registration', () => {
     const d = local();
-    const error = thrown(() => d.register(OP, [{ id: 't', type: 'onComplete', webhook: { ...WH, headers: { authorization: 'Bearer ${SECRET_TOKEN}' } } }])) as HookConfigError;
+    const error = thrown(() =>
+      d.register(OP, [{ id: 't', type: 'onComplete', webhook: { ...WH, headers: { authorization: 'Bearer ${SECRET_TOKEN}' } } }]),
+    ) as HookConfigError;
     expect(error).toBeInstanceOf(HookConfigError);
     expect(error.message).toContain('SECRET_TOKEN');
   });
@@ -178,7 +194,9 @@ describe('HookDispatcher: registration and ordering', () => {
     hook.webhook.eventFields.push('finalState');
     hook.id = 'renamed';
     batch.push({ id: 'late', type: 'onComplete', webhook: WH });
-    expect(d.getSerializedHooks(OP)).toEqual([{ id: 'h', type: 'onComplete', webhook: expect.objectContaining({ url: WH.url, headers: { 'x-a': '1' }, eventFields: ['reason'] }) }]);
+    expect(d.getSerializedHooks(OP)).toEqual([
+      { id: 'h', type: 'onComplete', webhook: expect.objectContaining({ url: WH.url, headers: { 'x-a': '1' }, eventFields: ['reason'] }) },
+    ]);
     // and the returned copy is not the registry
     d.getSerializedHooks(OP)![0]!.webhook.url = 'https://mutated.example.com/';
     expect(d.getSerializedHooks(OP)![0]!.webhook.url).toBe(WH.url);
@@ -269,9 +287,13 @@ describe('HookDispatcher: handler errors and loose events', () => {
     const log: string[] = [];
     d.register(OP, [
       { id: 'a', type: 'onError', handler: () => void log.push('a') },
-      { id: 'boom', type: 'onError', handler: () => {
-        throw new Error('handler exploded');
-      } },
+      {
+        id: 'boom',
+        type: 'onError',
+        handler: () => {
+          throw new Error('handler exploded');
+        },
+      },
       { id: 'async-boom', type: 'onError', handler: async () => Promise.reject(new Error('async exploded')) },
       { id: 'c', type: 'onError', handler: () => void log.push('c') },
     ]);
@@ -283,9 +305,15 @@ describe('HookDispatcher: handler errors and loose events', () => {
 
   it('D6: handler errors are never critical', async () => {
     const d = local();
-    d.register(OP, [{ id: 'h', type: 'onComplete', handler: () => {
-      throw new CriticalHookDeliveryError([{ hookId: 'h', cause: new Error('x') }]);
-    } }]);
+    d.register(OP, [
+      {
+        id: 'h',
+        type: 'onComplete',
+        handler: () => {
+          throw new CriticalHookDeliveryError([{ hookId: 'h', cause: new Error('x') }]);
+        },
+      },
+    ]);
     await expect(d.dispatch(OP, 'onComplete', ev())).resolves.toBeUndefined();
   });
 
@@ -300,7 +328,15 @@ describe('HookDispatcher: handler errors and loose events', () => {
 
   it('D10: a missing/non-string operationId, or a negative / fractional stepIndex or callIndex, is rejected', async () => {
     const d = local();
-    for (const bad of [null, 'x', {}, { operationId: 1 }, { operationId: OP, stepIndex: -1 }, { operationId: OP, stepIndex: 1.5 }, { operationId: OP, callIndex: '0' }]) {
+    for (const bad of [
+      null,
+      'x',
+      {},
+      { operationId: 1 },
+      { operationId: OP, stepIndex: -1 },
+      { operationId: OP, stepIndex: 1.5 },
+      { operationId: OP, callIndex: '0' },
+    ]) {
       await expect(d.dispatch(OP, 'onComplete', bad as never)).rejects.toThrow(TypeError);
     }
     await expect(d.dispatch(OP, 'nope' as HookType, ev())).rejects.toThrow(TypeError);
@@ -326,11 +362,15 @@ describe('HookDispatcher: mocks (M)', () => {
     const log: string[] = [];
     d.register(OP, [
       { id: 'observer', type: 'beforeToolCall', handler: () => void log.push('observer') },
-      { id: 'first', type: 'beforeToolCall', handler: (e) => {
-        log.push('first');
-        expect((e.mock as (r: unknown) => boolean)({ content: 'mocked-1', success: true })).toBe(true);
-        expect((e.mock as (r: unknown) => boolean)({ content: 'again', success: true })).toBe(false);
-      } },
+      {
+        id: 'first',
+        type: 'beforeToolCall',
+        handler: (e) => {
+          log.push('first');
+          expect((e.mock as (r: unknown) => boolean)({ content: 'mocked-1', success: true })).toBe(true);
+          expect((e.mock as (r: unknown) => boolean)({ content: 'again', success: true })).toBe(false);
+        },
+      },
       { id: 'second', type: 'beforeToolCall', handler: () => void log.push('second') },
     ]);
     const out = await d.dispatchBeforeToolCall(OP, toolEv('web-browsing', 'search'));
@@ -342,10 +382,14 @@ describe('HookDispatcher: mocks (M)', () => {
     const d = local();
     let later = false;
     d.register(OP, [
-      { id: 'm', type: 'beforeToolCall', handler: (e) => {
-        (e.mock as (r: unknown) => boolean)({ content: 'm', success: true });
-        throw new Error('after mock');
-      } },
+      {
+        id: 'm',
+        type: 'beforeToolCall',
+        handler: (e) => {
+          (e.mock as (r: unknown) => boolean)({ content: 'm', success: true });
+          throw new Error('after mock');
+        },
+      },
       { id: 'n', type: 'beforeToolCall', handler: () => void (later = true) },
     ]);
     expect(await d.dispatchBeforeToolCall(OP, toolEv('a', 'b'))).toEqual({ isMocked: true, result: { content: 'm', success: true } });
@@ -367,10 +411,19 @@ describe('HookDispatcher: mocks (M)', () => {
     const d = local();
     const log: string[] = [];
     d.register(OP, [
-      { id: 'x', type: 'beforeToolCall', handler: () => {
-        throw new Error('x');
-      } },
-      { id: 'other-tool', type: 'beforeToolCall', matcher: '^calendar/', handler: (e) => void (e.mock as (r: unknown) => boolean)({ content: 'no', success: true }) },
+      {
+        id: 'x',
+        type: 'beforeToolCall',
+        handler: () => {
+          throw new Error('x');
+        },
+      },
+      {
+        id: 'other-tool',
+        type: 'beforeToolCall',
+        matcher: '^calendar/',
+        handler: (e) => void (e.mock as (r: unknown) => boolean)({ content: 'no', success: true }),
+      },
       { id: 'y', type: 'beforeToolCall', handler: () => void log.push('y') },
     ]);
     expect(await d.dispatchBeforeToolCall(OP, toolEv('web-browsing', 'search'))).toBeNull();
@@ -388,10 +441,14 @@ describe('HookDispatcher: mocks (M)', () => {
     const { d, producer } = queue();
     let ran = 0;
     d.register(OP, [
-      { id: 'm', type: 'beforeToolCall', handler: (e) => {
-        ran++;
-        (e.mock as (r: unknown) => boolean)({ content: 'x', success: true });
-      } },
+      {
+        id: 'm',
+        type: 'beforeToolCall',
+        handler: (e) => {
+          ran++;
+          (e.mock as (r: unknown) => boolean)({ content: 'x', success: true });
+        },
+      },
       { id: 'h', type: 'onComplete', handler: () => void ran++ },
     ]);
     expect(await d.dispatchBeforeToolCall(OP, toolEv('a', 'b'))).toBeNull();
@@ -418,7 +475,11 @@ describe('HookDispatcher: queue mode (D3, D8, D9)', () => {
     expect(call.operationId).toBe(OP);
     expect(call.type).toBe('onComplete');
     expect(call.hooks.map((h) => h.id)).toEqual(['wh', 'dual']);
-    expect(call.hooks[0]).toMatchObject({ id: 'wh', type: 'onComplete', webhook: { url: WH.url, body: { source: 'test' }, eventFields: ['reason', 'finalState'] } });
+    expect(call.hooks[0]).toMatchObject({
+      id: 'wh',
+      type: 'onComplete',
+      webhook: { url: WH.url, body: { source: 'test' }, eventFields: ['reason', 'finalState'] },
+    });
     expect(call.event).toEqual({ operationId: OP, reason: 'done' }); // B4a: no finalState, no mock
     expect(() => JSON.stringify(call)).not.toThrow();
   });
@@ -450,21 +511,34 @@ describe('HookDispatcher: queue mode (D3, D8, D9)', () => {
     await d.dispatch(OP, 'onComplete', ev(), [{ id: 'restored', type: 'onComplete', webhook: { url: 'http://127.0.0.1:9/x', fallback: 'none' } }]);
     expect(seen).toEqual(['memory']);
     // unknown operation: falls back to the restored hooks (here a critical one, refused by the SSRF guard)
-    const error = await rejection(d.dispatch('cold-op', 'onComplete', { operationId: 'cold-op' }, [{ id: 'restored', type: 'onComplete', webhook: { url: 'http://127.0.0.1:9/x', fallback: 'none' } }]));
+    const error = await rejection(
+      d.dispatch('cold-op', 'onComplete', { operationId: 'cold-op' }, [
+        { id: 'restored', type: 'onComplete', webhook: { url: 'http://127.0.0.1:9/x', fallback: 'none' } },
+      ]),
+    );
     expect(error).toBeInstanceOf(CriticalHookDeliveryError);
     expect((error as CriticalHookDeliveryError).hookId).toBe('restored');
   });
 
   it('D4b: a corrupt restored hook throws on every use (never dropped), in both modes and in evaluate*', async () => {
-    const corrupt = [{ id: 'ok', type: 'onComplete', webhook: WH }, { id: 'bad', type: 'onComplete', webhook: { url: 'ftp://x' } }];
+    const corrupt = [
+      { id: 'ok', type: 'onComplete', webhook: WH },
+      { id: 'bad', type: 'onComplete', webhook: { url: 'ftp://x' } },
+    ];
     const { d: q, producer } = queue();
     await expect(q.dispatch(OP, 'onComplete', ev(), corrupt)).rejects.toThrow(HookConfigError);
     await expect(q.dispatch(OP, 'onComplete', ev(), corrupt)).rejects.toThrow(/bad/);
     expect(producer.calls).toEqual([]);
     const l = local();
     await expect(l.dispatch('cold', 'onComplete', { operationId: 'cold' }, corrupt)).rejects.toThrow(HookConfigError);
-    await expect(l.dispatchBeforeToolCall('cold', { operationId: 'cold' }, [{ id: 'x', type: 'beforeToolCall', webhook: { url: 'https://a.example' }, extra: 1 }])).rejects.toThrow(HookConfigError);
-    await expect(l.evaluateToolCall('cold', toolContext({ operationId: 'cold' }), { serializedHooks: [{ id: 'c', type: 'beforeToolCall', webhook: { url: 'https://a.example', responseHandling: 'toolCall', delivery: 'qstash' } }] })).rejects.toThrow(HookConfigError);
+    await expect(
+      l.dispatchBeforeToolCall('cold', { operationId: 'cold' }, [{ id: 'x', type: 'beforeToolCall', webhook: { url: 'https://a.example' }, extra: 1 }]),
+    ).rejects.toThrow(HookConfigError);
+    await expect(
+      l.evaluateToolCall('cold', toolContext({ operationId: 'cold' }), {
+        serializedHooks: [{ id: 'c', type: 'beforeToolCall', webhook: { url: 'https://a.example', responseHandling: 'toolCall', delivery: 'qstash' } }],
+      }),
+    ).rejects.toThrow(HookConfigError);
     await expect(l.dispatch('cold', 'onComplete', { operationId: 'cold' }, 'not-an-array' as never)).rejects.toThrow(HookConfigError);
   });
 
@@ -490,8 +564,13 @@ describe('HookDispatcher: queue mode (D3, D8, D9)', () => {
     const restored = [{ id: 'ctl', type: 'beforeToolCall', webhook: { url: 'http://127.0.0.1:9/x', responseHandling: 'toolCall', onError: 'block' } }];
     expect(await d.evaluateToolCall(OP, toolContext(), { serializedHooks: restored })).toEqual({ status: 'allow' });
     // cold operation: the restored control is used (refused by the SSRF guard → onError block)
-    expect(await d.evaluateToolCall('cold', toolContext({ operationId: 'cold' }), { serializedHooks: restored })).toMatchObject({ status: 'blocked', reason: 'hook_control_error' });
-    expect(await d.evaluateAfterToolCall('cold', toolContext({ operationId: 'cold' }), { content: 'r', success: true }, { serializedHooks: restored })).toEqual({ status: 'allow' });
+    expect(await d.evaluateToolCall('cold', toolContext({ operationId: 'cold' }), { serializedHooks: restored })).toMatchObject({
+      status: 'blocked',
+      reason: 'hook_control_error',
+    });
+    expect(await d.evaluateAfterToolCall('cold', toolContext({ operationId: 'cold' }), { content: 'r', success: true }, { serializedHooks: restored })).toEqual(
+      { status: 'allow' },
+    );
   });
 
   it('D9b: controls never run in dispatch; beforeToolCall handlers only in dispatchBeforeToolCall; afterToolCall handlers in dispatch', async () => {

@@ -44,7 +44,12 @@ describe('loadEnvHooks (E1–E3, R7)', () => {
   });
 
   it('E3: tool-call events become controls in toolCall mode (with the env onError); others stay notifications', () => {
-    const hooks = loadEnvHooks({ ...base, AGENT_HOOK_WEBHOOK_EVENTS: 'beforeToolCall,afterToolCall,onToolCallError,onComplete', AGENT_HOOK_WEBHOOK_RESPONSE_HANDLING: 'toolCall', AGENT_HOOK_WEBHOOK_ON_ERROR: 'block' });
+    const hooks = loadEnvHooks({
+      ...base,
+      AGENT_HOOK_WEBHOOK_EVENTS: 'beforeToolCall,afterToolCall,onToolCallError,onComplete',
+      AGENT_HOOK_WEBHOOK_RESPONSE_HANDLING: 'toolCall',
+      AGENT_HOOK_WEBHOOK_ON_ERROR: 'block',
+    });
     expect(hooks.map((h) => [h.type, h.webhook.responseHandling, h.webhook.onError])).toEqual([
       ['beforeToolCall', 'toolCall', 'block'],
       ['afterToolCall', 'toolCall', 'block'],
@@ -107,7 +112,9 @@ describe('HookDispatcher with environment hooks (E4, L5)', () => {
     await d.dispatch('op', 'onComplete', { operationId: 'op' }, [
       { id: 'server-env-webhook:onComplete', type: 'onComplete', webhook: { url: 'https://stale.example.com/' } },
     ]);
-    expect(producer.calls[0]!.hooks).toEqual([expect.objectContaining({ id: 'server-env-webhook:onComplete', webhook: expect.objectContaining({ url: URL_ }) })]);
+    expect(producer.calls[0]!.hooks).toEqual([
+      expect.objectContaining({ id: 'server-env-webhook:onComplete', webhook: expect.objectContaining({ url: URL_ }) }),
+    ]);
   });
 
   it('E4: rebuilt from the current environment at each dispatch (URL switch, removal)', async () => {
@@ -155,9 +162,32 @@ describe('HookDispatcher with environment hooks (E4, L5)', () => {
     const d = new HookDispatcher({ env, logger: quietLogger() });
     dispatchers.push(d);
     d.register('op', []);
-    Object.assign(env, { AGENT_HOOK_WEBHOOK_URL: URL_, AGENT_HOOK_WEBHOOK_TOKEN: TOKEN, AGENT_HOOK_WEBHOOK_EVENTS: 'beforeToolCall', AGENT_HOOK_WEBHOOK_ON_ERROR: 'block' });
-    const ctx = { toolCallId: 't', assistantMessageId: 'm', identifier: 'x', apiName: 'y', args: {}, callIndex: 0, stepIndex: 0, operationId: 'op', executor: 'server' as const };
-    expect(await d.evaluateToolCall('op', ctx)).toMatchObject({ status: 'blocked', reason: 'hook_control_error', result: { content: 'hook_control_error', error: 'hook_denied' } });
-    expect(await d.evaluateAfterToolCall('op', ctx, { content: 'x', success: true })).toMatchObject({ status: 'blocked', reason: 'hook_control_error', result: { state: { phase: 'afterToolCall' } } });
+    Object.assign(env, {
+      AGENT_HOOK_WEBHOOK_URL: URL_,
+      AGENT_HOOK_WEBHOOK_TOKEN: TOKEN,
+      AGENT_HOOK_WEBHOOK_EVENTS: 'beforeToolCall',
+      AGENT_HOOK_WEBHOOK_ON_ERROR: 'block',
+    });
+    const ctx = {
+      toolCallId: 't',
+      assistantMessageId: 'm',
+      identifier: 'x',
+      apiName: 'y',
+      args: {},
+      callIndex: 0,
+      stepIndex: 0,
+      operationId: 'op',
+      executor: 'server' as const,
+    };
+    expect(await d.evaluateToolCall('op', ctx)).toMatchObject({
+      status: 'blocked',
+      reason: 'hook_control_error',
+      result: { content: 'hook_control_error', error: 'hook_denied' },
+    });
+    expect(await d.evaluateAfterToolCall('op', ctx, { content: 'x', success: true })).toMatchObject({
+      status: 'blocked',
+      reason: 'hook_control_error',
+      result: { state: { phase: 'afterToolCall' } },
+    });
   });
 });

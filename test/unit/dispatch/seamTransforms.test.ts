@@ -9,12 +9,23 @@ describe('I4: what the tool seam can carry', () => {
   });
 
   it('I4: a result may become a tool result object, a string or an array; nothing else', () => {
-    for (const v of ['s', '', [], [1, 'x'], { content: 'c', success: false }, { content: null, success: true, extra: 1 }] as JsonValue[]) expect(refuseResult(v)).toBeUndefined();
+    for (const v of ['s', '', [], [1, 'x'], { content: 'c', success: false }, { content: null, success: true, extra: 1 }] as JsonValue[])
+      expect(refuseResult(v)).toBeUndefined();
     for (const v of [0, false, null, {}, { content: 'c' }, { content: 'c', success: 'yes' }] as JsonValue[]) expect(refuseResult(v)).toBe(RESULT_NOT_CARRIABLE);
   });
 
   it('I4: a string or array becomes content; success and run metadata stay, every other member of the original goes', () => {
-    const original = { content: 'raw', success: false, error: 'raw', state: { raw: 1 }, executionTime: 3, deviceExecutionTime: 2, stop: true, workRegistration: { id: 1 }, other: 'raw' };
+    const original = {
+      content: 'raw',
+      success: false,
+      error: 'raw',
+      state: { raw: 1 },
+      executionTime: 3,
+      deviceExecutionTime: 2,
+      stop: true,
+      workRegistration: { id: 1 },
+      other: 'raw',
+    };
     expect(resultFromTarget('[redacted]', original)).toEqual({ content: '[redacted]', success: false, executionTime: 3, deviceExecutionTime: 2, stop: true });
     expect(resultFromTarget(['a'], { content: 'raw', success: true })).toEqual({ content: ['a'], success: true });
     expect(resultFromTarget({ content: 'new', success: true }, original)).toEqual({ content: 'new', success: true });

@@ -61,12 +61,9 @@ describe('I1: approval seam resolution validation order (§9)', () => {
 describe('I1: approval redaction seam (§9)', () => {
   it('I1: the request identity is computed over the redacted context; record identities are unaffected', async () => {
     const seen: ApprovalRequest[] = [];
-    const r = await resolveWith(
-      (q) => (seen.push(q), { outcome: 'approve', context_identity: q.context_identity, verdict: { decision: 'allow' } }),
-      {
-        approvalRedactor: (ctx) => ({ ...ctx, target: { url: '[redacted]' }, tool_call: { ...(ctx.tool_call as object), args: { url: '[redacted]' } } }),
-      },
-    );
+    const r = await resolveWith((q) => (seen.push(q), { outcome: 'approve', context_identity: q.context_identity, verdict: { decision: 'allow' } }), {
+      approvalRedactor: (ctx) => ({ ...ctx, target: { url: '[redacted]' }, tool_call: { ...(ctx.tool_call as object), args: { url: '[redacted]' } } }),
+    });
     expect(JSON.stringify(seen[0].context)).not.toContain('https://evil');
     expect(seen[0].context_identity).toBe(jcsSha256Identity(seen[0].context));
     expect(r.input_identity).toMatch(/^sha256:/);

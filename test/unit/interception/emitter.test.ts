@@ -45,7 +45,12 @@ describe('I1: envelope validation before dispatch (§4, §6.3, §10.2)', () => {
 
   it('I1: a failing custom identity provider denies before any interceptor runs (§10.1)', async () => {
     const intercept = vi.fn(() => ALLOW);
-    for (const compute of [() => { throw new Error('boom'); }, () => 42 as unknown as string]) {
+    for (const compute of [
+      () => {
+        throw new Error('boom');
+      },
+      () => 42 as unknown as string,
+    ]) {
       const e = new InterceptionEmitter({ interceptors: [intercept], identityProvider: createIdentityProvider('host-hash', compute) });
       const r = await e.emitUnchecked(toolCtx());
       expect(r).toMatchObject({ identity_provider: 'host-hash', input_identity: null, enforced_identity: null });
@@ -158,7 +163,12 @@ describe('I1: record sink (§10.3)', () => {
   it('I1: the sink receives exactly one payload-free record per emission, failures included', async () => {
     const records: InterceptionRecord[] = [];
     const e = new InterceptionEmitter({
-      interceptors: [() => Verdict.transform('$target.url', 'SECRET-NEW', { message: 'x'.repeat(400) }), () => { throw new Error('secret in message'); }],
+      interceptors: [
+        () => Verdict.transform('$target.url', 'SECRET-NEW', { message: 'x'.repeat(400) }),
+        () => {
+          throw new Error('secret in message');
+        },
+      ],
       composition: { profile: 'sequential/run_all' },
       recordSink: (r) => void records.push(r),
     });
@@ -257,10 +267,7 @@ describe('I1: enforcement of the combined verdict (§4.3, §6, §8)', () => {
   it('I1: each interceptor gets its own deep copy (§7)', async () => {
     const seen: unknown[] = [];
     const e = new InterceptionEmitter({
-      interceptors: [
-        (ctx) => ((ctx.target as Record<string, unknown>).url = 'MUTATED', ALLOW),
-        (ctx) => (seen.push(structuredClone(ctx.target)), ALLOW),
-      ],
+      interceptors: [(ctx) => (((ctx.target as Record<string, unknown>).url = 'MUTATED'), ALLOW), (ctx) => (seen.push(structuredClone(ctx.target)), ALLOW)],
     });
     const ctx = toolCtx();
     await e.emit(ctx);
@@ -278,6 +285,13 @@ describe('I1: enforcement of the combined verdict (§4.3, §6, §8)', () => {
   it('I1: a host projection failure is recorded with the fail-closed shape (§10.3)', async () => {
     const e = new InterceptionEmitter({ interceptors: [() => ALLOW] });
     const r = await e.recordHostFailure({ interceptionPoint: 'pre_tool_call', sessionId: 's', sequence: 7, message: 'TypeError at tool_call.args' });
-    expect(r).toMatchObject({ verdict: { decision: 'deny', reason: 'host_error:context_invalid' }, input_identity: null, decided_by: null, verdicts: [], sequence: 7, interceptors_registered: 1 });
+    expect(r).toMatchObject({
+      verdict: { decision: 'deny', reason: 'host_error:context_invalid' },
+      input_identity: null,
+      decided_by: null,
+      verdicts: [],
+      sequence: 7,
+      interceptors_registered: 1,
+    });
   });
 });

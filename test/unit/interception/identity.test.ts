@@ -12,9 +12,7 @@ import {
 } from '../../../src/interception/index.ts';
 
 type Fixture = { id: string; ctx: AgentContext; expect: { canonical_json?: string; context_identity?: string; error?: string } };
-const golden = JSON.parse(
-  readFileSync(join(import.meta.dirname, '../../conformance/fixtures/golden/identity.json'), 'utf8'),
-) as { fixtures: Fixture[] };
+const golden = JSON.parse(readFileSync(join(import.meta.dirname, '../../conformance/fixtures/golden/identity.json'), 'utf8')) as { fixtures: Fixture[] };
 
 function reasonOf(fn: () => unknown): string | undefined {
   try {

@@ -95,7 +95,10 @@ describe('I1: composition declaration (§7.2)', () => {
     expect(resolveComposition(undefined)).toEqual({ profile: 'sequential/first_deny', on_approval: 'stop' });
     expect(resolveComposition({ profile: 'sequential/run_all', on_approval: 'resume' })).toEqual({ profile: 'sequential/run_all' });
     expect(resolveComposition({ profile: 'parallel/strictest' })).toEqual({ profile: 'parallel/strictest', on_transform_conflict: 'deny' });
-    expect(resolveComposition({ profile: 'parallel/unanimous', on_transform_conflict: 'approval' })).toEqual({ profile: 'parallel/unanimous', on_disagreement: 'deny' });
+    expect(resolveComposition({ profile: 'parallel/unanimous', on_transform_conflict: 'approval' })).toEqual({
+      profile: 'parallel/unanimous',
+      on_disagreement: 'deny',
+    });
   });
 
   it('I1: the profile set is closed — quorum and most-permissive are refused', () => {

@@ -231,7 +231,10 @@ describe('B3: email enrichment', () => {
 
   it.each([undefined, null, '', 7])('B3: an invalid event userId (%j) means no look-up', async (invalid) => {
     const lookup = emailLookup();
-    const payload = await createWebhookPayloadBuilder({ emailLookup: lookup }).build({ hook: hook('onComplete'), event: { operationId: 'op-1', userId: invalid } });
+    const payload = await createWebhookPayloadBuilder({ emailLookup: lookup }).build({
+      hook: hook('onComplete'),
+      event: { operationId: 'op-1', userId: invalid },
+    });
     expect(lookup).not.toHaveBeenCalled();
     expect(payload).not.toHaveProperty('userEmail');
   });
@@ -239,7 +242,12 @@ describe('B3: email enrichment', () => {
   it.each([
     ['undefined', async () => undefined],
     ['null', async () => null],
-    ['a throwing lookup', async (): Promise<string> => { throw new Error('db down'); }],
+    [
+      'a throwing lookup',
+      async (): Promise<string> => {
+        throw new Error('db down');
+      },
+    ],
   ])('B3: %s → the email is omitted and the payload is still built', async (_label, lookup) => {
     const payload = await createWebhookPayloadBuilder({ emailLookup: lookup }).build({ hook: hook('onComplete'), event: baseEvent() });
     expect(payload).toStrictEqual({ ...baseEvent(), hookId: 'hook-1', hookType: 'onComplete' });
@@ -336,7 +344,11 @@ describe('B5: cancellation', () => {
     const lookup = emailLookup();
     const controller = new AbortController();
     controller.abort();
-    const payload = await createWebhookPayloadBuilder({ emailLookup: lookup }).build({ hook: hook('onComplete'), event: baseEvent(), signal: controller.signal });
+    const payload = await createWebhookPayloadBuilder({ emailLookup: lookup }).build({
+      hook: hook('onComplete'),
+      event: baseEvent(),
+      signal: controller.signal,
+    });
     expect(payload).toBeUndefined();
     expect(lookup).not.toHaveBeenCalled();
   });
@@ -344,7 +356,11 @@ describe('B5: cancellation', () => {
   it('B5: an already-aborted signal returns undefined even when no email is needed', async () => {
     const controller = new AbortController();
     controller.abort();
-    const payload = await createWebhookPayloadBuilder().build({ hook: hook('beforeStep', { eventFields: ['operationId'] }), event: baseEvent(), signal: controller.signal });
+    const payload = await createWebhookPayloadBuilder().build({
+      hook: hook('beforeStep', { eventFields: ['operationId'] }),
+      event: baseEvent(),
+      signal: controller.signal,
+    });
     expect(payload).toBeUndefined();
   });
 

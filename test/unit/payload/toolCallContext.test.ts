@@ -77,7 +77,9 @@ describe('T1: required tool context', () => {
     expect(ToolCallHookContextSchema.safeParse(context).success).toBe(true);
     expect(EventSchemas.beforeToolCall.safeParse(context).success).toBe(true);
     expect(EventSchemas.onToolCallError.safeParse({ ...context, error: 'boom' }).success).toBe(true);
-    expect(EventSchemas.afterToolCall.safeParse({ ...context, mocked: false, result: { content: 'x', success: true, state: { type: 'blocked' } } }).success).toBe(true);
+    expect(
+      EventSchemas.afterToolCall.safeParse({ ...context, mocked: false, result: { content: 'x', success: true, state: { type: 'blocked' } } }).success,
+    ).toBe(true);
   });
 
   it('T1: the input is not mutated and the args are a copy', () => {
@@ -183,6 +185,8 @@ describe('buildToolCallHookContext: the flat form', () => {
   });
 
   it('T1: a flat input missing a required field names it', () => {
-    expect(() => buildToolCallHookContext({ toolCallId: 'c', identifier: 'a', apiName: 'b', operationId: 'o', callIndex: 0, stepIndex: 0 })).toThrow(/assistantMessageId/);
+    expect(() => buildToolCallHookContext({ toolCallId: 'c', identifier: 'a', apiName: 'b', operationId: 'o', callIndex: 0, stepIndex: 0 })).toThrow(
+      /assistantMessageId/,
+    );
   });
 });
