@@ -79,6 +79,7 @@ export async function runProduct(opts: {
   receiverUrl: string;
   receivedCount: () => Promise<number>;
   workers?: number;
+  variant?: 'shipped' | 'tsx';
 }): Promise<ProductRun> {
   const stack = await openBenchStore('product');
   const queueName = uniqueName('product');
@@ -93,7 +94,14 @@ export async function runProduct(opts: {
 
     const received = await opts.receivedCount();
     for (let w = 0; w < (opts.workers ?? 1); w++)
-      workers.push(await startWorkerProcess({ databaseUrl: stack.schema.url, queueName, concurrency: opts.concurrency }));
+      workers.push(
+        await startWorkerProcess({
+          databaseUrl: stack.schema.url,
+          queueName,
+          concurrency: opts.concurrency,
+          ...(opts.variant ? { variant: opts.variant } : {}),
+        }),
+      );
     // Watch the receiver (cheap) while the worker runs; the ledger is polled only at the end, so
     // count(*) does not load the Postgres being measured.
     while ((await opts.receivedCount()) - received < opts.warmup) await sleep(POLL_MS);

@@ -1,23 +1,30 @@
 /**
  * `npm run bench`: every benchmark section, one after another, each printing its table; the last
  * line is the delivery summary (`bench: product=… naive=… …`). `BENCH_QUICK=1` runs a smaller
- * version of each. Sections are independent: add one by appending to SECTIONS.
+ * version of each. Sections are independent: add one by appending to SECTIONS. `BENCH_ONLY=startup`
+ * (or `delivery`, `dispatch`, comma-separated) runs only those.
  */
 import { runDeliveryBench } from './delivery.ts';
 import { runDispatchBench } from './dispatch.ts';
 import { runStartupBench } from './startup.ts';
 import { printTable } from './support.ts';
 
-export type BenchSection = { title: string; run(): Promise<{ rows: string[][]; summary: Record<string, number>; summaryLine?: string }> };
+export type BenchSection = { key: string; title: string; run(): Promise<{ rows: string[][]; summary: Record<string, number>; summaryLine?: string }> };
 
 const SECTIONS: BenchSection[] = [
-  { title: 'Durable delivery (worker, producer, latency, memory)', run: runDeliveryBench },
-  { title: 'Dispatch (in-process hooks, decision round trip)', run: runDispatchBench },
-  { title: 'Startup (CLI --help, idle worker RSS): shipped dist/ vs the same sources under tsx', run: runStartupBench },
+  { key: 'delivery', title: 'Durable delivery (worker, producer, latency, memory)', run: runDeliveryBench },
+  { key: 'dispatch', title: 'Dispatch (in-process hooks, decision round trip)', run: runDispatchBench },
+  { key: 'startup', title: 'Startup (CLI --help, idle worker RSS): shipped dist/ vs the same sources under tsx', run: runStartupBench },
 ];
 
+const only = process.env.BENCH_ONLY?.split(',').map((k) => k.trim());
+const unknown = only?.filter((k) => !SECTIONS.some((s) => s.key === k)) ?? [];
+if (unknown.length > 0) {
+  console.error(`BENCH_ONLY: unknown section(s) ${unknown.join(', ')}; known: ${SECTIONS.map((s) => s.key).join(', ')}`);
+  process.exit(2);
+}
 const summaryLines: string[] = [];
-for (const section of SECTIONS) {
+for (const section of SECTIONS.filter((s) => !only || only.includes(s.key))) {
   console.log(`\n## ${section.title}\n`);
   const { rows, summary, summaryLine } = await section.run();
   printTable(rows);

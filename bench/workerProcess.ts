@@ -19,8 +19,11 @@ export async function startWorkerProcess(opts: {
   concurrency: number;
   env?: Record<string, string>;
   nodeFlags?: string[];
+  /** `tsx`: the same sources through the tsx loader (how the bin ran before the package build), for a before/after figure. */
+  variant?: 'shipped' | 'tsx';
 }): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ...(opts.nodeFlags ?? []), path.join(root, 'bin/hookrelay.mjs'), 'worker'], {
+  const entry = opts.variant === 'tsx' ? ['--import', 'tsx', path.join(root, 'bench/tsxCli.mjs')] : [path.join(root, 'bin/hookrelay.mjs')];
+  const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ...(opts.nodeFlags ?? []), ...entry, 'worker'], {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',
