@@ -42,4 +42,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
 # SIGTERM → graceful shutdown within HOOKRELAY_SHUTDOWN_TIMEOUT_MS (default 25 s), exit 0.
 # Heap flags as in package.json's `start` and bin/hookrelay.mjs: they cap V8 heap growth
 # (peak RSS 146 MB vs 255 MB draining 100,000 queued deliveries).
-CMD ["node", "--max-semi-space-size=2", "--max-old-space-size=384", "bin/hookrelay.mjs", "worker"]
+CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=384", "bin/hookrelay.mjs", "worker"]

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { BENCH_REDIS_URL, createBenchSchema } from './support.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const HEAP_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=384'];
+const HEAP_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=384'];
 const VARIANTS = {
   shipped: [...HEAP_FLAGS, path.join(root, 'bin/hookrelay.mjs')],
   tsx: [...HEAP_FLAGS, '--import', 'tsx', path.join(root, 'bench/tsxCli.mjs')],

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=2 --max-old-space-size=384
+#!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=384
 // The V8 flags keep the worker's heap growth in check (peak RSS 255 → 146 MB draining 100,000
 // queued deliveries, for ~10 % throughput); `npm start` and the Dockerfile pass the same ones.
 // Runs the compiled JavaScript in dist/ with plain node (built by `npm run build`, which
