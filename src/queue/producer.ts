@@ -123,7 +123,10 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
 
   const enqueueMany = async (items: readonly EnqueueInput[]): Promise<EnqueueManyResult> => {
     // Everything is validated before anything is stored (D4b, Q8).
-    const prepared = items.map((item) => prepareItem(item, maxPayloadBytes, templateEnv));
+    // Items of one call often share one hooks array: validate it once (nothing can change it
+    // during this synchronous pass).
+    const hooksSeen = new Map<unknown, ParsedSerializedHook[]>();
+    const prepared = items.map((item) => prepareItem(item, maxPayloadBytes, templateEnv, hooksSeen));
     const rows = prepared.flatMap((p) => p.rows);
     if (rows.length === 0) return { deliveryIds: [], perItem: prepared.map(() => []), queued: true };
 
@@ -190,7 +193,12 @@ async function resolveIds(db: Db, prepared: readonly PreparedItem[], inserted: R
 }
 
 /** Validates one item and builds its ledger rows (one per matching webhook, hook order). */
-function prepareItem(input: EnqueueInput, maxPayloadBytes: number, templateEnv: TemplateEnvPattern): PreparedItem {
+function prepareItem(
+  input: EnqueueInput,
+  maxPayloadBytes: number,
+  templateEnv: TemplateEnvPattern,
+  hooksSeen: Map<unknown, ParsedSerializedHook[]>,
+): PreparedItem {
   if (typeof input.operationId !== 'string' || input.operationId === '') throw new TypeError('enqueue: operationId must be a non-empty string');
   if (!isHookType(input.type)) throw new TypeError(`enqueue: unknown hook type ${JSON.stringify(input.type)}`);
   if (input.idempotencyKey !== undefined && (typeof input.idempotencyKey !== 'string' || input.idempotencyKey === '')) {
@@ -200,8 +208,12 @@ function prepareItem(input: EnqueueInput, maxPayloadBytes: number, templateEnv: 
   // D10: too deep (or cyclic) is a typed error, never a raw RangeError from JSON.stringify.
   assertPayloadWithinCap(serializeEventJson(event, 'enqueue: event'), maxPayloadBytes);
   const occurredAt = parseOccurredAt(input.occurredAt);
-  const hooks = parseSerializedHooks(input.hooks as readonly unknown[], { allowEnvironmentIds: true });
-  assertTemplateSources(hooks, templateEnv, { allowEnvironmentIds: true }); // W2: refused before anything is stored
+  let hooks = hooksSeen.get(input.hooks);
+  if (hooks === undefined) {
+    hooks = parseSerializedHooks(input.hooks as readonly unknown[], { allowEnvironmentIds: true });
+    assertTemplateSources(hooks, templateEnv, { allowEnvironmentIds: true }); // W2: refused before anything is stored
+    hooksSeen.set(input.hooks, hooks);
+  }
   const rows = hooks
     .filter((hook) => hook.type === input.type && !isControlHook(hook) && matchesHook(hook, event))
     .map((hook: ParsedSerializedHook): PreparedRow => {
@@ -220,7 +232,7 @@ function prepareItem(input: EnqueueInput, maxPayloadBytes: number, templateEnv: 
         // Templates stay unresolved and no email is added: this is data at rest in Redis (W2, B3).
         job: {
           operationId: input.operationId,
-          hook: JSON.stringify(hook),
+          hook: hookJson(hook),
           body,
           ...(emailUserId !== undefined ? { emailUserId } : {}),
           attemptCount: 0,
@@ -229,6 +241,17 @@ function prepareItem(input: EnqueueInput, maxPayloadBytes: number, templateEnv: 
       };
     });
   return { rows, idempotencyKey: input.idempotencyKey };
+}
+
+/** A parsed hook's JSON, once per parsed object (hookrelay's own, never mutated). */
+const hookJsonCache = new WeakMap<ParsedSerializedHook, string>();
+function hookJson(hook: ParsedSerializedHook): string {
+  let json = hookJsonCache.get(hook);
+  if (json === undefined) {
+    json = JSON.stringify(hook);
+    hookJsonCache.set(hook, json);
+  }
+  return json;
 }
 
 /** D10: any object with a string operationId (taken from the input when the event has none). */

@@ -52,26 +52,29 @@ export function toDelivery(row: Row): Delivery {
  */
 export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Promise<string[]> {
   if (rows.length === 0) return [];
-  const inserted = await db
-    .insert(deliveries)
-    .values(
-      rows.map((r) => ({
-        id: r.id,
-        operationId: r.operationId,
-        eventType: r.eventType,
-        hookId: r.hookId,
-        hook: r.hook,
-        transport: r.transport,
-        payload: r.payload,
-        occurredAt: r.occurredAt,
-        idempotencyKey: r.idempotencyKey ?? null,
-        status: 'queued',
-        nextAttemptAt: r.occurredAt,
-      })),
-    )
-    .onConflictDoNothing()
-    .returning({ id: deliveries.id });
-  return inserted.map((r) => r.id);
+  // One JSON document for the whole batch, unpacked by Postgres (json_to_recordset): one
+  // serialization pass and one parameter, instead of a query builder over 11 parameters a row.
+  const batch = JSON.stringify(
+    rows.map((r) => ({
+      id: r.id,
+      operation_id: r.operationId,
+      event_type: r.eventType,
+      hook_id: r.hookId,
+      hook: r.hook,
+      transport: r.transport,
+      payload: r.payload ?? null,
+      occurred_at: r.occurredAt,
+      idempotency_key: r.idempotencyKey ?? null,
+    })),
+  );
+  const result = await db.execute(sql`
+    INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, status, next_attempt_at)
+    SELECT r.id, r.operation_id, r.event_type, r.hook_id, r.hook, r.transport, r.payload, r.occurred_at, r.idempotency_key, 'queued', r.occurred_at
+      FROM json_to_recordset(${batch}::json)
+        AS r(id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text)
+    ON CONFLICT DO NOTHING
+    RETURNING id`);
+  return rowsOf<{ id: string }>(result).map((r) => r.id);
 }
 
 /** The deliveries stored under idempotency keys, for resolving a repeated enqueue (Q1a). */
