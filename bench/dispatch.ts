@@ -7,7 +7,7 @@
  *    `{"decision":"allow"}`, versus a bare undici `request` (keep-alive Agent) POSTing the same
  *    JSON body to the same receiver and parsing the JSON answer. Both run interleaved call by call
  *    in the same process; per round the ratio of the per-call medians; median of 5 rounds.
- *    Target ≤ 1.3.
+ *    Target ≤ 1.2. Both sides run the compiled package (dist/).
  *
  * `runDispatchBench()` is called by `bench/run.ts`; `npx tsx bench/dispatch.ts` runs it alone.
  */
@@ -15,8 +15,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { Agent, request } from 'undici';
-import { HookDispatcher } from '../src/dispatch/HookDispatcher.ts';
-import { silentLogger } from '../src/observability/logger.ts';
+// As shipped: the compiled package (dist/, built by `npm install`), not the sources under tsx.
+import { HookDispatcher, silentLogger } from '../dist/index.js';
 import type { ToolCallHookContext } from '../src/contract/toolContext.ts';
 import type { AgentHook } from '../src/contract/hook.ts';
 
@@ -28,7 +28,7 @@ const ROUND_TRIPS_PER_ROUND = 1_000;
 const ROUND_TRIP_WARMUP = 500;
 
 export const TARGET_NS_PER_HOOK = 2_000;
-export const TARGET_ROUND_TRIP_RATIO = 1.3;
+export const TARGET_ROUND_TRIP_RATIO = 1.2;
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

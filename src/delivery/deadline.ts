@@ -7,22 +7,60 @@
 export type DeadlineCause = 'timeout' | 'cancelled';
 
 export class Deadline {
-  /** Aborts when the deadline passes or the caller cancels. */
-  readonly signal: AbortSignal;
-  readonly #controller = new AbortController();
   readonly #endsAt: number;
   readonly #timer: NodeJS.Timeout;
   readonly #callerSignal: AbortSignal | undefined;
   #cause: DeadlineCause | undefined;
+  #reason: DeadlineAbort | undefined;
+  #listeners: Array<() => void> | undefined;
+  #controller: AbortController | undefined;
 
   constructor(timeoutMs: number, callerSignal?: AbortSignal) {
-    this.signal = this.#controller.signal;
     this.#endsAt = performance.now() + timeoutMs;
     this.#callerSignal = callerSignal;
     // No per-request closures: a module-level timer callback, and the instance itself as listener.
     this.#timer = setTimeout(expire, timeoutMs, this);
     if (callerSignal?.aborted) this.end('cancelled');
     else callerSignal?.addEventListener('abort', this, { once: true });
+  }
+
+  /**
+   * The deadline as an AbortSignal, for APIs that need a real one (the QStash client). Made on
+   * first use: an AbortController per request costs ~8 µs, so undici gets the deadline itself,
+   * through the EventEmitter-shaped signal it accepts (`aborted`, `reason`, `on`/`once`,
+   * `removeListener`).
+   */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#reason !== undefined) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+
+  get aborted(): boolean {
+    return this.#reason !== undefined;
+  }
+
+  get reason(): DeadlineAbort | undefined {
+    return this.#reason;
+  }
+
+  on(event: string, listener: () => void): this {
+    if (event === 'abort') (this.#listeners ??= []).push(listener);
+    return this;
+  }
+
+  once(event: string, listener: () => void): this {
+    return this.on(event, listener);
+  }
+
+  removeListener(event: string, listener: () => void): this {
+    if (event === 'abort' && this.#listeners !== undefined) {
+      const i = this.#listeners.indexOf(listener);
+      if (i >= 0) this.#listeners.splice(i, 1);
+    }
+    return this;
   }
 
   /** What ended the attempt, if anything did. */
@@ -49,7 +87,12 @@ export class Deadline {
   end(why: DeadlineCause): void {
     if (this.#cause !== undefined) return;
     this.#cause = why;
-    this.#controller.abort(new DeadlineAbort(why));
+    this.#reason = new DeadlineAbort(why);
+    // Listeners fire once, like an AbortSignal's.
+    const listeners = this.#listeners;
+    this.#listeners = undefined;
+    if (listeners) for (const listener of listeners) listener();
+    this.#controller?.abort(this.#reason);
   }
 }
 

@@ -4,6 +4,7 @@
  * never follows a redirect, bounds the whole attempt by one deadline (W4) and never throws for
  * an HTTP status or a network problem: it returns a typed outcome.
  */
+import type { EventEmitter } from 'node:events';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { collectExcerpt, discardBody, readCapped } from './bodyReader.ts';
 import { startDeadline, type Deadline } from './deadline.ts';
@@ -119,7 +120,8 @@ export class FetchTransport {
         // hookrelay's own user agent, always: a caller's header never replaces it.
         headers: { ...req.headers, 'user-agent': USER_AGENT },
         body: req.body,
-        signal: deadline.signal,
+        // The deadline is the signal (EventEmitter-shaped, which undici accepts): no AbortController per request.
+        signal: deadline as unknown as EventEmitter,
       });
       return await this.#readResponse(req, response, deadline, startedAt);
     } catch (error) {

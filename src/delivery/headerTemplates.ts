@@ -29,15 +29,21 @@ export function resolveHeaderTemplates(
   env: Record<string, string | undefined>,
   options: ResolveHeaderOptions = {},
 ): Record<string, string> {
+  // The common case, no headers of the hook's own: no validation state to build.
+  if (headers === undefined || Object.keys(headers).length === 0) return { [CONTENT_TYPE]: JSON_CONTENT_TYPE };
   const allowed = new Set(allowedEnvVars ?? []);
   const sourceOptions = { ...(options.templateEnv ? { pattern: options.templateEnv } : {}), environmentHook: options.environmentHook === true };
   const resolved: Record<string, string> = {};
-  for (const [rawName, template] of Object.entries(headers ?? {})) {
+  // Validated like any header, then dropped: hookrelay sends its own (never `delete`, which
+  // turns the object into a slow dictionary for every later use of it).
+  const dropped = new Set<string>();
+  for (const [rawName, template] of Object.entries(headers)) {
     const name = rawName.toLowerCase();
     const label = `header ${JSON.stringify(name)}`;
     const nameProblem = headerNameProblem(rawName);
     if (nameProblem) throw new DeliveryConfigError(`${label} ${nameProblem}`);
-    if (Object.hasOwn(resolved, name)) throw new DeliveryConfigError(`${label} is given more than once (header names are case-insensitive)`);
+    if (Object.hasOwn(resolved, name) || dropped.has(name))
+      throw new DeliveryConfigError(`${label} is given more than once (header names are case-insensitive)`);
     if (typeof template !== 'string') throw new DeliveryConfigError(`${label} must be a string`);
     const value = template.replace(TEMPLATE_PATTERN, (_match, variable: string) => {
       // The text of a malformed template may be a pasted secret: never echoed.
@@ -52,10 +58,9 @@ export function resolveHeaderTemplates(
     });
     if (hasUnsafeHeaderValue(value)) throw new DeliveryConfigError(`${label}: ${UNSAFE_HEADER_VALUE_MESSAGE} after template expansion`);
     if (value.includes(TEMPLATE_START)) throw new DeliveryConfigError(`${label}: value still contains "\${" after template expansion`);
-    resolved[name] = value;
+    if (name === USER_AGENT_HEADER || name === CONTENT_TYPE) dropped.add(name);
+    else resolved[name] = value;
   }
-  delete resolved[USER_AGENT_HEADER];
-  delete resolved[CONTENT_TYPE];
   resolved[CONTENT_TYPE] = JSON_CONTENT_TYPE;
   return resolved;
 }

@@ -44,7 +44,8 @@ export function assemblePayload({ hook, event, control = false, extra }: Assembl
     selected.result = redactResultForEvents(selected.result);
   }
   const payload: WebhookPayload = { ...selected, hookId: hook.id, hookType: hook.type, ...extra, ...body };
-  for (const key of STRIPPED_KEYS) delete payload[key];
+  // `delete` only when present: deleting turns the object into a slow dictionary (JSON.stringify of it is slower).
+  for (const key of STRIPPED_KEYS) if (Object.hasOwn(payload, key)) delete payload[key];
   return payload;
 }
 
