@@ -1,5 +1,6 @@
 import { executeToolCallWebhook, type ToolCallWebhookResult } from '../control/decisionWebhook.ts';
 import type { ControlHook } from '../control/evaluateControls.ts';
+import { assemblePayload } from '../payload/assemblePayload.ts';
 import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { SendContext } from './sendContext.ts';
 
@@ -11,7 +12,9 @@ export function createControlRunner(send: SendContext, payloads: WebhookPayloadB
     let payload: string;
     let signingSecrets: readonly string[];
     try {
-      const built = await payloads.build({ hook: hook as ControlHook & { webhook: NonNullable<ControlHook['webhook']> }, event, control: true, signal });
+      const input = { hook: hook as ControlHook & { webhook: NonNullable<ControlHook['webhook']> }, event, control: true };
+      // Without an email look-up the payload is ready now: no await on the decision hot path.
+      const built = payloads.enrichesEmail ? await payloads.build({ ...input, signal }) : assemblePayload(input);
       if (built === undefined || signal?.aborted) return { status: 'cancelled' as const };
       payload = JSON.stringify(built);
       signingSecrets = send.signingSecrets();

@@ -16,6 +16,8 @@ export type BuildPayloadInput = AssemblePayloadInput & {
 };
 
 export type WebhookPayloadBuilder = {
+  /** False when no email look-up is configured: `build` then never waits, and `assemblePayload` gives the same payload synchronously. */
+  readonly enrichesEmail: boolean;
   /**
    * The JSON payload for one (event, hook) delivery, identical for fetch and QStash (B6);
    * `undefined` when `signal` aborted, so the caller abandons that delivery.
@@ -38,6 +40,7 @@ export function createWebhookPayloadBuilder(options: WebhookPayloadBuilderOption
   const emails = emailLookup ? createEmailResolver({ lookup: emailLookup, logger, now }) : undefined;
 
   return {
+    enrichesEmail: emails !== undefined,
     async build(input) {
       const { signal } = input;
       if (signal?.aborted) return undefined;
