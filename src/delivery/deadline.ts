@@ -47,7 +47,9 @@ export class Deadline {
   }
 
   on(event: string, listener: () => void): this {
-    if (event === 'abort') (this.#listeners ??= []).push(listener);
+    if (event !== 'abort') return this;
+    if (this.#listeners === undefined) this.#listeners = [listener];
+    else this.#listeners.push(listener);
     return this;
   }
 

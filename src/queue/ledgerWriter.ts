@@ -43,7 +43,10 @@ export function createLedgerWriter(db: Db): LedgerWriter {
         const seen = new Set<string>();
         const now: AttemptOutcome[] = [];
         const later: AttemptOutcome[] = [];
-        for (const o of outcomes) (seen.has(o.id) ? later : now).push(o), seen.add(o.id);
+        for (const o of outcomes) {
+          (seen.has(o.id) ? later : now).push(o);
+          seen.add(o.id);
+        }
         await recordAttemptOutcomes(db, now);
         outcomes = later;
       }
