@@ -43,6 +43,8 @@ export const SettingsSchema = z.object({
   HOOKRELAY_HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(D.DEFAULT_HTTP_PORT),
   HOOKRELAY_PUBLIC_URL: httpUrl().optional(),
   HOOKRELAY_RETENTION_DAYS: intFrom(1).default(D.DEFAULT_RETENTION_DAYS),
+  /** Q11 (opt-in): finished rows older than this many days are deleted, metadata and all; unset keeps their metadata forever. */
+  HOOKRELAY_RETENTION_DELETE_DAYS: intFrom(1).optional(),
   /** `false` when a separate migrate job owns the schema: the worker then starts without migrating. */
   HOOKRELAY_MIGRATE: z
     .string()

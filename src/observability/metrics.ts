@@ -18,6 +18,7 @@ export type DeliveryMetrics = {
   reconciled: Counter;
   criticalFailures: Counter;
   retentionPruned: Counter;
+  retentionDeleted: Counter;
   qstashCallbacks: Counter<'kind' | 'result'>;
 };
 
@@ -71,6 +72,11 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
     retentionPruned: new Counter({
       name: 'hookrelay_retention_pruned_total',
       help: 'Ledger rows whose payload and attempts were pruned (Q11)',
+      registers: [registry],
+    }),
+    retentionDeleted: new Counter({
+      name: 'hookrelay_retention_deleted_total',
+      help: 'Finished ledger rows deleted past HOOKRELAY_RETENTION_DELETE_DAYS (Q11)',
       registers: [registry],
     }),
     qstashCallbacks: new Counter({

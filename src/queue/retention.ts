@@ -1,12 +1,13 @@
 /**
  * Q11: prune payload and attempts of finished ledger rows older than HOOKRELAY_RETENTION_DAYS
- * (the rows and their metadata stay). Runs shortly after start and then periodically, in
+ * (the rows and their metadata stay) and, when HOOKRELAY_RETENTION_DELETE_DAYS is set, delete
+ * finished rows older than that outright. Runs shortly after start and then periodically, in
  * bounded batches so it never holds long locks.
  */
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
-import { pruneDeliveryPayloads } from '../store/deliveriesRepo.ts';
+import { deleteFinishedDeliveries, pruneDeliveryPayloads } from '../store/deliveriesRepo.ts';
 
 export const RETENTION_INTERVAL_MS = 60 * 60 * 1000;
 /** First run after start: out of the way of the start-up reconcile pass. */
@@ -20,6 +21,8 @@ export type Retention = { runOnce(now?: Date): Promise<number>; start(): void; s
 export function createRetention(options: {
   db: Db;
   retentionDays: number;
+  /** Delete finished rows older than this many days (metadata too); undefined keeps them. */
+  deleteDays?: number;
   logger: Logger;
   metrics?: DeliveryMetrics;
   intervalMs?: number;
@@ -35,8 +38,23 @@ export function createRetention(options: {
     running ??= (async () => {
       halt = false;
       const cutoff = new Date(now.getTime() - options.retentionDays * MS_PER_DAY);
+      let batch = 0;
+      let deleted = 0;
+      if (options.deleteDays !== undefined) {
+        // First the rows that go entirely: no point pruning what is about to be deleted.
+        const deleteCutoff = new Date(now.getTime() - options.deleteDays * MS_PER_DAY);
+        for (; batch < RETENTION_MAX_BATCHES_PER_RUN && !halt; batch += 1) {
+          const n = await deleteFinishedDeliveries(options.db, deleteCutoff, RETENTION_BATCH_ROWS);
+          deleted += n;
+          if (n < RETENTION_BATCH_ROWS) break;
+        }
+        if (deleted > 0) {
+          options.metrics?.retentionDeleted.inc(deleted);
+          options.logger.info({ deleted, deleteDays: options.deleteDays }, 'retention deleted finished ledger rows');
+        }
+      }
       let pruned = 0;
-      for (let batch = 0; batch < RETENTION_MAX_BATCHES_PER_RUN && !halt; batch += 1) {
+      for (; batch < RETENTION_MAX_BATCHES_PER_RUN && !halt; batch += 1) {
         const n = await pruneDeliveryPayloads(options.db, cutoff, RETENTION_BATCH_ROWS);
         pruned += n;
         if (n < RETENTION_BATCH_ROWS) break;

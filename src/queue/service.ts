@@ -143,7 +143,13 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     metrics,
   });
   reconciler.start();
-  const retention = createRetention({ db: store.db, retentionDays: settings.HOOKRELAY_RETENTION_DAYS, logger, metrics });
+  const retention = createRetention({
+    db: store.db,
+    retentionDays: settings.HOOKRELAY_RETENTION_DAYS,
+    ...(settings.HOOKRELAY_RETENTION_DELETE_DAYS !== undefined ? { deleteDays: settings.HOOKRELAY_RETENTION_DELETE_DAYS } : {}),
+    logger,
+    metrics,
+  });
   retention.start();
 
   let http: RunningHttpServer | undefined;

@@ -335,6 +335,23 @@ export async function pruneDeliveryPayloads(db: Db, cutoff: Date, limit: number)
   return rowsOf<{ id: string }>(result).length;
 }
 
+/**
+ * Q11 (opt-in, HOOKRELAY_RETENTION_DELETE_DAYS): deletes finished rows (delivered, failed,
+ * accepted by QStash) created before `cutoff`, at most `limit` per call, so the ledger does not
+ * grow without bound. Returns how many were deleted.
+ */
+export async function deleteFinishedDeliveries(db: Db, cutoff: Date, limit: number): Promise<number> {
+  const result = await db.execute(sql`
+    DELETE FROM deliveries
+     WHERE id IN (
+       SELECT id FROM deliveries
+        WHERE created_at < ${cutoff.toISOString()}::timestamptz
+          AND status IN ('delivered', 'failed', 'accepted_by_qstash')
+        LIMIT ${limit})
+    RETURNING id`);
+  return rowsOf<{ id: string }>(result).length;
+}
+
 /** Q7: what a verified QStash callback says about a published delivery. */
 export type QStashCallbackUpdate = {
   id: string;

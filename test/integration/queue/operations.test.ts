@@ -116,6 +116,35 @@ describe('worker operations: HTTP server, retention, Postgres outages', () => {
     expect(rows.rows.find((r) => r.id === pendingId)?.payload).toEqual({ keep: true, operationId: 'op-pending' });
   });
 
+  it('Q11: with HOOKRELAY_RETENTION_DELETE_DAYS, finished rows older than it are deleted outright (delivered and failed), younger finished rows only lose payload past HOOKRELAY_RETENTION_DAYS, pending rows stay whole', async () => {
+    const worker = await stack.startWorker({ HOOKRELAY_RETENTION_DAYS: '30', HOOKRELAY_RETENTION_DELETE_DAYS: '90', HOOKRELAY_RETRY_SCHEDULE: '0' });
+    const ids = async (op: string, url: string) =>
+      (await stack.producer.enqueue({ operationId: op, type: 'onComplete', event: { op }, hooks: [fetchHook(op, url)] })).deliveryIds[0] as string;
+    const ancient = await ids('op-ancient', `${rx.url}/ancient`);
+    const ancientFailed = await ids('op-ancient-failed', 'http://127.0.0.1:9/refused');
+    const old = await ids('op-old2', `${rx.url}/old2`);
+    await waitFor(async () => {
+      const [a, f, o] = await Promise.all([ancient, ancientFailed, old].map((id) => stack.producer.getDelivery(id)));
+      return a?.status === 'delivered' && f?.status === 'failed' && o?.status === 'delivered';
+    });
+    await worker.stop();
+    const pending = await ids('op-pending2', `${rx.url}/pending2`);
+    await stack.db.store.db.execute(sql`update deliveries set created_at = now() - interval '91 days' where id in (${ancient}, ${ancientFailed}, ${pending})`);
+    await stack.db.store.db.execute(sql`update deliveries set created_at = now() - interval '31 days' where id = ${old}`);
+
+    await worker.retention.runOnce();
+    const rows = (await stack.db.store.db.execute(
+      sql`select id, status, payload from deliveries where id in (${ancient}, ${ancientFailed}, ${old}, ${pending})`,
+    )) as unknown as Rows<{ id: string; status: string; payload: unknown }>;
+    const byId = new Map(rows.rows.map((r) => [r.id, r]));
+    expect(byId.has(ancient)).toBe(false);
+    expect(byId.has(ancientFailed)).toBe(false);
+    expect(byId.get(old)).toMatchObject({ status: 'delivered', payload: null });
+    expect(byId.get(pending)).toMatchObject({ status: 'queued', payload: { op: 'op-pending2', operationId: 'op-pending2' } });
+    const metrics = await worker.metrics.registry.metrics();
+    expect(metrics).toMatch(/hookrelay_retention_deleted_total 2/);
+  });
+
   it('§14/Q2: the worker’s Postgres connections terminated mid-run → it pauses, reconnects, and nothing is lost or acknowledged unrecorded', async () => {
     const appName = `hr_ops_${randomBytes(4).toString('hex')}`;
     const workerStore = await openStore({ databaseUrl: withApplicationName(stack.db.url, appName), maxConnections: 10, onPoolError: () => undefined });
