@@ -26,6 +26,8 @@ export function readCapped(body: ResponseBody, maxBytes: number): Promise<Capped
       total += chunk.length;
       if (total > maxBytes) {
         detach();
+        // undici's destroy emits an AbortError: it must find a listener, or it is an uncaught exception.
+        body.on('error', ignore);
         body.destroy();
         resolve({ tooLarge: true });
         return;
@@ -84,6 +86,8 @@ export function discardBody(body: ResponseBody, limitBytes: number, withinMs: nu
     () => clearTimeout(timer),
   );
 }
+
+function ignore(): void {}
 
 function destroyBody(body: ResponseBody): void {
   body.destroy();
