@@ -6,14 +6,26 @@
  */
 import { runDeliveryBench } from './delivery.ts';
 import { runDispatchBench } from './dispatch.ts';
+import { runLedgerScaleBench } from './ledgerScale.ts';
 import { runStartupBench } from './startup.ts';
 import { printTable } from './support.ts';
 
-export type BenchSection = { key: string; title: string; run(): Promise<{ rows: string[][]; summary: Record<string, number>; summaryLine?: string }> };
+export type BenchSection = {
+  key: string;
+  title: string;
+  onlyWhenAsked?: boolean;
+  run(): Promise<{ rows: string[][]; summary: Record<string, number>; summaryLine?: string }>;
+};
 
 const SECTIONS: BenchSection[] = [
   { key: 'delivery', title: 'Durable delivery (worker, producer, latency, memory)', run: runDeliveryBench },
   { key: 'dispatch', title: 'Dispatch (in-process hooks, decision round trip)', run: runDispatchBench },
+  {
+    key: 'ledger',
+    title: 'The ledger at scale: enqueue and delivery with millions of finished rows (slow: BENCH_ONLY=ledger)',
+    onlyWhenAsked: true,
+    run: runLedgerScaleBench,
+  },
   { key: 'startup', title: 'Startup (CLI --help, idle worker RSS): shipped dist/ vs the same sources under tsx', run: runStartupBench },
 ];
 
@@ -24,7 +36,7 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 const summaryLines: string[] = [];
-for (const section of SECTIONS.filter((s) => !only || only.includes(s.key))) {
+for (const section of SECTIONS.filter((s) => (only ? only.includes(s.key) : !s.onlyWhenAsked))) {
   console.log(`\n## ${section.title}\n`);
   const { rows, summary, summaryLine } = await section.run();
   printTable(rows);

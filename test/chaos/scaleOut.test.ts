@@ -13,7 +13,7 @@ afterEach(async () => {
 });
 
 it(`Q2/scale-out: ${EVENTS} events, ${WORKERS} worker processes on one queue and one Postgres, no fault → each delivered exactly once`, async () => {
-  run = await createChaosRun('scale', 10);
+  run = await createChaosRun('scale', 12);
   const chaos = run;
   const workers = await Promise.all(Array.from({ length: WORKERS }, () => chaos.startWorker()));
   await chaos.feed();
@@ -27,7 +27,7 @@ it(`Q2/scale-out: ${EVENTS} events, ${WORKERS} worker processes on one queue and
 });
 
 it(`Q2/scale-out: ${EVENTS} events, ${WORKERS} worker processes while one of them is SIGKILLed twice → 0 lost; duplicates repeat a known webhook-id`, async () => {
-  run = await createChaosRun('scalekill', 11);
+  run = await createChaosRun('scalekill', 13);
   const chaos = run;
   const workers = await Promise.all(Array.from({ length: WORKERS }, () => chaos.startWorker()));
   let kills = 0;
