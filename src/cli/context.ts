@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { loadSettings, type Settings } from '../config/settings.ts';
-import { createRedis } from '../queue/redisConnection.ts';
+import { createQueueRedis } from '../queue/redisConnection.ts';
 import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from '../queue/types.ts';
 import type { Store } from '../store/db.ts';
 import { openCliStore } from './cliStore.ts';
@@ -17,15 +17,15 @@ export async function openCliContext(): Promise<CliContext> {
   const settings = loadSettings();
   const store = await openCliStore(settings);
   let queue: Queue<DeliveryJobData> | undefined;
-  let redis: ReturnType<typeof createRedis> | undefined;
+  let redis: ReturnType<typeof createQueueRedis> | undefined;
   return {
     settings,
     store,
     queue() {
       if (!queue) {
-        redis = createRedis(settings.REDIS_URL, { maxRetriesPerRequest: 3, enableOfflineQueue: false, lazyConnect: false });
+        redis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER, { maxRetriesPerRequest: 3, enableOfflineQueue: false, lazyConnect: false });
         redis.on('error', () => undefined); // surfaced by the command that needed Redis
-        queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection: redis, prefix: DEFAULT_QUEUE_PREFIX });
+        queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection: redis, prefix: settings.HOOKRELAY_QUEUE_PREFIX });
       }
       return queue;
     },

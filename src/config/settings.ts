@@ -46,6 +46,17 @@ export const SettingsSchema = z.object({
   /** Q11 (opt-in): finished rows older than this many days are deleted, metadata and all; unset keeps their metadata forever. */
   HOOKRELAY_RETENTION_DELETE_DAYS: intFrom(1).optional(),
   /** `false` when a separate migrate job owns the schema: the worker then starts without migrating. */
+  /** BullMQ's key prefix; with HOOKRELAY_REDIS_CLUSTER it must be a hash tag (`{hookrelay}`). */
+  HOOKRELAY_QUEUE_PREFIX: z
+    .string()
+    .regex(/^[^\s:]+$/, { message: 'must be a non-empty prefix without spaces or colons (e.g. bull, or {hookrelay} for Redis Cluster)' })
+    .default(D.DEFAULT_QUEUE_PREFIX),
+  /** `true`: REDIS_URL is a seed node of a Redis Cluster (ioredis Cluster client; hash-tagged prefix required). */
+  HOOKRELAY_REDIS_CLUSTER: z
+    .string()
+    .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
+    .default('false')
+    .transform((v) => /^(true|1)$/i.test(v)),
   HOOKRELAY_MIGRATE: z
     .string()
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
@@ -119,6 +130,7 @@ function settingsError(error: z.ZodError): SettingsError {
 export function loadSettings(env: Readonly<Record<string, string | undefined>> = process.env): Settings {
   const result = SettingsSchema.safeParse(presentValues(env, SETTING_NAMES));
   if (!result.success) throw settingsError(result.error);
+  assertQueuePrefixFits(result.data.HOOKRELAY_QUEUE_PREFIX, result.data.HOOKRELAY_REDIS_CLUSTER);
   const retryScheduleSeconds = result.data.HOOKRELAY_RETRY_SCHEDULE.split(',').map((s) => Number(s.trim()));
   return { ...result.data, retryScheduleSeconds };
 }
@@ -144,6 +156,19 @@ export function readSettings<K extends SettingName>(
   }
   if (issues.length > 0) throw settingsError(new z.ZodError(issues));
   return out as unknown as Pick<z.output<typeof SettingsSchema>, K>;
+}
+
+/**
+ * Redis Cluster keeps a queue working only when all its keys share one hash slot: BullMQ's
+ * prefix must then be a hash tag (`{hookrelay}`). Throws a SettingsError naming the variable.
+ */
+export function assertQueuePrefixFits(prefix: string, cluster: boolean): void {
+  if (cluster && !/^\{[^{}]+\}$/.test(prefix)) {
+    throw new SettingsError(
+      ['HOOKRELAY_QUEUE_PREFIX'],
+      'Invalid configuration: HOOKRELAY_QUEUE_PREFIX: must be a hash tag such as {hookrelay} when HOOKRELAY_REDIS_CLUSTER=true (every key of a queue must live in one cluster slot). Fix the variable(s) and start again.',
+    );
+  }
 }
 
 export function signingSecrets(settings: Pick<Settings, 'HOOKRELAY_SIGNING_SECRETS'>): string[] {

@@ -21,8 +21,8 @@ import { createBatcher } from './batcher.ts';
 import { addDeliveryJobs, withTimeout } from './jobs.ts';
 import { assertPayloadWithinCap } from './payloadCap.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
-import { readSettings } from '../config/settings.ts';
-import { createRedis } from './redisConnection.ts';
+import { assertQueuePrefixFits, readSettings } from '../config/settings.ts';
+import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
 import {
   DEFAULT_QUEUE_PREFIX,
   type DeliveryJobAttempt,
@@ -47,6 +47,8 @@ const PRODUCER_SETTINGS = [
   'HOOKRELAY_DATA_DIR',
   'HOOKRELAY_MAX_PAYLOAD_BYTES',
   'HOOKRELAY_TEMPLATE_ENV',
+  'HOOKRELAY_QUEUE_PREFIX',
+  'HOOKRELAY_REDIS_CLUSTER',
 ] as const;
 /**
  * Concurrent enqueue calls are group-committed: the calls that arrive while a commit runs share
@@ -76,10 +78,13 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
   // W2: an invalid pattern fails here (TemplateEnvPatternError names the variable).
   const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? settings.HOOKRELAY_TEMPLATE_ENV);
+  const queuePrefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX;
+  // Redis Cluster: the prefix must be a hash tag (one slot per queue); refused here, not at the first enqueue.
+  if (!options.redis) assertQueuePrefixFits(queuePrefix, settings.HOOKRELAY_REDIS_CLUSTER);
 
   let storePromise: Promise<Store> | undefined;
   let queue: Queue<DeliveryJobData> | undefined;
-  let ownedRedis: Redis | undefined;
+  let ownedRedis: QueueRedis | undefined;
   let closed = false;
   let closing = false;
 
@@ -98,14 +103,14 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
 
   const getQueue = (): Queue<DeliveryJobData> => {
     if (queue) return queue;
-    let connection = options.redis;
+    let connection: QueueRedis | undefined = options.redis;
     if (!connection) {
-      ownedRedis = createRedis(redisUrl);
+      ownedRedis = createQueueRedis(redisUrl, settings.HOOKRELAY_REDIS_CLUSTER);
       // Reconnection is ioredis' job; a down Redis must not crash the server app.
       ownedRedis.on('error', (err: Error) => logger.debug({ err: err.message }, 'producer redis connection error'));
       connection = ownedRedis;
     }
-    queue = new Queue<DeliveryJobData>(queueName, { connection, prefix: options.queuePrefix ?? DEFAULT_QUEUE_PREFIX });
+    queue = new Queue<DeliveryJobData>(queueName, { connection, prefix: queuePrefix });
     queue.on('error', (err: Error) => logger.debug({ err: err.message }, 'producer queue error'));
     return queue;
   };

@@ -1,13 +1,29 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import { RedisUnavailableError } from './errors.ts';
+
+/** A queue connection: one Redis, or a Redis Cluster reached through one of its nodes. */
+export type QueueRedis = Redis | Cluster;
 
 /** BullMQ needs blocking connections that never give up on a command (maxRetriesPerRequest: null). */
 export function createRedis(url: string, extra: RedisOptions = {}): Redis {
   return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, ...extra });
+}
+
+/**
+ * The connection the producer, the worker and the CLI use. With `cluster`, `url` is a seed node
+ * of a Redis Cluster (ioredis discovers the others); BullMQ then needs a hash-tagged prefix
+ * (checked by the settings).
+ */
+export function createQueueRedis(url: string, cluster: boolean, extra: RedisOptions = {}): QueueRedis {
+  if (!cluster) return createRedis(url, extra);
+  return new Cluster([url], {
+    redisOptions: { maxRetriesPerRequest: null, enableReadyCheck: true, ...extra },
+    ...(extra.enableOfflineQueue === false ? { enableOfflineQueue: false } : {}),
+  });
 }
 
 /** Does a Redis answer PING at this URL within the timeout? */

@@ -6,7 +6,6 @@
 import { setMaxListeners } from 'node:events';
 import { Queue, type Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
-import type { Redis } from 'ioredis';
 import { SettingsError, signingSecrets, type Settings } from '../config/settings.ts';
 import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
 import { FetchTransport } from '../delivery/fetchTransport.ts';
@@ -23,7 +22,7 @@ import { createPgGate } from './pgGate.ts';
 import { createDeliveryProcessor } from './processor.ts';
 import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbackUrls.ts';
 import { createReconciler, type Reconciler } from './reconciler.ts';
-import { createRedis } from './redisConnection.ts';
+import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
 import { createRetention, type Retention } from './retention.ts';
 import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from './types.ts';
 import { closeDeliveryWorker, createDeliveryWorker } from './worker.ts';
@@ -62,8 +61,8 @@ export type DeliveryService = {
 
 export async function startDeliveryService(options: DeliveryServiceOptions): Promise<DeliveryService> {
   const { settings, store, logger } = options;
-  const prefix = options.queuePrefix ?? DEFAULT_QUEUE_PREFIX;
-  const connection: Redis = createRedis(settings.REDIS_URL);
+  const prefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX;
+  const connection: QueueRedis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER);
   connection.on('error', (err: Error) => logger.debug({ err: err.message }, 'redis connection error'));
 
   const queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix });

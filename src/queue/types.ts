@@ -2,7 +2,7 @@
  * Public shapes of the durable-delivery queue: what a server app hands the producer and what it
  * gets back. Producer and worker share only `DeliveryJobData` (BullMQ's Queue/Worker split).
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Delivery } from '../contract/delivery.ts';
 import type { SerializedHook } from '../contract/hook.ts';
 import type { HookType } from '../contract/hookTypes.ts';
@@ -75,9 +75,9 @@ export type HookProducerOptions = {
   queueName?: string;
   /** An open store (not closed by the producer). */
   store?: StoreHandle;
-  /** An ioredis connection (not closed by the producer). */
-  redis?: Redis;
-  /** BullMQ key prefix (tests isolate with their own). Default `bull`. */
+  /** An ioredis connection, or a Cluster (not closed by the producer). */
+  redis?: Redis | Cluster;
+  /** BullMQ key prefix; default HOOKRELAY_QUEUE_PREFIX, else `bull` (a hash tag such as `{hookrelay}` on Redis Cluster). */
   queuePrefix?: string;
   /** Q8 cap; default `HOOKRELAY_MAX_PAYLOAD_BYTES`, else 262,144. */
   maxPayloadBytes?: number;

@@ -3,7 +3,7 @@
  * SPEC §13 and a bounded close (Q9: BullMQ's own close waits for active jobs without a limit).
  */
 import { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryProcessor } from './processor.ts';
 import type { DeliveryJobData } from './types.ts';
@@ -18,7 +18,7 @@ export type DeliveryWorkerOptions = {
   queueName: string;
   prefix: string;
   /** Shared with the queue; BullMQ duplicates it for its blocking connection. */
-  connection: Redis;
+  connection: Redis | Cluster;
   concurrency: number;
   lockDurationMs: number;
   stalledIntervalMs: number;
