@@ -23,7 +23,11 @@ export async function openCliContext(): Promise<CliContext> {
     store,
     queue() {
       if (!queue) {
-        redis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER, { maxRetriesPerRequest: 3, enableOfflineQueue: false, lazyConnect: false });
+        redis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER, {
+          maxRetriesPerRequest: 3,
+          enableOfflineQueue: false,
+          lazyConnect: false,
+        });
         redis.on('error', () => undefined); // surfaced by the command that needed Redis
         queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection: redis, prefix: settings.HOOKRELAY_QUEUE_PREFIX });
       }

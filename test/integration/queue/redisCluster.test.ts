@@ -62,7 +62,22 @@ beforeAll(async () => {
   servers = PORTS.map((port) =>
     spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--save', '', '--appendonly', 'no', '--dir', dir],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+      ],
       { stdio: 'ignore' },
     ),
   );
@@ -119,7 +134,12 @@ describe('Redis Cluster (hash-tagged queue prefix)', () => {
       const ids: string[] = [];
       for (let i = 0; i < EVENTS; i += 100) {
         const { deliveryIds, queued } = await producer.enqueueMany(
-          Array.from({ length: 100 }, (_, k) => ({ operationId: `op-c-${i + k}`, type: 'onComplete' as const, event: { i: i + k }, hooks: [fetchHook('c', `${rx.url}/c`)] })),
+          Array.from({ length: 100 }, (_, k) => ({
+            operationId: `op-c-${i + k}`,
+            type: 'onComplete' as const,
+            event: { i: i + k },
+            hooks: [fetchHook('c', `${rx.url}/c`)],
+          })),
         );
         expect(queued).toBe(true);
         ids.push(...deliveryIds);
