@@ -23,13 +23,13 @@ export async function openCliContext(): Promise<CliContext> {
     store,
     queue() {
       if (!queue) {
-        redis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER, {
+        redis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true, {
           maxRetriesPerRequest: 3,
           enableOfflineQueue: false,
           lazyConnect: false,
         });
         redis.on('error', () => undefined); // surfaced by the command that needed Redis
-        queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection: redis, prefix: settings.HOOKRELAY_QUEUE_PREFIX });
+        queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection: redis, prefix: settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX });
       }
       return queue;
     },

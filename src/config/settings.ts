@@ -46,17 +46,17 @@ export const SettingsSchema = z.object({
   /** Q11 (opt-in): finished rows older than this many days are deleted, metadata and all; unset keeps their metadata forever. */
   HOOKRELAY_RETENTION_DELETE_DAYS: intFrom(1).optional(),
   /** `false` when a separate migrate job owns the schema: the worker then starts without migrating. */
-  /** BullMQ's key prefix; with HOOKRELAY_REDIS_CLUSTER it must be a hash tag (`{hookrelay}`). */
+  /** BullMQ's key prefix (unset: `bull`); with HOOKRELAY_REDIS_CLUSTER it must be a hash tag (`{hookrelay}`). */
   HOOKRELAY_QUEUE_PREFIX: z
     .string()
     .regex(/^[^\s:]+$/, { message: 'must be a non-empty prefix without spaces or colons (e.g. bull, or {hookrelay} for Redis Cluster)' })
-    .default(D.DEFAULT_QUEUE_PREFIX),
-  /** `true`: REDIS_URL is a seed node of a Redis Cluster (ioredis Cluster client; hash-tagged prefix required). */
+    .optional(),
+  /** `true`: REDIS_URL is a seed node of a Redis Cluster (ioredis Cluster client; hash-tagged prefix required). Unset = false. */
   HOOKRELAY_REDIS_CLUSTER: z
     .string()
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
-    .default('false')
-    .transform((v) => /^(true|1)$/i.test(v)),
+    .optional()
+    .transform((v) => (v === undefined ? undefined : /^(true|1)$/i.test(v))),
   HOOKRELAY_MIGRATE: z
     .string()
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
@@ -162,8 +162,8 @@ export function readSettings<K extends SettingName>(
  * Redis Cluster keeps a queue working only when all its keys share one hash slot: BullMQ's
  * prefix must then be a hash tag (`{hookrelay}`). Throws a SettingsError naming the variable.
  */
-export function assertQueuePrefixFits(prefix: string, cluster: boolean): void {
-  if (cluster && !/^\{[^{}]+\}$/.test(prefix)) {
+export function assertQueuePrefixFits(prefix: string | undefined, cluster: boolean | undefined): void {
+  if (cluster === true && !/^\{[^{}]+\}$/.test(prefix ?? D.DEFAULT_QUEUE_PREFIX)) {
     throw new SettingsError(
       ['HOOKRELAY_QUEUE_PREFIX'],
       'Invalid configuration: HOOKRELAY_QUEUE_PREFIX: must be a hash tag such as {hookrelay} when HOOKRELAY_REDIS_CLUSTER=true (every key of a queue must live in one cluster slot). Fix the variable(s) and start again.',

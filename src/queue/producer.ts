@@ -78,7 +78,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
   // W2: an invalid pattern fails here (TemplateEnvPatternError names the variable).
   const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? settings.HOOKRELAY_TEMPLATE_ENV);
-  const queuePrefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX;
+  const queuePrefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
   // Redis Cluster: the prefix must be a hash tag (one slot per queue); refused here, not at the first enqueue.
   if (!options.redis) assertQueuePrefixFits(queuePrefix, settings.HOOKRELAY_REDIS_CLUSTER);
 
@@ -105,7 +105,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     if (queue) return queue;
     let connection: QueueRedis | undefined = options.redis;
     if (!connection) {
-      ownedRedis = createQueueRedis(redisUrl, settings.HOOKRELAY_REDIS_CLUSTER);
+      ownedRedis = createQueueRedis(redisUrl, settings.HOOKRELAY_REDIS_CLUSTER === true);
       // Reconnection is ioredis' job; a down Redis must not crash the server app.
       ownedRedis.on('error', (err: Error) => logger.debug({ err: err.message }, 'producer redis connection error'));
       connection = ownedRedis;

@@ -61,8 +61,8 @@ export type DeliveryService = {
 
 export async function startDeliveryService(options: DeliveryServiceOptions): Promise<DeliveryService> {
   const { settings, store, logger } = options;
-  const prefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX;
-  const connection: QueueRedis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER);
+  const prefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
+  const connection: QueueRedis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true);
   connection.on('error', (err: Error) => logger.debug({ err: err.message }, 'redis connection error'));
 
   const queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix });
