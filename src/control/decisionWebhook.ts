@@ -65,8 +65,8 @@ export async function executeToolCallWebhook(input: ExecuteToolCallWebhookInput)
     headers: signed,
     timeoutMs: timeoutMs(input.webhook),
     trusted,
-    read: { maxBytes: MAX_DECISION_RESPONSE_BYTES },
-    ...(input.signal ? { signal: input.signal } : {}),
+    read: DECISION_READ,
+    signal: input.signal,
   });
   if (input.signal?.aborted) return { status: 'cancelled' }; // a late answer never counts
   if (outcome.kind === 'error') {
@@ -79,6 +79,8 @@ export async function executeToolCallWebhook(input: ExecuteToolCallWebhookInput)
   if (parsed.status === 'error') return { status: 'error', code: parsed.code };
   return parsed;
 }
+
+const DECISION_READ = Object.freeze({ maxBytes: MAX_DECISION_RESPONSE_BYTES });
 
 /** `resolveWebhookUrl` is pure in (url, appUrl): remember recent answers (errors are not cached). */
 const resolvedUrls = new Map<string, ResolvedUrl>();

@@ -74,12 +74,18 @@ export type SendOutcome =
 
 const TIMEOUT_ERROR_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
+/** Where a request goes, from a checked URL. */
+type Target = { readonly origin: string; readonly path: string };
+/** Distinct URLs remembered per transport (cleared when full). */
+const TARGET_CACHE_SIZE = 1024;
+
 export class FetchTransport {
   readonly #allowed: readonly Cidr[];
   readonly #resolve: ResolveHost | undefined;
   readonly #guarded: Agent;
   readonly #trusted: Agent;
   readonly #literalVerdicts = new Map<string, boolean>();
+  readonly #targets = new Map<string, TransportErrorClass | Target>();
   #closed = false;
 
   constructor(options: FetchTransportOptions = {}) {
@@ -115,7 +121,7 @@ export class FetchTransport {
     try {
       const response = await (req.trusted ? this.#trusted : this.#guarded).request({
         origin: target.origin,
-        path: `${target.pathname}${target.search}`,
+        path: target.path,
         method: 'POST',
         // hookrelay's own user agent, always: a caller's header never replaces it.
         headers: { ...req.headers, 'user-agent': USER_AGENT },
@@ -137,23 +143,39 @@ export class FetchTransport {
     await Promise.all([this.#guarded.close(), this.#trusted.close()]);
   }
 
-  /** Refuses a bad URL or a blocked IP literal before anything touches the network; else the parsed URL. */
-  #checkTarget(req: SendRequest): TransportErrorClass | URL {
+  /**
+   * Refuses a bad URL or a blocked IP literal before anything touches the network; else where to
+   * send. The answer depends only on the URL, `trusted` and this transport's fixed allow-list:
+   * memoized per URL (a hook sends to the same URL again and again).
+   */
+  #checkTarget(req: SendRequest): TransportErrorClass | Target {
     if (this.#closed) return 'configuration';
     if (!Number.isFinite(req.timeoutMs) || req.timeoutMs <= 0 || req.timeoutMs > MAX_TIMEOUT_MS) return 'configuration';
+    const key = req.trusted ? `t ${req.url}` : `g ${req.url}`;
+    let verdict = this.#targets.get(key);
+    if (verdict === undefined) {
+      verdict = this.#parseTarget(req.url, req.trusted === true);
+      if (this.#targets.size >= TARGET_CACHE_SIZE) this.#targets.clear();
+      this.#targets.set(key, verdict);
+    }
+    return verdict;
+  }
+
+  #parseTarget(raw: string, trusted: boolean): TransportErrorClass | Target {
     let url: URL;
     try {
-      url = new URL(req.url);
+      url = new URL(raw);
     } catch {
       return 'configuration';
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'configuration';
     if (url.username !== '' || url.password !== '') return 'configuration';
     if (url.port === '0') return 'configuration'; // W1: never a real listener
-    if (req.trusted) return url;
+    const target = Object.freeze({ origin: url.origin, path: `${url.pathname}${url.search}` });
+    if (trusted) return target;
     const literal = ipLiteralHost(url.hostname);
     if (literal !== undefined && !this.#literalAllowed(literal)) return 'ssrf_blocked';
-    return url;
+    return target;
   }
 
   /** The verdict for an IP literal depends only on it and this transport's fixed allow-list: memoized. */
@@ -168,23 +190,25 @@ export class FetchTransport {
   }
 
   async #readResponse(req: SendRequest, response: Dispatcher.ResponseData, deadline: Deadline, startedAt: number): Promise<SendOutcome> {
-    const base = { kind: 'response' as const, status: response.statusCode, headers: response.headers as ResponseHeaders };
-    const is2xx = response.statusCode >= 200 && response.statusCode < 300;
+    const status = response.statusCode;
+    const headers = response.headers as ResponseHeaders;
     if (req.read === 'discard') {
       const excerptBytes = Math.min(Math.max(0, Math.floor(req.excerptBytes ?? 0)), MAX_EXCERPT_BYTES);
       const excerpt = excerptBytes > 0 ? collectExcerpt(response.body, excerptBytes, Math.min(EXCERPT_WAIT_MS, deadline.remainingMs())) : undefined;
       discardBody(response.body, DISCARD_LIMIT_BYTES, deadline.remainingMs());
-      return { ...base, ...(excerpt ? { excerpt: await excerpt } : {}), durationMs: performance.now() - startedAt };
+      return excerpt
+        ? { kind: 'response', status, headers, excerpt: await excerpt, durationMs: performance.now() - startedAt }
+        : { kind: 'response', status, headers, durationMs: performance.now() - startedAt };
     }
-    if (!is2xx) {
+    if (status < 200 || status >= 300) {
       // R5-order: a non-2xx body is not read.
       discardBody(response.body, DISCARD_LIMIT_BYTES, deadline.remainingMs());
-      return { ...base, durationMs: performance.now() - startedAt };
+      return { kind: 'response', status, headers, durationMs: performance.now() - startedAt };
     }
     const read = await readCapped(response.body, req.read.maxBytes);
     return read.tooLarge
-      ? { ...base, tooLarge: true, durationMs: performance.now() - startedAt }
-      : { ...base, body: read.bytes, durationMs: performance.now() - startedAt };
+      ? { kind: 'response', status, headers, tooLarge: true, durationMs: performance.now() - startedAt }
+      : { kind: 'response', status, headers, body: read.bytes, durationMs: performance.now() - startedAt };
   }
 }
 

@@ -23,8 +23,7 @@ export type AssemblePayloadInput = {
 const STRIPPED_KEYS = ['finalState', 'mock', 'userEmail'] as const;
 
 /** All event keys, or only the `eventFields` the event actually has (B1). */
-function project(event: Record<string, unknown>, eventFields: readonly string[] | undefined): WebhookPayload {
-  if (!eventFields) return { ...event };
+function project(event: Record<string, unknown>, eventFields: readonly string[]): WebhookPayload {
   const selected: WebhookPayload = {};
   for (const field of eventFields) {
     if (Object.hasOwn(event, field)) selected[field] = event[field];
@@ -39,14 +38,21 @@ function project(event: Record<string, unknown>, eventFields: readonly string[] 
  */
 export function assemblePayload({ hook, event, control = false, extra }: AssemblePayloadInput): WebhookPayload {
   const { body, eventFields } = hook.webhook;
-  const selected = project(event, eventFields);
-  if (hook.type === 'afterToolCall' && !control && selected.result !== undefined) {
-    selected.result = redactResultForEvents(selected.result);
+  // One copy: the projection (or the whole event), then hookId/hookType, `extra`, `body`.
+  const payload: WebhookPayload = eventFields
+    ? { ...project(event, eventFields), hookId: hook.id, hookType: hook.type, ...extra, ...body }
+    : { ...event, hookId: hook.id, hookType: hook.type, ...extra, ...body };
+  // The event's result is redacted for notifications; a `result` from `extra` or the body is not the event's.
+  if (hook.type === 'afterToolCall' && !control && payload.result !== undefined && !hasOwn(extra, 'result') && !hasOwn(body, 'result')) {
+    payload.result = redactResultForEvents(payload.result);
   }
-  const payload: WebhookPayload = { ...selected, hookId: hook.id, hookType: hook.type, ...extra, ...body };
   // `delete` only when present: deleting turns the object into a slow dictionary (JSON.stringify of it is slower).
   for (const key of STRIPPED_KEYS) if (Object.hasOwn(payload, key)) delete payload[key];
   return payload;
+}
+
+function hasOwn(value: object | undefined, key: string): boolean {
+  return value !== undefined && Object.hasOwn(value, key);
 }
 
 /** B3/B4a: email is looked up with no projection, or when the projection names `userEmail`. */
