@@ -38,27 +38,27 @@ export function createRetention(options: {
     running ??= (async () => {
       halt = false;
       const cutoff = new Date(now.getTime() - options.retentionDays * MS_PER_DAY);
-      let batch = 0;
-      let deleted = 0;
+      // One batch budget per run, shared by both kinds of work.
+      let batches = 0;
+      const inBatches = async (step: () => Promise<number>): Promise<number> => {
+        let total = 0;
+        for (; batches < RETENTION_MAX_BATCHES_PER_RUN && !halt; batches += 1) {
+          const n = await step();
+          total += n;
+          if (n < RETENTION_BATCH_ROWS) break;
+        }
+        return total;
+      };
       if (options.deleteDays !== undefined) {
         // First the rows that go entirely: no point pruning what is about to be deleted.
         const deleteCutoff = new Date(now.getTime() - options.deleteDays * MS_PER_DAY);
-        for (; batch < RETENTION_MAX_BATCHES_PER_RUN && !halt; batch += 1) {
-          const n = await deleteFinishedDeliveries(options.db, deleteCutoff, RETENTION_BATCH_ROWS);
-          deleted += n;
-          if (n < RETENTION_BATCH_ROWS) break;
-        }
+        const deleted = await inBatches(() => deleteFinishedDeliveries(options.db, deleteCutoff, RETENTION_BATCH_ROWS));
         if (deleted > 0) {
           options.metrics?.retentionDeleted.inc(deleted);
           options.logger.info({ deleted, deleteDays: options.deleteDays }, 'retention deleted finished ledger rows');
         }
       }
-      let pruned = 0;
-      for (; batch < RETENTION_MAX_BATCHES_PER_RUN && !halt; batch += 1) {
-        const n = await pruneDeliveryPayloads(options.db, cutoff, RETENTION_BATCH_ROWS);
-        pruned += n;
-        if (n < RETENTION_BATCH_ROWS) break;
-      }
+      const pruned = await inBatches(() => pruneDeliveryPayloads(options.db, cutoff, RETENTION_BATCH_ROWS));
       if (pruned > 0) {
         options.metrics?.retentionPruned.inc(pruned);
         options.logger.info({ pruned, retentionDays: options.retentionDays }, 'retention pruned ledger payloads');
