@@ -8,7 +8,16 @@ import { parseTimeSpec } from './timeSpec.ts';
 
 export const DEFAULT_LIST_LIMIT = 50;
 
-export type FilterFlags = { status?: string; operation?: string; hook?: string; event?: string; since?: string; until?: string; limit?: number };
+export type FilterFlags = {
+  status?: string;
+  operation?: string;
+  hook?: string;
+  event?: string;
+  endpoint?: string;
+  since?: string;
+  until?: string;
+  limit?: number;
+};
 
 /** Shared by `deliveries list` and `replay`: the filter flags, checked with one-line errors. */
 export function addFilterOptions(cmd: Command): Command {
@@ -17,6 +26,7 @@ export function addFilterOptions(cmd: Command): Command {
     .option('--operation <id>', 'operation id')
     .option('--hook <id>', 'hook id')
     .option('--event <type>', 'hook type, e.g. onComplete')
+    .option('--endpoint <key>', 'endpoint key (see `hookrelay endpoints list`)')
     .option('--since <time>', 'created at or after: ISO 8601 or relative (15m, 2h, 3d)')
     .option('--until <time>', 'created at or before: ISO 8601 or relative');
 }
@@ -33,6 +43,7 @@ export function toFilter(flags: FilterFlags): DeliveryFilter {
     ...(flags.operation ? { operationId: flags.operation } : {}),
     ...(flags.hook ? { hookId: flags.hook } : {}),
     ...(flags.event ? { eventType: flags.event } : {}),
+    ...(flags.endpoint ? { endpoint: flags.endpoint } : {}),
     ...(flags.since ? { since: parseTimeSpec(flags.since, '--since') } : {}),
     ...(flags.until ? { until: parseTimeSpec(flags.until, '--until') } : {}),
   };

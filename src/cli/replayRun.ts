@@ -46,7 +46,9 @@ async function byFilter(ctx: CliContext, flags: ReplayFlags): Promise<string[]> 
   const status = typeof filter.status === 'string' ? filter.status : 'failed';
   const allowed = replayableStatuses(flags.includeAccepted === true);
   if (!allowed.includes(status)) {
-    throw new CliUsageError(`only failed deliveries${flags.includeAccepted ? ' and accepted_by_qstash ones' : ''} can be replayed (got --status ${status})`);
+    throw new CliUsageError(
+      `only failed and held deliveries${flags.includeAccepted ? ' and accepted_by_qstash ones' : ''} can be replayed (got --status ${status})`,
+    );
   }
   const ids: string[] = [];
   let beforeId: string | undefined;

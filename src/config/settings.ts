@@ -45,7 +45,6 @@ export const SettingsSchema = z.object({
   HOOKRELAY_RETENTION_DAYS: intFrom(1).default(D.DEFAULT_RETENTION_DAYS),
   /** Q11 (opt-in): finished rows older than this many days are deleted, metadata and all; unset keeps their metadata forever. */
   HOOKRELAY_RETENTION_DELETE_DAYS: intFrom(1).optional(),
-  /** `false` when a separate migrate job owns the schema: the worker then starts without migrating. */
   /** BullMQ's key prefix (unset: `bull`); with HOOKRELAY_REDIS_CLUSTER it must be a hash tag (`{hookrelay}`). */
   HOOKRELAY_QUEUE_PREFIX: z
     .string()
@@ -57,6 +56,21 @@ export const SettingsSchema = z.object({
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
     .optional()
     .transform((v) => (v === undefined ? undefined : /^(true|1)$/i.test(v))),
+  /** `false` turns endpoint isolation off (no cap, rate limit, breaker or disable). Unset = on. */
+  HOOKRELAY_ENDPOINT_ISOLATION: z
+    .string()
+    .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
+    .optional()
+    .transform((v) => (v === undefined ? undefined : /^(true|1)$/i.test(v))),
+  /** Concurrent attempts per endpoint across all workers (unset: 16); 0 = no cap. */
+  HOOKRELAY_ENDPOINT_CONCURRENCY: intFrom(0).optional(),
+  /** Consecutive failures that open an endpoint's circuit breaker (unset: 5). */
+  HOOKRELAY_BREAKER_FAILURES: intFrom(1).optional(),
+  /** First open period of a breaker in ms, doubled after each failed probe up to 5 min (unset: 10000). */
+  HOOKRELAY_BREAKER_COOLDOWN_MS: intFrom(100).optional(),
+  /** Hours without a successful delivery, while failing, after which an endpoint is disabled (unset: 24); 0 = never. */
+  HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS: z.coerce.number().min(0).max(8_760).optional(),
+  /** `false` when a separate migrate job owns the schema: the worker then starts without migrating. */
   HOOKRELAY_MIGRATE: z
     .string()
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })

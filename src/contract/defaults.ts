@@ -20,3 +20,6 @@ export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
 export const DEFAULT_RETENTION_DAYS = 30;
 export const DEFAULT_LOG_LEVEL = 'info';
+
+/** Endpoint isolation: concurrent attempts per endpoint across all workers (HOOKRELAY_ENDPOINT_CONCURRENCY). */
+export const DEFAULT_ENDPOINT_CONCURRENCY = 16;

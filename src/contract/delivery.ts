@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { HookTypeSchema } from './hookTypes.ts';
 
 /** Q12: ledger statuses. */
-export const DELIVERY_STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'accepted_by_qstash'] as const;
+/** `held`: its endpoint is disabled; never attempted, kept, replayable once the endpoint is enabled. */
+export const DELIVERY_STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'accepted_by_qstash', 'held'] as const;
 export const DeliveryStatusSchema = z.enum(DELIVERY_STATUSES);
 export type DeliveryStatus = z.infer<typeof DeliveryStatusSchema>;
 

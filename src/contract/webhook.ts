@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_WEBHOOK_TIMEOUT_SECONDS } from './defaults.ts';
+import { MAX_ENDPOINT_KEY_LENGTH } from './endpoint.ts';
 import { isControlHookType } from './hookTypes.ts';
 import { reservedTemplateSourceProblem } from './templateSources.ts';
 
@@ -174,6 +175,20 @@ const webhookFields = {
   fallback: z.enum(['fetch', 'none']).default('fetch'),
   responseHandling: z.enum(['ignore', 'toolCall']).default('ignore'),
   onError: z.enum(['continue', 'block']).default('continue'),
+  /** The endpoint key its isolation state (cap, rate limit, breaker, disable) is kept under; default: the URL's origin + path. */
+  endpoint: z
+    .string()
+    .min(1, { message: 'must not be empty' })
+    .max(MAX_ENDPOINT_KEY_LENGTH, { message: `must be at most ${MAX_ENDPOINT_KEY_LENGTH} characters` })
+    .regex(/^[\x21-\x7e]+$/, { message: 'must be printable ASCII without spaces' })
+    .optional(),
+  /** Deliveries per second to this hook's endpoint, across all workers (queued deliveries only). */
+  rateLimit: z
+    .number()
+    .refine(Number.isFinite, { message: 'must be a finite number of deliveries per second' })
+    .refine((r) => r > 0, { message: 'must be greater than 0' })
+    .refine((r) => r <= 100_000, { message: 'must be at most 100000 per second' })
+    .optional(),
 };
 
 function webhookConfigSchema(environmentHook: boolean) {

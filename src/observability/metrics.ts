@@ -3,6 +3,7 @@
  * and several workers in one process do not collide). Names are documented in the README.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ENDPOINT_STATES, type EndpointState } from '../contract/endpoint.ts';
 
 /** Attempt latency buckets (seconds): loopback receivers to slow remote ones. */
 export const ATTEMPT_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -20,11 +21,19 @@ export type DeliveryMetrics = {
   retentionPruned: Counter;
   retentionDeleted: Counter;
   qstashCallbacks: Counter<'kind' | 'result'>;
+  /** Breaker transitions (to open, half_open, closed, disabled, enabled), each counted by the process that made it. */
+  endpointTransitions: Counter<'to'>;
+  /** Jobs put back without an attempt because their endpoint was busy, rate-limited or open. */
+  endpointDeferrals: Counter<'reason'>;
+  /** Jobs held (not attempted) because their endpoint is disabled. */
+  endpointHeld: Counter;
 };
 
 export type DeliveryMetricsOptions = {
   /** Read at scrape time for the queue-depth gauge. */
   queueCounts?: () => Promise<Partial<Record<QueueState, number>>>;
+  /** Read at scrape time for the endpoint-state gauge: how many endpoints are in each state. */
+  endpointStates?: () => Promise<Partial<Record<EndpointState, number>>>;
   /** Process metrics (CPU, RSS, event loop lag). Default true. */
   processMetrics?: boolean;
 };
@@ -48,8 +57,41 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
       }
     },
   });
+  const endpointStates = options.endpointStates;
+  new Gauge({
+    name: 'hookrelay_endpoint_state',
+    help: 'Endpoints by isolation state (closed, open, half_open, disabled)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      if (!endpointStates) return;
+      try {
+        const counts = await endpointStates();
+        for (const state of ENDPOINT_STATES) this.set({ state }, counts[state] ?? 0);
+      } catch {
+        // Redis or Postgres away: the gauge keeps its last values.
+      }
+    },
+  });
   return {
     registry,
+    endpointTransitions: new Counter({
+      name: 'hookrelay_endpoint_transitions_total',
+      help: 'Endpoint state transitions by the state entered',
+      labelNames: ['to'],
+      registers: [registry],
+    }),
+    endpointDeferrals: new Counter({
+      name: 'hookrelay_endpoint_deferrals_total',
+      help: 'Jobs put back without an attempt: endpoint busy (at its cap), rate-limited, open or probing',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    endpointHeld: new Counter({
+      name: 'hookrelay_endpoint_held_total',
+      help: 'Deliveries held without an attempt because their endpoint is disabled',
+      registers: [registry],
+    }),
     deliveries: new Counter({
       name: 'hookrelay_deliveries_total',
       help: 'Delivery attempts by outcome and transport',

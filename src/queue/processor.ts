@@ -15,6 +15,7 @@
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { ParsedSerializedHook } from '../contract/hook.ts';
+import { endpointKey } from '../contract/endpoint.ts';
 import { isEnvHookId } from '../contract/hookTypes.ts';
 import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import { parseSerializedHook } from '../contract/validate.ts';
@@ -29,7 +30,9 @@ import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import { buildDeliveryBody } from '../payload/deliveryBody.ts';
 import type { Db } from '../store/db.ts';
 import type { ClaimedDelivery } from '../store/deliveriesRepo.ts';
+import { holdDelivery } from '../store/endpointsRepo.ts';
 import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
+import type { EndpointIsolation } from './endpointIsolation.ts';
 import { createHookCache, type HookCache } from './hookCache.ts';
 import type { InFlightTracker } from './inFlightTracker.ts';
 import type { LedgerWriter } from './ledgerWriter.ts';
@@ -67,6 +70,8 @@ export type ProcessorDeps = {
   inFlight?: InFlightTracker;
   /** Added to the webhook timeout to form the in_flight lease (the worker's lock duration). */
   leaseMarginMs?: number;
+  /** Per-endpoint cap, rate limit, breaker and disable; none → every job is attempted at once. */
+  isolation?: EndpointIsolation;
 };
 
 /** One attempt's subject, from the job (hot path) or from the ledger row. */
@@ -99,25 +104,49 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     // Already delivered, failed or accepted (or unknown): never sent again.
     if (!target) return;
 
-    const startedAt = new Date();
     const trackKey = `${job.id}:${job.attemptsStarted}`;
-    deps.inFlight?.begin(trackKey, {
-      id: target.id,
-      generation: target.generation,
-      attemptCount: target.attemptCount,
-      leaseMs: hookTimeoutMs(target.hook) + leaseMarginMs,
-    });
+    const leaseMs = hookTimeoutMs(target.hook) + leaseMarginMs;
+    // Endpoint isolation: a busy, rate-limited or open endpoint puts the job back without an
+    // attempt (nothing recorded, no retry budget spent); a disabled one holds the row.
+    const endpoint = deps.isolation && target.hook ? endpointOf(target.hook) : undefined;
+    if (endpoint !== undefined && deps.isolation && target.hook) {
+      const admission = await deps.isolation.admit({
+        key: endpoint,
+        token: trackKey,
+        leaseMs,
+        hookRate: target.hook.webhook.rateLimit,
+        starts: job.attemptsStarted,
+      });
+      if (admission.kind === 'hold') {
+        if (await deps.gate.run(() => holdDelivery(deps.db, target.id, target.generation, endpoint))) {
+          deps.metrics?.endpointHeld.inc();
+          deps.logger.warn({ deliveryId, hookId: target.hookId, endpoint }, 'endpoint disabled; delivery held (replay it after `hookrelay endpoints enable`)');
+        }
+        return;
+      }
+      if (admission.kind === 'defer') {
+        if (!token) throw new Error('delivery job has no lock token; cannot defer it');
+        await job.moveToDelayed(Math.round(admission.atMs), token);
+        throw new DelayedError();
+      }
+    }
+
+    const startedAt = new Date();
+    deps.inFlight?.begin(trackKey, { id: target.id, generation: target.generation, attemptCount: target.attemptCount, leaseMs });
     let result: NotificationResult;
     try {
       result = await attempt(deps, target);
     } finally {
       deps.inFlight?.end(trackKey);
     }
+    // Freed at once (another job may take the slot), awaited once the outcome is written.
+    const settled = endpoint !== undefined ? deps.isolation?.settle(endpoint, trackKey, result) : undefined;
     const decision = decideOutcome({ claimed: target, result, startedAt, scheduleSeconds: deps.scheduleSeconds, nowMs: Date.now() });
     // Q4: flag the operation before the row says `failed`, so whoever sees the final status also
     // sees the flag (and a crash in between leaves the row retryable, never failed-but-unflagged).
     if (decision.kind === 'failed' && decision.critical) await deps.gate.run(() => flagCriticalDeliveryFailure(deps.db, target.operationId));
     await deps.gate.run(() => deps.ledger.record(decision.outcome));
+    await settled;
 
     deps.metrics?.attemptDuration.observe({ transport: result.transport }, result.durationMs / MS_PER_SECOND);
     deps.metrics?.deliveries.inc({ outcome: decision.outcome.status, transport: result.transport });
@@ -163,6 +192,17 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
       }
     }
   };
+}
+
+/** A parsed hook's endpoint key, once per parsed object (the hook cache shares them across jobs). */
+const endpointKeys = new WeakMap<ParsedSerializedHook, string>();
+function endpointOf(hook: ParsedSerializedHook): string {
+  let key = endpointKeys.get(hook);
+  if (key === undefined) {
+    key = endpointKey(hook.webhook);
+    endpointKeys.set(hook, key);
+  }
+  return key;
 }
 
 function hookTimeoutMs(hook: ParsedSerializedHook | undefined): number {

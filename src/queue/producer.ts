@@ -15,6 +15,7 @@ import { assertTemplateSources, parseSerializedHooks } from '../contract/validat
 import { matchesHook } from '../contract/matcher.ts';
 import { silentLogger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
+import { endpointKey } from '../contract/endpoint.ts';
 import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';
 import { buildDeliveryBody } from '../payload/deliveryBody.ts';
 import { createBatcher } from './batcher.ts';
@@ -266,6 +267,7 @@ function prepareItem(
         transport: hook.webhook.delivery,
         payload: event,
         idempotencyKey: input.idempotencyKey ?? null,
+        endpointKey: endpointKey(hook.webhook),
         occurredAt,
         // Templates stay unresolved and no email is added: this is data at rest in Redis (W2, B3).
         job: {

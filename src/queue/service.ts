@@ -16,6 +16,8 @@ import type { Logger } from '../observability/logger.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/metrics.ts';
 import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { Store } from '../store/db.ts';
+import { createEndpointGate } from './endpointGate.ts';
+import { createEndpointIsolation, endpointKeyPrefix, isolationSettings, type EndpointIsolation } from './endpointIsolation.ts';
 import { createInFlightTracker } from './inFlightTracker.ts';
 import { createLedgerWriter } from './ledgerWriter.ts';
 import { createPgGate } from './pgGate.ts';
@@ -67,7 +69,23 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
 
   const queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix });
   queue.on('error', (err: Error) => logger.debug({ err: err.message }, 'queue error'));
-  const metrics = createDeliveryMetrics({ queueCounts: () => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed') });
+  let isolation: EndpointIsolation | undefined;
+  const metrics = createDeliveryMetrics({
+    queueCounts: () => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'),
+    endpointStates: async () => (isolation ? isolation.stateCounts() : {}),
+  });
+  // Endpoint isolation: per-endpoint cap, rate limit and breaker in Redis, disable in Postgres.
+  const isolationConfig = isolationSettings(settings);
+  if (isolationConfig.enabled) {
+    isolation = createEndpointIsolation({
+      gate: createEndpointGate(connection, { keyPrefix: endpointKeyPrefix(prefix, settings.HOOKRELAY_QUEUE), policy: isolationConfig.policy }),
+      db: store.db,
+      defaultCap: isolationConfig.defaultCap,
+      logger,
+      metrics,
+    });
+    await isolation.start();
+  }
 
   const fetchTransport = new FetchTransport({ allowedCidrs: settings.HOOKRELAY_ALLOWED_CIDRS ?? '' });
   // The QStash SDK is loaded only when a token is configured (~10 MB of RSS otherwise unused); without
@@ -121,6 +139,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     signal: abandon.signal,
     inFlight,
     leaseMarginMs: settings.HOOKRELAY_LOCK_DURATION_MS,
+    ...(isolation ? { isolation } : {}),
   });
   worker = createDeliveryWorker({
     queueName: settings.HOOKRELAY_QUEUE,
@@ -192,6 +211,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       if (graceful) await ledger.drain();
       else await boundedStep(ledger.drain());
       inFlight.stop();
+      isolation?.stop();
       gate.close();
       await boundedStep(http?.close());
       await boundedStep(queue.close());

@@ -16,6 +16,8 @@ export type NewDelivery = {
   transport: 'fetch' | 'qstash';
   payload: unknown;
   idempotencyKey?: string | null;
+  /** The endpoint its isolation state is kept under (contract/endpoint.ts). */
+  endpointKey?: string | null;
   occurredAt: Date;
 };
 
@@ -65,13 +67,14 @@ export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Pr
       payload: r.payload ?? null,
       occurred_at: r.occurredAt,
       idempotency_key: r.idempotencyKey ?? null,
+      endpoint_key: r.endpointKey ?? null,
     })),
   );
   const result = await db.execute(sql`
-    INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, status, next_attempt_at)
-    SELECT r.id, r.operation_id, r.event_type, r.hook_id, r.hook, r.transport, r.payload, r.occurred_at, r.idempotency_key, 'queued', r.occurred_at
+    INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, status, next_attempt_at)
+    SELECT r.id, r.operation_id, r.event_type, r.hook_id, r.hook, r.transport, r.payload, r.occurred_at, r.idempotency_key, r.endpoint_key, 'queued', r.occurred_at
       FROM json_to_recordset(${batch}::json)
-        AS r(id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text)
+        AS r(id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text)
     ON CONFLICT DO NOTHING
     RETURNING id`);
   return rowsOf<{ id: string }>(result).map((r) => r.id);
@@ -109,6 +112,8 @@ export type DeliveryFilter = {
   operationId?: string;
   hookId?: string;
   eventType?: string;
+  /** The endpoint key (contract/endpoint.ts). */
+  endpoint?: string;
   since?: Date;
   until?: Date;
   limit?: number;
@@ -124,6 +129,7 @@ export function deliveryFilterWhere(filter: DeliveryFilter): SQL | undefined {
   if (filter.operationId) parts.push(eq(deliveries.operationId, filter.operationId));
   if (filter.hookId) parts.push(eq(deliveries.hookId, filter.hookId));
   if (filter.eventType) parts.push(eq(deliveries.eventType, filter.eventType));
+  if (filter.endpoint) parts.push(eq(deliveries.endpointKey, filter.endpoint));
   if (filter.since) parts.push(gte(deliveries.createdAt, filter.since));
   if (filter.until) parts.push(lte(deliveries.createdAt, filter.until));
   if (filter.beforeId) parts.push(sql`${deliveries.id} < ${filter.beforeId}`);

@@ -3,9 +3,12 @@ import { rowsOf, type Db } from './db.ts';
 
 export type ReplayClaim = { id: string; generation: number };
 
-/** Statuses a replay may take: `failed`, and `accepted_by_qstash` only when asked (Q12). */
+/**
+ * Statuses a replay may take: `failed`, `held` (never attempted: its endpoint was disabled), and
+ * `accepted_by_qstash` only when asked (Q12).
+ */
 export function replayableStatuses(includeAccepted: boolean): string[] {
-  return includeAccepted ? ['failed', 'accepted_by_qstash'] : ['failed'];
+  return includeAccepted ? ['failed', 'held', 'accepted_by_qstash'] : ['failed', 'held'];
 }
 
 /**

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigserial, boolean, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 
 const timestamps = {
@@ -75,6 +75,8 @@ export const deliveries = pgTable(
     payload: jsonb('payload'),
     attempts: jsonb('attempts').$type<DeliveryAttempt[]>().notNull().default(sql`'[]'::jsonb`),
     idempotencyKey: text('idempotency_key'),
+    /** The endpoint key (webhook.endpoint, else the URL's origin + path): isolation state is kept per endpoint. */
+    endpointKey: text('endpoint_key'),
     occurredAt: timestamp('occurred_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     ...timestamps,
     deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),
@@ -87,8 +89,27 @@ export const deliveries = pgTable(
     index('deliveries_hook_idx').on(t.hookId),
     // Partial: only rows still to deliver, so a finished row leaves it and its updates skip it.
     index('deliveries_due_idx').on(t.status, t.nextAttemptAt).where(sql`${t.status} IN ('queued', 'retrying', 'in_flight')`),
+    // Partial: rows held for a disabled endpoint, found by endpoint when it is enabled again.
+    index('deliveries_held_idx').on(t.endpointKey).where(sql`${t.status} = 'held'`),
   ],
 );
+
+/**
+ * Endpoints an operator (or auto-disable) has acted on: disabled, or given their own limits.
+ * Breaker state is not here: it lives in Redis, shared by the workers (queue/endpointGate.ts).
+ */
+export const endpoints = pgTable('endpoints', {
+  key: text('key').primaryKey(),
+  disabledAt: timestamp('disabled_at', { withTimezone: true, mode: 'date' }),
+  /** `operator` or `auto` (no success for HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS). */
+  disabledBy: text('disabled_by'),
+  disabledReason: text('disabled_reason'),
+  /** Overrides HOOKRELAY_ENDPOINT_CONCURRENCY for this endpoint. */
+  concurrency: integer('concurrency'),
+  /** Deliveries per second across workers; a hook's own webhook.rateLimit wins when lower. */
+  rateLimit: doublePrecision('rate_limit'),
+  ...timestamps,
+});
 
 /** AGENT-HOOKS-0.1 payload-free interception records (I1, I4). */
 export const interceptionRecords = pgTable(

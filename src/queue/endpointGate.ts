@@ -1,0 +1,292 @@
+/**
+ * Endpoint isolation state shared by every worker (and the decision path): per endpoint, a
+ * holder set (the concurrency cap), a GCRA rate limiter and a circuit breaker, in Redis, changed
+ * only by the two scripts below so that each decision is atomic across processes and every
+ * transition happens in exactly one call (and is counted once, by the process that made it).
+ *
+ * Keys sit under the queue's prefix (`<prefix>:<queue>:ep:…`), so a hash-tagged prefix keeps
+ * them in the queue's Redis Cluster slot. Time is Redis's own (`TIME`): no clock skew between
+ * workers. A Redis flush resets breakers to closed and frees the slots: it cannot lose a delivery,
+ * only forget that an endpoint was failing (documented).
+ */
+import { createHash } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+import type { EndpointState } from '../contract/endpoint.ts';
+
+/** Breaker and limiter settings (defaults in the README's endpoint section). */
+export type BreakerPolicy = {
+  /** Consecutive failures that open the breaker. */
+  failureThreshold: number;
+  /** Failure ratio over the window that opens it, once the window has `minRequests` attempts. */
+  failureRatio: number;
+  minRequests: number;
+  windowMs: number;
+  /** First open period; each failed half-open probe doubles it, up to `maxCooldownMs`. */
+  cooldownMs: number;
+  maxCooldownMs: number;
+  /** No success for this long while failing → the endpoint is disabled; 0 = never. */
+  autoDisableMs: number;
+};
+
+export const DEFAULT_BREAKER_POLICY: BreakerPolicy = {
+  failureThreshold: 5,
+  failureRatio: 0.5,
+  minRequests: 20,
+  windowMs: 60_000,
+  cooldownMs: 10_000,
+  maxCooldownMs: 300_000,
+  autoDisableMs: 24 * 3_600_000,
+};
+
+/** Idle endpoints' state expires after this long (the index is pruned with it). */
+const STATE_TTL_MS = 7 * 24 * 3_600_000;
+
+export type AdmitInput = {
+  key: string;
+  /** Unique per attempt: the slot it holds and, when it is the half-open probe, the probe's id. */
+  token: string;
+  /** How long the slot is held at most (a worker that dies frees it when this lapses). */
+  leaseMs: number;
+  /** Concurrent attempts allowed across all workers; 0 = no cap. */
+  cap: number;
+  /** Deliveries per second across all workers; 0 = none. */
+  rate: number;
+};
+
+export type Admission =
+  | { admitted: true; inFlight: number; transition?: 'half_open' }
+  | { admitted: false; reason: 'busy' | 'rate' | 'open'; inFlight: number; retryAtMs?: number };
+
+export type ReleaseOutcome = 'ok' | 'fail' | 'none';
+export type Release = { transition?: 'open' | 'closed'; autoDisable: boolean };
+
+export type EndpointSnapshot = {
+  key: string;
+  state: Exclude<EndpointState, 'disabled'>;
+  inFlight: number;
+  consecutiveFailures: number;
+  windowAttempts: number;
+  windowFailures: number;
+  openUntil: Date | null;
+  lastSuccessAt: Date | null;
+  lastFailureAt: Date | null;
+  failingSince: Date | null;
+  lastSeenAt: Date | null;
+};
+
+const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+/** KEYS: state, holders, index. ARGV: token, key, cap, leaseMs, rate, ttlMs. → {code, retryAt, transition, inFlight} */
+const ADMIT = `${NOW}
+local token, key, cap, lease, rate, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local f = redis.call('HMGET', KEYS[1], 'state', 'openUntil', 'probe', 'probeUntil', 'tat')
+local state = f[1] or 'closed'
+local probing = false
+if state == 'open' then
+  local untilMs = tonumber(f[2]) or 0
+  if now < untilMs then return {3, untilMs, '', 0} end
+  probing = true
+elseif state == 'half_open' then
+  local probeUntil = tonumber(f[4]) or 0
+  if f[3] and now < probeUntil then return {3, probeUntil, '', 0} end
+  probing = true
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local inflight = redis.call('ZCARD', KEYS[2])
+if cap > 0 and inflight >= cap then return {1, 0, '', inflight} end
+local tat = nil
+if rate > 0 then
+  local interval = 1000 / rate
+  local burst = math.max(1, rate)
+  tat = math.max(tonumber(f[5]) or 0, now)
+  local allowAt = tat - (burst - 1) * interval
+  if allowAt > now then return {2, math.ceil(allowAt), '', inflight} end
+  tat = tat + interval
+end
+redis.call('ZADD', KEYS[2], now + lease, token)
+redis.call('PEXPIRE', KEYS[2], lease + ttl)
+local transition = ''
+if probing then
+  redis.call('HSET', KEYS[1], 'state', 'half_open', 'probe', token, 'probeUntil', now + lease)
+  if state == 'open' then transition = 'half_open' end
+end
+if tat then redis.call('HSET', KEYS[1], 'tat', tostring(tat)) end
+redis.call('HSET', KEYS[1], 'key', key, 'seenAt', now)
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('ZADD', KEYS[3], now, key)
+return {0, 0, transition, inflight + 1}`;
+
+/**
+ * KEYS: state, holders. ARGV: token, outcome, threshold, ratio, minRequests, windowMs, cooldownMs,
+ * maxCooldownMs, autoDisableMs, ttlMs. → {transition, autoDisable}
+ */
+const RELEASE = `${NOW}
+local token, outcome = ARGV[1], ARGV[2]
+local threshold, ratio, minReq, windowMs = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local base, maxCooldown, autoDisable, ttl = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+redis.call('ZREM', KEYS[2], token)
+if outcome == 'none' then return {'', 0} end
+local f = redis.call('HMGET', KEYS[1], 'state', 'probe', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince')
+local state = f[1] or 'closed'
+local wStart, wTotal, wFail = tonumber(f[4]) or now, tonumber(f[5]) or 0, tonumber(f[6]) or 0
+if now - wStart > windowMs then wStart, wTotal, wFail = now, 0, 0 end
+redis.call('PEXPIRE', KEYS[1], ttl)
+if outcome == 'ok' then
+  redis.call('HSET', KEYS[1], 'lastSuccessAt', now, 'fails', 0)
+  redis.call('HDEL', KEYS[1], 'failingSince')
+  if state == 'half_open' then
+    redis.call('HSET', KEYS[1], 'state', 'closed', 'wStart', now, 'wTotal', 0, 'wFail', 0, 'cooldown', base)
+    redis.call('HDEL', KEYS[1], 'probe', 'probeUntil', 'openUntil')
+    return {'closed', 0}
+  end
+  if state == 'closed' then redis.call('HSET', KEYS[1], 'wStart', wStart, 'wTotal', wTotal + 1, 'wFail', wFail) end
+  return {'', 0}
+end
+local failingSince = tonumber(f[8]) or now
+redis.call('HSET', KEYS[1], 'lastFailureAt', now, 'failingSince', failingSince)
+local disable = 0
+if autoDisable > 0 and now - failingSince >= autoDisable then disable = 1 end
+if state == 'half_open' then
+  if f[2] == token then
+    local cooldown = math.min((tonumber(f[7]) or base) * 2, maxCooldown)
+    redis.call('HSET', KEYS[1], 'state', 'open', 'openUntil', now + cooldown, 'cooldown', cooldown)
+    redis.call('HDEL', KEYS[1], 'probe', 'probeUntil')
+    return {'open', disable}
+  end
+  return {'', disable}
+end
+if state == 'open' then return {'', disable} end
+local fails = (tonumber(f[3]) or 0) + 1
+wTotal, wFail = wTotal + 1, wFail + 1
+if fails >= threshold or (wTotal >= minReq and wFail / wTotal >= ratio) then
+  redis.call('HSET', KEYS[1], 'state', 'open', 'openUntil', now + base, 'cooldown', base, 'fails', fails, 'wStart', now, 'wTotal', 0, 'wFail', 0)
+  return {'open', disable}
+end
+redis.call('HSET', KEYS[1], 'fails', fails, 'wStart', wStart, 'wTotal', wTotal, 'wFail', wFail)
+return {'', disable}`;
+
+type GateRedis = (Redis | Cluster) & {
+  hookrelayEndpointAdmit(s: string, h: string, i: string, ...argv: (string | number)[]): Promise<[number, number, string, number]>;
+  hookrelayEndpointRelease(s: string, h: string, ...argv: (string | number)[]): Promise<[string, number]>;
+};
+
+const FIELDS = ['key', 'state', 'fails', 'wTotal', 'wFail', 'openUntil', 'lastSuccessAt', 'lastFailureAt', 'failingSince', 'seenAt'] as const;
+
+export type EndpointGate = {
+  readonly policy: BreakerPolicy;
+  admit(input: AdmitInput): Promise<Admission>;
+  release(key: string, token: string, outcome: ReleaseOutcome): Promise<Release>;
+  /** Every endpoint seen in the last week, most recently used first (bounded by `limit`). */
+  list(limit?: number): Promise<EndpointSnapshot[]>;
+  snapshot(key: string): Promise<EndpointSnapshot | undefined>;
+  /** Breaker back to closed, counters cleared (operator enable). Slots held stay held. */
+  reset(key: string): Promise<void>;
+};
+
+export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix: string; policy?: Partial<BreakerPolicy> }): EndpointGate {
+  const policy = { ...DEFAULT_BREAKER_POLICY, ...options.policy };
+  const client = redis as GateRedis;
+  if (typeof client.hookrelayEndpointAdmit !== 'function') {
+    redis.defineCommand('hookrelayEndpointAdmit', { numberOfKeys: 3, lua: ADMIT });
+    redis.defineCommand('hookrelayEndpointRelease', { numberOfKeys: 2, lua: RELEASE });
+  }
+  const base = `${options.keyPrefix}:ep`;
+  const index = `${base}-index`;
+  const stateKey = (key: string) => `${base}:${digest(key)}`;
+  const holdersKey = (key: string) => `${stateKey(key)}:slots`;
+  const releaseArgs = [
+    policy.failureThreshold,
+    policy.failureRatio,
+    policy.minRequests,
+    policy.windowMs,
+    policy.cooldownMs,
+    policy.maxCooldownMs,
+    policy.autoDisableMs,
+    STATE_TTL_MS,
+  ];
+
+  const snapshotOf = (fields: (string | null)[], inFlight: number, fallbackKey: string): EndpointSnapshot => {
+    const [key, state, fails, wTotal, wFail, openUntil, lastSuccessAt, lastFailureAt, failingSince, seenAt] = fields;
+    return {
+      key: key ?? fallbackKey,
+      state: state === 'open' || state === 'half_open' ? state : 'closed',
+      inFlight,
+      consecutiveFailures: Number(fails ?? 0),
+      windowAttempts: Number(wTotal ?? 0),
+      windowFailures: Number(wFail ?? 0),
+      openUntil: state === 'open' ? date(openUntil) : null,
+      lastSuccessAt: date(lastSuccessAt),
+      lastFailureAt: date(lastFailureAt),
+      failingSince: date(failingSince),
+      lastSeenAt: date(seenAt),
+    };
+  };
+
+  const read = async (keys: readonly string[]): Promise<EndpointSnapshot[]> => {
+    if (keys.length === 0) return [];
+    const [time] = await Promise.all([redis.time()]);
+    const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    const pipeline = redis.pipeline();
+    for (const key of keys) {
+      pipeline.hmget(stateKey(key), ...FIELDS);
+      pipeline.zcount(holdersKey(key), nowMs, '+inf');
+    }
+    const answers = (await pipeline.exec()) ?? [];
+    return keys.map((key, i) => {
+      const [fieldsErr, fields] = answers[2 * i] ?? [new Error('no answer'), null];
+      const [countErr, count] = answers[2 * i + 1] ?? [new Error('no answer'), 0];
+      if (fieldsErr) throw fieldsErr;
+      if (countErr) throw countErr;
+      return snapshotOf(fields as (string | null)[], Number(count), key);
+    });
+  };
+
+  return {
+    policy,
+    async admit(input) {
+      const [code, retryAt, transition, inFlight] = await client.hookrelayEndpointAdmit(
+        stateKey(input.key),
+        holdersKey(input.key),
+        index,
+        input.token,
+        input.key,
+        Math.max(0, Math.floor(input.cap)),
+        Math.max(1, Math.ceil(input.leaseMs)),
+        input.rate > 0 ? input.rate : 0,
+        STATE_TTL_MS,
+      );
+      if (code === 0) return transition === 'half_open' ? { admitted: true, inFlight, transition: 'half_open' } : { admitted: true, inFlight };
+      const reason = code === 1 ? 'busy' : code === 2 ? 'rate' : 'open';
+      return retryAt > 0 ? { admitted: false, reason, inFlight, retryAtMs: retryAt } : { admitted: false, reason, inFlight };
+    },
+    async release(key, token, outcome) {
+      const [transition, autoDisable] = await client.hookrelayEndpointRelease(stateKey(key), holdersKey(key), token, outcome, ...releaseArgs);
+      const release: Release = { autoDisable: autoDisable === 1 };
+      if (transition === 'open' || transition === 'closed') release.transition = transition;
+      return release;
+    },
+    async list(limit = 10_000) {
+      await redis.zremrangebyscore(index, '-inf', Date.now() - STATE_TTL_MS);
+      const keys = await redis.zrevrange(index, 0, limit - 1);
+      return read(keys);
+    },
+    async snapshot(key) {
+      const [found] = await read([key]);
+      return found && found.lastSeenAt !== null ? found : undefined;
+    },
+    async reset(key) {
+      await redis.hdel(stateKey(key), 'state', 'openUntil', 'probe', 'probeUntil', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince');
+    },
+  };
+}
+
+/** Keys are bounded and free of odd characters whatever the endpoint key holds. */
+function digest(key: string): string {
+  return createHash('sha1').update(key).digest('hex').slice(0, 24);
+}
+
+function date(ms: string | null | undefined): Date | null {
+  if (ms === null || ms === undefined || ms === '') return null;
+  const n = Number(ms);
+  return Number.isFinite(n) ? new Date(n) : null;
+}

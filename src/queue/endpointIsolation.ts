@@ -1,0 +1,174 @@
+/**
+ * What the processor asks before and tells after each attempt: may this delivery go to its
+ * endpoint now (cap, rate limit, breaker, disabled), and what did the attempt say about the
+ * endpoint. The Redis state is the gate's; the durable policy (disabled, per-endpoint limits)
+ * is Postgres's, read into memory every few seconds so the hot path never queries it.
+ */
+import type { Settings } from '../config/settings.ts';
+import { DEFAULT_ENDPOINT_CONCURRENCY } from '../contract/defaults.ts';
+import { ENDPOINT_STATES, type EndpointState } from '../contract/endpoint.ts';
+import type { NotificationResult } from '../delivery/deliver.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { DeliveryMetrics } from '../observability/metrics.ts';
+import type { Db } from '../store/db.ts';
+import { disableEndpoint, listEndpointPolicies, type EndpointPolicy } from '../store/endpointsRepo.ts';
+import { DEFAULT_BREAKER_POLICY, type BreakerPolicy, type EndpointGate, type ReleaseOutcome } from './endpointGate.ts';
+
+/** How often a worker re-reads the endpoints table (an operator's disable takes effect within it). */
+export const POLICY_REFRESH_MS = 2_000;
+/** Deferral backoff while an endpoint is busy or probing: 250 ms doubling to 5 s, jittered. */
+const DEFER_BASE_MS = 250;
+const DEFER_MAX_MS = 5_000;
+/** Spread of the wake-up of jobs deferred until an open breaker's cooldown ends. */
+const OPEN_JITTER_MS = 1_000;
+
+/** Error classes that say nothing about the endpoint (a local problem): not counted by the breaker. */
+const NEUTRAL_ERRORS = new Set(['configuration', 'cancelled', 'ssrf_blocked', 'payload_too_large']);
+
+export type AdmitRequest = {
+  key: string;
+  token: string;
+  leaseMs: number;
+  /** The hook's own `webhook.rateLimit`, if any. */
+  hookRate: number | undefined;
+  /** How many times BullMQ has started this job (deferrals back off with it). */
+  starts: number;
+};
+
+export type AdmitDecision = { kind: 'go' } | { kind: 'defer'; atMs: number; reason: 'busy' | 'rate' | 'open' } | { kind: 'hold' };
+
+export type EndpointIsolation = {
+  admit(request: AdmitRequest): Promise<AdmitDecision>;
+  /** Frees the slot and feeds the breaker; never throws (a lost release only holds a slot until its lease). */
+  settle(key: string, token: string, result: NotificationResult | undefined): Promise<void>;
+  /** Endpoints per state (the `hookrelay_endpoint_state` gauge). */
+  stateCounts(): Promise<Partial<Record<EndpointState, number>>>;
+  start(): Promise<void>;
+  stop(): void;
+};
+
+export type EndpointIsolationOptions = {
+  gate: EndpointGate;
+  db: Db;
+  /** Concurrent attempts per endpoint across all workers (HOOKRELAY_ENDPOINT_CONCURRENCY); 0 = no cap. */
+  defaultCap: number;
+  logger: Logger;
+  metrics?: DeliveryMetrics;
+  random?: () => number;
+  refreshMs?: number;
+};
+
+export function createEndpointIsolation(options: EndpointIsolationOptions): EndpointIsolation {
+  const random = options.random ?? Math.random;
+  let policies = new Map<string, EndpointPolicy>();
+  let timer: NodeJS.Timeout | undefined;
+
+  const refresh = async (): Promise<void> => {
+    try {
+      policies = new Map((await listEndpointPolicies(options.db)).map((p) => [p.key, p]));
+    } catch (error) {
+      // Postgres away: keep the last known policies (the pg gate pauses the worker meanwhile).
+      options.logger.debug({ err: error instanceof Error ? error.message : String(error) }, 'could not refresh endpoint policies');
+    }
+  };
+
+  const transition = (key: string, to: 'open' | 'half_open' | 'closed'): void => {
+    options.metrics?.endpointTransitions.inc({ to });
+    const log = { endpoint: key, to };
+    if (to === 'open') options.logger.warn(log, 'endpoint circuit opened; its deliveries wait (not attempted) until a probe succeeds');
+    else options.logger.info(log, to === 'closed' ? 'endpoint circuit closed; deliveries resume' : 'endpoint circuit half-open; one probe delivery goes out');
+  };
+
+  const autoDisable = async (key: string): Promise<void> => {
+    const hours = Math.round((options.gate.policy.autoDisableMs / 3_600_000) * 100) / 100;
+    if (await disableEndpoint(options.db, key, 'auto', `no successful delivery for ${hours} h`)) {
+      options.metrics?.endpointTransitions.inc({ to: 'disabled' });
+      options.logger.warn({ endpoint: key, hours }, 'endpoint disabled automatically; its deliveries are held (enable it with `hookrelay endpoints enable`)');
+      await refresh();
+    }
+  };
+
+  return {
+    async admit(request) {
+      const policy = policies.get(request.key);
+      if (policy?.disabledAt) return { kind: 'hold' };
+      const cap = policy?.concurrency ?? options.defaultCap;
+      const rate = lowest(request.hookRate, policy?.rateLimit ?? undefined);
+      const admission = await options.gate.admit({ key: request.key, token: request.token, leaseMs: request.leaseMs, cap, rate: rate ?? 0 });
+      if (admission.admitted) {
+        if (admission.transition) transition(request.key, admission.transition);
+        return { kind: 'go' };
+      }
+      const now = Date.now();
+      const backoff = Math.min(DEFER_MAX_MS, DEFER_BASE_MS * 2 ** Math.min(Math.max(0, request.starts - 1), 5)) * (0.5 + random() / 2);
+      let atMs: number;
+      if (admission.reason === 'rate') atMs = Math.max(now + 1, admission.retryAtMs ?? now + backoff);
+      else if (admission.reason === 'open' && admission.retryAtMs !== undefined && admission.retryAtMs - now > DEFER_MAX_MS) {
+        // Open with a long cooldown left: sleep until it ends (spread, so one job probes first).
+        atMs = admission.retryAtMs + random() * OPEN_JITTER_MS;
+      } else atMs = now + backoff;
+      options.metrics?.endpointDeferrals.inc({ reason: admission.reason });
+      return { kind: 'defer', atMs, reason: admission.reason };
+    },
+    async settle(key, token, result) {
+      try {
+        const released = await options.gate.release(key, token, breakerOutcome(result));
+        if (released.transition) transition(key, released.transition);
+        if (released.autoDisable) await autoDisable(key);
+      } catch (error) {
+        options.logger.debug({ endpoint: key, err: error instanceof Error ? error.message : String(error) }, 'could not release an endpoint slot');
+      }
+    },
+    async stateCounts() {
+      const counts: Partial<Record<EndpointState, number>> = Object.fromEntries(ENDPOINT_STATES.map((s) => [s, 0]));
+      const disabled = new Set([...policies.values()].filter((p) => p.disabledAt).map((p) => p.key));
+      for (const snapshot of await options.gate.list()) {
+        if (disabled.has(snapshot.key)) continue;
+        counts[snapshot.state] = (counts[snapshot.state] ?? 0) + 1;
+      }
+      counts.disabled = disabled.size;
+      return counts;
+    },
+    async start() {
+      await refresh();
+      timer = setInterval(() => void refresh(), options.refreshMs ?? POLICY_REFRESH_MS);
+      timer.unref();
+    },
+    stop() {
+      clearInterval(timer);
+    },
+  };
+}
+
+/** What an attempt tells the breaker: success, the endpoint's failure, or nothing (a local problem). */
+export function breakerOutcome(result: NotificationResult | undefined): ReleaseOutcome {
+  if (!result) return 'none';
+  if (result.ok) return 'ok';
+  return NEUTRAL_ERRORS.has(result.errorClass) ? 'none' : 'fail';
+}
+
+function lowest(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return Math.min(a, b);
+}
+
+/** The breaker policy and default cap the settings give (defaults where unset). */
+export function isolationSettings(settings: Settings): { enabled: boolean; defaultCap: number; policy: BreakerPolicy } {
+  const hours = settings.HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS;
+  return {
+    enabled: settings.HOOKRELAY_ENDPOINT_ISOLATION !== false,
+    defaultCap: settings.HOOKRELAY_ENDPOINT_CONCURRENCY ?? DEFAULT_ENDPOINT_CONCURRENCY,
+    policy: {
+      ...DEFAULT_BREAKER_POLICY,
+      ...(settings.HOOKRELAY_BREAKER_FAILURES !== undefined ? { failureThreshold: settings.HOOKRELAY_BREAKER_FAILURES } : {}),
+      ...(settings.HOOKRELAY_BREAKER_COOLDOWN_MS !== undefined ? { cooldownMs: settings.HOOKRELAY_BREAKER_COOLDOWN_MS } : {}),
+      ...(hours !== undefined ? { autoDisableMs: Math.round(hours * 3_600_000) } : {}),
+    },
+  };
+}
+
+/** Where a queue's endpoint state lives in Redis: under its prefix and name, like BullMQ's own keys. */
+export function endpointKeyPrefix(prefix: string, queueName: string): string {
+  return `${prefix}:${queueName}`;
+}

@@ -1,0 +1,99 @@
+/**
+ * The durable half of endpoint isolation: which endpoints are disabled (by an operator or by
+ * auto-disable) or carry their own limits, and the ledger rows held for a disabled endpoint.
+ */
+import { asc, eq, sql } from 'drizzle-orm';
+import { rowsOf, type Db } from './db.ts';
+import { endpoints } from './schema.ts';
+
+export type EndpointPolicy = {
+  key: string;
+  disabledAt: Date | null;
+  disabledBy: 'operator' | 'auto' | null;
+  disabledReason: string | null;
+  concurrency: number | null;
+  rateLimit: number | null;
+};
+
+export async function listEndpointPolicies(db: Db): Promise<EndpointPolicy[]> {
+  const rows = await db.select().from(endpoints).orderBy(asc(endpoints.key));
+  return rows.map((r) => ({
+    key: r.key,
+    disabledAt: r.disabledAt,
+    disabledBy: r.disabledBy === 'operator' || r.disabledBy === 'auto' ? r.disabledBy : null,
+    disabledReason: r.disabledReason,
+    concurrency: r.concurrency,
+    rateLimit: r.rateLimit,
+  }));
+}
+
+/** Disables the endpoint; an endpoint already disabled keeps its first reason. True when this call disabled it. */
+export async function disableEndpoint(db: Db, key: string, by: 'operator' | 'auto', reason: string): Promise<boolean> {
+  const result = await db.execute(sql`
+    INSERT INTO endpoints (key, disabled_at, disabled_by, disabled_reason)
+    VALUES (${key}, now(), ${by}, ${reason})
+    ON CONFLICT (key) DO UPDATE
+       SET disabled_at = now(), disabled_by = EXCLUDED.disabled_by, disabled_reason = EXCLUDED.disabled_reason, updated_at = now()
+     WHERE endpoints.disabled_at IS NULL
+    RETURNING key`);
+  return rowsOf(result).length > 0;
+}
+
+/** True when the endpoint was disabled and now is not. */
+export async function enableEndpoint(db: Db, key: string): Promise<boolean> {
+  const result = await db.execute(sql`
+    UPDATE endpoints SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL, updated_at = now()
+     WHERE key = ${key} AND disabled_at IS NOT NULL
+    RETURNING key`);
+  return rowsOf(result).length > 0;
+}
+
+/** Sets (a number) or clears (null) the endpoint's own limits; undefined leaves one as it is. */
+export async function setEndpointLimits(db: Db, key: string, limits: { concurrency?: number | null; rateLimit?: number | null }): Promise<void> {
+  const concurrency = limits.concurrency === undefined ? null : limits.concurrency;
+  const rateLimit = limits.rateLimit === undefined ? null : limits.rateLimit;
+  await db.execute(sql`
+    INSERT INTO endpoints (key, concurrency, rate_limit) VALUES (${key}, ${concurrency}, ${rateLimit})
+    ON CONFLICT (key) DO UPDATE
+       SET concurrency = ${limits.concurrency === undefined ? sql`endpoints.concurrency` : sql`EXCLUDED.concurrency`},
+           rate_limit = ${limits.rateLimit === undefined ? sql`endpoints.rate_limit` : sql`EXCLUDED.rate_limit`},
+           updated_at = now()`);
+}
+
+export async function getEndpointPolicy(db: Db, key: string): Promise<EndpointPolicy | undefined> {
+  const rows = await db.select().from(endpoints).where(eq(endpoints.key, key)).limit(1);
+  const r = rows[0];
+  if (!r) return undefined;
+  return {
+    key: r.key,
+    disabledAt: r.disabledAt,
+    disabledBy: r.disabledBy === 'operator' || r.disabledBy === 'auto' ? r.disabledBy : null,
+    disabledReason: r.disabledReason,
+    concurrency: r.concurrency,
+    rateLimit: r.rateLimit,
+  };
+}
+
+/**
+ * Parks a delivery whose endpoint is disabled: status `held`, no attempt recorded, nothing else
+ * changed. Only a row still waiting in this generation moves (a replayed or finished row is left).
+ */
+export async function holdDelivery(db: Db, id: string, generation: number, key: string): Promise<boolean> {
+  const result = await db.execute(sql`
+    UPDATE deliveries SET status = 'held', endpoint_key = ${key}, lease_expires_at = NULL, next_attempt_at = NULL, updated_at = now()
+     WHERE id = ${id} AND generation = ${generation} AND status IN ('queued', 'retrying', 'in_flight')
+    RETURNING id`);
+  return rowsOf(result).length > 0;
+}
+
+/** Held deliveries per endpoint key (for `endpoints list`). */
+export async function heldCounts(db: Db): Promise<Map<string, number>> {
+  const result = await db.execute(sql`SELECT endpoint_key AS key, count(*)::int AS n FROM deliveries WHERE status = 'held' GROUP BY endpoint_key`);
+  return new Map(rowsOf<{ key: string | null; n: number }>(result).map((r) => [r.key ?? '', Number(r.n)]));
+}
+
+/** Ledger counts for one endpoint by status (for `endpoints show`). */
+export async function endpointStatusCounts(db: Db, key: string): Promise<Record<string, number>> {
+  const result = await db.execute(sql`SELECT status, count(*)::int AS n FROM deliveries WHERE endpoint_key = ${key} GROUP BY status`);
+  return Object.fromEntries(rowsOf<{ status: string; n: number }>(result).map((r) => [r.status, Number(r.n)]));
+}
