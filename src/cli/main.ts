@@ -12,6 +12,7 @@ import { registerDeliveriesCommand } from './deliveriesCommand.ts';
 import { registerReplayCommand } from './replayCommand.ts';
 import { registerEnqueueCommand } from './enqueueCommand.ts';
 import { registerStatsCommand } from './statsCommand.ts';
+import { registerEndpointsCommand } from './endpointsCommand.ts';
 import { registerRecordsCommand } from './recordsCommand.ts';
 
 export { EXIT } from './exitCodes.ts';
@@ -103,6 +104,7 @@ export function buildProgram(deps: CliDeps = NO_WORKER): Command {
   registerReplayCommand(program, parsePositiveInt);
   registerEnqueueCommand(program);
   registerStatsCommand(program);
+  registerEndpointsCommand(program, parsePositiveInt);
   registerRecordsCommand(program, parsePositiveInt);
   return program;
 }

@@ -9,3 +9,4 @@ export * from './delivery.ts';
 export * from './errors.ts';
 export * from './validate.ts';
 export * from './templateSources.ts';
+export * from './endpoint.ts';

@@ -10,7 +10,16 @@ import { resolveWebhookUrl, type ResolvedUrl } from '../delivery/resolveUrl.ts';
 import { signatureHeaders } from '../delivery/signing.ts';
 import { MAX_DECISION_RESPONSE_BYTES, parseToolCallHookResponse } from './parseDecisionResponse.ts';
 
-export type ControlErrorCode = 'configuration' | 'http_error' | 'network_error' | 'timeout' | 'invalid_response' | 'response_too_large' | 'ssrf_blocked';
+/** `circuit_open`: the control's endpoint breaker is open or the endpoint disabled; nothing was sent. */
+export type ControlErrorCode =
+  | 'configuration'
+  | 'http_error'
+  | 'network_error'
+  | 'timeout'
+  | 'invalid_response'
+  | 'response_too_large'
+  | 'ssrf_blocked'
+  | 'circuit_open';
 
 export type ToolCallWebhookResult =
   | { status: 'success'; decision: ToolCallDecision }

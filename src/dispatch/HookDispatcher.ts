@@ -1,4 +1,5 @@
 import { CriticalHookDeliveryError } from '../contract/criticalError.ts';
+import type { EndpointGuard } from '../contract/endpoint.ts';
 import type { HookEventOf } from '../contract/events.ts';
 import { type AgentHook, isControlHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
 import { type HookType, isHookType } from '../contract/hookTypes.ts';
@@ -57,6 +58,12 @@ export type HookDispatcherOptions = {
   templateEnv?: string;
   /** Local-mode QStash publisher; default built from QSTASH_URL / QSTASH_TOKEN at send time. */
   qstash?: QStashPublisher;
+  /**
+   * The workers' endpoint breakers, for decision webhooks (`createEndpointGuard` from
+   * 'hookrelay/queue'): a control whose endpoint is open or disabled fails at once with
+   * `circuit_open`, handled by its onError. None: every control is sent.
+   */
+  endpointGuard?: EndpointGuard;
 };
 
 export type EvaluateOptions = {
@@ -123,7 +130,7 @@ export class HookDispatcher {
     } else {
       this.#delivery = createLocalDelivery(this.#send, payloads);
     }
-    this.#runControl = createControlRunner(this.#send, payloads);
+    this.#runControl = createControlRunner(this.#send, payloads, options.endpointGuard);
     this.#seam = options.emitter
       ? createInterceptionSeam(options.emitter, { posture: options.interceptionPosture, session: options.interceptionSession, logger: this.#logger })
       : undefined;

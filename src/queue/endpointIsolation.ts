@@ -154,7 +154,16 @@ function lowest(a: number | undefined, b: number | undefined): number | undefine
 }
 
 /** The breaker policy and default cap the settings give (defaults where unset). */
-export function isolationSettings(settings: Settings): { enabled: boolean; defaultCap: number; policy: BreakerPolicy } {
+export type IsolationSettings = Pick<
+  Settings,
+  | 'HOOKRELAY_ENDPOINT_ISOLATION'
+  | 'HOOKRELAY_ENDPOINT_CONCURRENCY'
+  | 'HOOKRELAY_BREAKER_FAILURES'
+  | 'HOOKRELAY_BREAKER_COOLDOWN_MS'
+  | 'HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS'
+>;
+
+export function isolationSettings(settings: IsolationSettings): { enabled: boolean; defaultCap: number; policy: BreakerPolicy } {
   const hours = settings.HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS;
   return {
     enabled: settings.HOOKRELAY_ENDPOINT_ISOLATION !== false,
