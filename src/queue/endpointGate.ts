@@ -55,7 +55,10 @@ export type AdmitInput = {
 
 export type Admission =
   | { admitted: true; inFlight: number; transition?: 'half_open' }
-  | { admitted: false; reason: 'busy' | 'rate' | 'open'; inFlight: number; retryAtMs?: number };
+  | { admitted: false; reason: DeferReason; inFlight: number; retryAtMs?: number };
+
+/** busy: at its cap; rate: over its rate limit; open: breaker open; probing: half-open with its probe out. */
+export type DeferReason = 'busy' | 'rate' | 'open' | 'probing';
 
 export type ReleaseOutcome = 'ok' | 'fail' | 'none';
 export type Release = { transition?: 'open' | 'closed'; autoDisable: boolean };
@@ -76,7 +79,10 @@ export type EndpointSnapshot = {
 
 const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
-/** KEYS: state, holders, index. ARGV: token, key, cap, leaseMs, rate, ttlMs. → {code, retryAt, transition, inFlight} */
+/**
+ * KEYS: state, holders, index. ARGV: token, key, cap, leaseMs, rate, ttlMs.
+ * → {code, retryAt, transition, inFlight}; code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing.
+ */
 const ADMIT = `${NOW}
 local token, key, cap, lease, rate, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local f = redis.call('HMGET', KEYS[1], 'state', 'openUntil', 'probe', 'probeUntil', 'tat')
@@ -88,7 +94,7 @@ if state == 'open' then
   probing = true
 elseif state == 'half_open' then
   local probeUntil = tonumber(f[4]) or 0
-  if f[3] and now < probeUntil then return {3, probeUntil, '', 0} end
+  if f[3] and now < probeUntil then return {4, probeUntil, '', 0} end
   probing = true
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
@@ -114,6 +120,7 @@ if tat then redis.call('HSET', KEYS[1], 'tat', tostring(tat)) end
 redis.call('HSET', KEYS[1], 'key', key, 'seenAt', now)
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZADD', KEYS[3], now, key)
+redis.call('PEXPIRE', KEYS[3], ttl)
 return {0, 0, transition, inflight + 1}`;
 
 /**
@@ -125,7 +132,11 @@ local token, outcome = ARGV[1], ARGV[2]
 local threshold, ratio, minReq, windowMs = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local base, maxCooldown, autoDisable, ttl = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 redis.call('ZREM', KEYS[2], token)
-if outcome == 'none' then return {'', 0} end
+if outcome == 'none' then
+  -- A probe that said nothing about the endpoint (cancelled, local error): the next admit probes.
+  if redis.call('HGET', KEYS[1], 'probe') == token then redis.call('HDEL', KEYS[1], 'probe', 'probeUntil') end
+  return {'', 0}
+end
 local f = redis.call('HMGET', KEYS[1], 'state', 'probe', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince')
 local state = f[1] or 'closed'
 local wStart, wTotal, wFail = tonumber(f[4]) or now, tonumber(f[5]) or 0, tonumber(f[6]) or 0
@@ -256,7 +267,7 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
         STATE_TTL_MS,
       );
       if (code === 0) return transition === 'half_open' ? { admitted: true, inFlight, transition: 'half_open' } : { admitted: true, inFlight };
-      const reason = code === 1 ? 'busy' : code === 2 ? 'rate' : 'open';
+      const reason: DeferReason = code === 1 ? 'busy' : code === 2 ? 'rate' : code === 3 ? 'open' : 'probing';
       return retryAt > 0 ? { admitted: false, reason, inFlight, retryAtMs: retryAt } : { admitted: false, reason, inFlight };
     },
     async release(key, token, outcome) {
@@ -266,7 +277,9 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
       return release;
     },
     async list(limit = 10_000) {
-      await redis.zremrangebyscore(index, '-inf', Date.now() - STATE_TTL_MS);
+      if (limit <= 0) return [];
+      const [seconds] = await redis.time();
+      await redis.zremrangebyscore(index, '-inf', Number(seconds) * 1000 - STATE_TTL_MS);
       const keys = await redis.zrevrange(index, 0, limit - 1);
       return read(keys);
     },

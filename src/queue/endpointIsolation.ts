@@ -12,7 +12,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
 import { disableEndpoint, listEndpointPolicies, type EndpointPolicy } from '../store/endpointsRepo.ts';
-import { DEFAULT_BREAKER_POLICY, type BreakerPolicy, type EndpointGate, type ReleaseOutcome } from './endpointGate.ts';
+import { DEFAULT_BREAKER_POLICY, type BreakerPolicy, type DeferReason, type EndpointGate, type ReleaseOutcome } from './endpointGate.ts';
 
 /** How often a worker re-reads the endpoints table (an operator's disable takes effect within it). */
 export const POLICY_REFRESH_MS = 2_000;
@@ -35,7 +35,7 @@ export type AdmitRequest = {
   starts: number;
 };
 
-export type AdmitDecision = { kind: 'go' } | { kind: 'defer'; atMs: number; reason: 'busy' | 'rate' | 'open' } | { kind: 'hold' };
+export type AdmitDecision = { kind: 'go' } | { kind: 'defer'; atMs: number; reason: DeferReason } | { kind: 'hold' };
 
 export type EndpointIsolation = {
   admit(request: AdmitRequest): Promise<AdmitDecision>;
@@ -43,6 +43,8 @@ export type EndpointIsolation = {
   settle(key: string, token: string, result: NotificationResult | undefined): Promise<void>;
   /** Endpoints per state (the `hookrelay_endpoint_state` gauge). */
   stateCounts(): Promise<Partial<Record<EndpointState, number>>>;
+  /** Re-reads the endpoints table now (a hold found the endpoint enabled again). */
+  refresh(): Promise<void>;
   start(): Promise<void>;
   stop(): void;
 };
@@ -103,8 +105,8 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
       const backoff = Math.min(DEFER_MAX_MS, DEFER_BASE_MS * 2 ** Math.min(Math.max(0, request.starts - 1), 5)) * (0.5 + random() / 2);
       let atMs: number;
       if (admission.reason === 'rate') atMs = Math.max(now + 1, admission.retryAtMs ?? now + backoff);
-      else if (admission.reason === 'open' && admission.retryAtMs !== undefined && admission.retryAtMs - now > DEFER_MAX_MS) {
-        // Open with a long cooldown left: sleep until it ends (spread, so one job probes first).
+      else if (admission.reason === 'open' && admission.retryAtMs !== undefined && admission.retryAtMs - now > DEFER_BASE_MS) {
+        // Open: nothing goes out before its cooldown ends, so sleep until then (spread: one job probes first).
         atMs = admission.retryAtMs + random() * OPEN_JITTER_MS;
       } else atMs = now + backoff;
       options.metrics?.endpointDeferrals.inc({ reason: admission.reason });
@@ -129,6 +131,7 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
       counts.disabled = disabled.size;
       return counts;
     },
+    refresh,
     async start() {
       await refresh();
       timer = setInterval(() => void refresh(), options.refreshMs ?? POLICY_REFRESH_MS);

@@ -41,6 +41,8 @@ import type { PgGate } from './pgGate.ts';
 import { qstashCallbackUrls } from './qstashCallbackUrls.ts';
 import type { DeliveryJobAttempt, DeliveryJobData } from './types.ts';
 
+/** A job found its endpoint enabled again while about to hold it: it runs again after this. */
+const HOLD_RECHECK_MS = 50;
 /** Q8: bytes of a successful response kept in the attempt record. */
 export const RESPONSE_EXCERPT_BYTES = 512;
 const MS_PER_SECOND = 1000;
@@ -118,11 +120,17 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
         starts: job.attemptsStarted,
       });
       if (admission.kind === 'hold') {
-        if (await deps.gate.run(() => holdDelivery(deps.db, target.id, target.generation, endpoint))) {
+        const held = await deps.gate.run(() => holdDelivery(deps.db, target.id, target.generation, endpoint));
+        if (held === 'held') {
           deps.metrics?.endpointHeld.inc();
           deps.logger.warn({ deliveryId, hookId: target.hookId, endpoint }, 'endpoint disabled; delivery held (replay it after `hookrelay endpoints enable`)');
         }
-        return;
+        if (held !== 'enabled') return;
+        // Enabled since this worker last looked: pick up the new policy and run the job again shortly.
+        await deps.isolation.refresh();
+        if (!token) throw new Error('delivery job has no lock token; cannot defer it');
+        await job.moveToDelayed(Date.now() + HOLD_RECHECK_MS, token);
+        throw new DelayedError();
       }
       if (admission.kind === 'defer') {
         if (!token) throw new Error('delivery job has no lock token; cannot defer it');

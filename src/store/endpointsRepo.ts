@@ -76,14 +76,20 @@ export async function getEndpointPolicy(db: Db, key: string): Promise<EndpointPo
 
 /**
  * Parks a delivery whose endpoint is disabled: status `held`, no attempt recorded, nothing else
- * changed. Only a row still waiting in this generation moves (a replayed or finished row is left).
+ * changed — only while the endpoint is still disabled (a worker's cached policy may be seconds
+ * old) and only for a row still waiting in this generation (a replayed or finished row is left).
  */
-export async function holdDelivery(db: Db, id: string, generation: number, key: string): Promise<boolean> {
+export async function holdDelivery(db: Db, id: string, generation: number, key: string): Promise<'held' | 'enabled' | 'not_waiting'> {
   const result = await db.execute(sql`
-    UPDATE deliveries SET status = 'held', endpoint_key = ${key}, lease_expires_at = NULL, next_attempt_at = NULL, updated_at = now()
-     WHERE id = ${id} AND generation = ${generation} AND status IN ('queued', 'retrying', 'in_flight')
-    RETURNING id`);
-  return rowsOf(result).length > 0;
+    WITH ep AS (SELECT 1 FROM endpoints WHERE key = ${key} AND disabled_at IS NOT NULL),
+         held AS (
+           UPDATE deliveries SET status = 'held', endpoint_key = ${key}, lease_expires_at = NULL, next_attempt_at = NULL, updated_at = now()
+            WHERE id = ${id} AND generation = ${generation} AND status IN ('queued', 'retrying', 'in_flight') AND EXISTS (SELECT 1 FROM ep)
+           RETURNING id)
+    SELECT (SELECT count(*) FROM ep)::int AS disabled, (SELECT count(*) FROM held)::int AS held`);
+  const row = rowsOf<{ disabled: number; held: number }>(result)[0];
+  if (!row || Number(row.disabled) === 0) return 'enabled';
+  return Number(row.held) > 0 ? 'held' : 'not_waiting';
 }
 
 /** Held deliveries per endpoint key (for `endpoints list`). */

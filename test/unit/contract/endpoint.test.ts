@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import { ENDPOINT_STATES, endpointKey, MAX_ENDPOINT_KEY_LENGTH } from '../../../src/contract/endpoint.ts';
+import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
+import type { NotificationFailure, NotificationResult, NotificationSuccess } from '../../../src/delivery/deliver.ts';
+import { breakerOutcome } from '../../../src/queue/endpointIsolation.ts';
+import { accepts, paths, rejects } from './helpers.ts';
+
+const URL_OK = 'https://hooks.example.com/receive';
+const wh = (extra: Record<string, unknown> = {}) => ({ url: URL_OK, ...extra });
+
+describe('endpointKey: which endpoint a webhook delivers to', () => {
+  it.each([
+    ['https://hooks.example.com/receive', 'https://hooks.example.com/receive'],
+    ['https://hooks.example.com/receive?token=secret', 'https://hooks.example.com/receive'],
+    ['https://hooks.example.com/receive#frag', 'https://hooks.example.com/receive'],
+    ['https://hooks.example.com/receive?token=secret&x=1#frag', 'https://hooks.example.com/receive'],
+    ['http://hooks.example.com:8080/a/b', 'http://hooks.example.com:8080/a/b'],
+    ['https://hooks.example.com', 'https://hooks.example.com/'],
+    ['HTTPS://HOOKS.EXAMPLE.COM:443/Path', 'https://hooks.example.com/Path'],
+    ['https://[2001:db8::1]/x?y=1', 'https://[2001:db8::1]/x'],
+  ])('an absolute URL %j keys by origin + path: %j', (url, key) => {
+    expect(endpointKey({ url })).toBe(key);
+  });
+
+  it('two URLs that differ only in their query or fragment share one endpoint', () => {
+    expect(endpointKey({ url: `${URL_OK}?a=1` })).toBe(endpointKey({ url: `${URL_OK}?b=2#c` }));
+    expect(endpointKey({ url: `${URL_OK}?a=1` })).toBe(endpointKey({ url: URL_OK }));
+  });
+
+  it('different paths on one origin are different endpoints', () => {
+    expect(endpointKey({ url: 'https://hooks.example.com/a' })).not.toBe(endpointKey({ url: 'https://hooks.example.com/b' }));
+  });
+
+  it('the query never leaks into the key (a token in ?key= is not part of it)', () => {
+    expect(endpointKey({ url: 'https://hooks.example.com/r?key=sk_live_123' })).not.toContain('sk_live_123');
+    expect(endpointKey({ url: '/api/hooks?key=sk_live_123' })).not.toContain('sk_live_123');
+  });
+
+  it('an explicit endpoint key wins over the URL', () => {
+    expect(endpointKey({ url: URL_OK, endpoint: 'billing-receiver' })).toBe('billing-receiver');
+    expect(endpointKey({ url: '/api/hooks?x=1', endpoint: 'app-hooks' })).toBe('app-hooks');
+    expect(endpointKey({ url: `${URL_OK}?x=1`, endpoint: 'https://other.example.com/p?q=1' })).toBe('https://other.example.com/p?q=1');
+  });
+
+  it('an endpoint given as undefined falls back to the URL', () => {
+    expect(endpointKey({ url: `${URL_OK}?x=1`, endpoint: undefined })).toBe(URL_OK);
+  });
+
+  it.each([
+    ['/api/hooks', 'app:/api/hooks'],
+    ['/api/hooks?x=1', 'app:/api/hooks'],
+    ['/api/hooks#frag', 'app:/api/hooks'],
+    ['/api/hooks?x=1#frag', 'app:/api/hooks'],
+    ['/', 'app:/'],
+  ])('a relative URL %j keys as %j (it resolves against APP_URL later)', (url, key) => {
+    expect(endpointKey({ url })).toBe(key);
+  });
+
+  it('a string that is not a URL keeps its text before any ? or #', () => {
+    expect(endpointKey({ url: 'not a url?x=1' })).toBe('not a url');
+    expect(endpointKey({ url: 'plain' })).toBe('plain');
+  });
+
+  it('the endpoint states are closed, open, half_open and disabled; keys are at most 200 characters', () => {
+    expect([...ENDPOINT_STATES]).toEqual(['closed', 'open', 'half_open', 'disabled']);
+    expect(MAX_ENDPOINT_KEY_LENGTH).toBe(200);
+  });
+});
+
+describe('breakerOutcome: what an attempt tells the circuit breaker', () => {
+  const success: NotificationSuccess = { ok: true, transport: 'fetch', httpStatus: 200, fellBack: false, durationMs: 3 };
+  const failure = (errorClass: string): NotificationFailure =>
+    ({ ok: false, errorClass, permanent: false, critical: false, transport: 'fetch', fellBack: false, durationMs: 3 }) as NotificationFailure;
+
+  it('a success → ok (also via QStash)', () => {
+    expect(breakerOutcome(success)).toBe('ok');
+    expect(breakerOutcome({ ...success, transport: 'qstash', messageId: 'msg_1', httpStatus: 201 })).toBe('ok');
+  });
+
+  it.each(['timeout', 'network_error', 'http_error'])('a %s failure is the endpoint’s → fail', (errorClass) => {
+    expect(breakerOutcome(failure(errorClass))).toBe('fail');
+  });
+
+  it('a permanent http_error (4xx) still counts against the endpoint → fail', () => {
+    expect(breakerOutcome({ ...failure('http_error'), httpStatus: 404, permanent: true })).toBe('fail');
+  });
+
+  it.each(['configuration', 'cancelled', 'ssrf_blocked', 'payload_too_large'])('a %s failure is a local problem → none', (errorClass) => {
+    expect(breakerOutcome(failure(errorClass))).toBe('none');
+  });
+
+  it('no result at all → none', () => {
+    expect(breakerOutcome(undefined as NotificationResult | undefined)).toBe('none');
+  });
+});
+
+describe('webhook config: endpoint and rateLimit fields', () => {
+  it('both are optional and stay absent when not given', () => {
+    const parsed = accepts(WebhookConfigSchema, wh());
+    expect('endpoint' in parsed).toBe(false);
+    expect('rateLimit' in parsed).toBe(false);
+  });
+
+  it.each(['billing', 'https://hooks.example.com/receive', 'tenant:42/orders', '!~', 'x'.repeat(MAX_ENDPOINT_KEY_LENGTH)])(
+    'endpoint %j (printable ASCII, 1–200 characters) is accepted as given',
+    (endpoint) => {
+      expect(accepts(WebhookConfigSchema, wh({ endpoint })).endpoint).toBe(endpoint);
+    },
+  );
+
+  it.each([
+    ['empty', ''],
+    ['too long (201 characters)', 'x'.repeat(MAX_ENDPOINT_KEY_LENGTH + 1)],
+    ['with a space', 'my endpoint'],
+    ['with a tab', 'a\tb'],
+    ['with a newline', 'a\nb'],
+    ['non-ASCII', 'café'],
+    ['a number', 42],
+    ['null', null],
+  ])('endpoint %s is rejected naming endpoint', (_label, endpoint) => {
+    expect(new Set(paths(rejects(WebhookConfigSchema, wh({ endpoint }))))).toEqual(new Set(['endpoint']));
+  });
+
+  it('the endpoint length message names the limit', () => {
+    const issues = rejects(WebhookConfigSchema, wh({ endpoint: 'x'.repeat(MAX_ENDPOINT_KEY_LENGTH + 1) }));
+    expect(issues[0]?.message).toContain('200');
+  });
+
+  it.each([0.1, 0.5, 1, 5, 2.5, 100_000])('rateLimit %d per second is accepted as given', (rateLimit) => {
+    expect(accepts(WebhookConfigSchema, wh({ rateLimit })).rateLimit).toBe(rateLimit);
+  });
+
+  it.each([
+    ['zero', 0],
+    ['negative', -1],
+    ['above 100000', 100_001],
+    ['Infinity', Number.POSITIVE_INFINITY],
+    ['NaN', Number.NaN],
+    ['a numeric string', '5'],
+    ['null', null],
+  ])('rateLimit %s is rejected naming rateLimit', (_label, rateLimit) => {
+    expect(new Set(paths(rejects(WebhookConfigSchema, wh({ rateLimit }))))).toEqual(new Set(['rateLimit']));
+  });
+
+  it('endpoint and rateLimit together are accepted, also on a control webhook', () => {
+    expect(accepts(WebhookConfigSchema, wh({ endpoint: 'ctl', rateLimit: 3, responseHandling: 'toolCall' }))).toMatchObject({
+      endpoint: 'ctl',
+      rateLimit: 3,
+      responseHandling: 'toolCall',
+    });
+  });
+
+  it('a bad endpoint and a bad rateLimit are each named', () => {
+    expect(new Set(paths(rejects(WebhookConfigSchema, wh({ endpoint: '', rateLimit: 0 }))))).toEqual(new Set(['endpoint', 'rateLimit']));
+  });
+});
