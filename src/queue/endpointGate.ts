@@ -71,6 +71,8 @@ export type EndpointSnapshot = {
   windowAttempts: number;
   windowFailures: number;
   openUntil: Date | null;
+  /** Half-open: when the probe under way stops counting (its lease); null = no probe out. */
+  probeUntil: Date | null;
   lastSuccessAt: Date | null;
   lastFailureAt: Date | null;
   failingSince: Date | null;
@@ -181,7 +183,7 @@ type GateRedis = (Redis | Cluster) & {
   hookrelayEndpointRelease(s: string, h: string, ...argv: (string | number)[]): Promise<[string, number]>;
 };
 
-const FIELDS = ['key', 'state', 'fails', 'wTotal', 'wFail', 'openUntil', 'lastSuccessAt', 'lastFailureAt', 'failingSince', 'seenAt'] as const;
+const FIELDS = ['key', 'state', 'fails', 'wTotal', 'wFail', 'openUntil', 'lastSuccessAt', 'lastFailureAt', 'failingSince', 'seenAt', 'probeUntil'] as const;
 
 export type EndpointGate = {
   readonly policy: BreakerPolicy;
@@ -217,7 +219,7 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
   ];
 
   const snapshotOf = (fields: (string | null)[], inFlight: number, fallbackKey: string): EndpointSnapshot => {
-    const [key, state, fails, wTotal, wFail, openUntil, lastSuccessAt, lastFailureAt, failingSince, seenAt] = fields;
+    const [key, state, fails, wTotal, wFail, openUntil, lastSuccessAt, lastFailureAt, failingSince, seenAt, probeUntil] = fields;
     return {
       key: key ?? fallbackKey,
       state: state === 'open' || state === 'half_open' ? state : 'closed',
@@ -226,6 +228,7 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
       windowAttempts: Number(wTotal ?? 0),
       windowFailures: Number(wFail ?? 0),
       openUntil: state === 'open' ? date(openUntil) : null,
+      probeUntil: state === 'half_open' ? date(probeUntil) : null,
       lastSuccessAt: date(lastSuccessAt),
       lastFailureAt: date(lastFailureAt),
       failingSince: date(failingSince),

@@ -87,7 +87,8 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
         for (const s of snapshots) {
           if (!s) continue;
           // Open until its cooldown ends (then the next decision may probe); half-open while a probe is out.
-          if ((s.state === 'open' && s.openUntil !== null && s.openUntil.getTime() > Date.now()) || s.state === 'half_open') next.add(s.key);
+          const until = s.state === 'open' ? s.openUntil : s.probeUntil;
+          if (until !== null && until.getTime() > Date.now()) next.add(s.key);
         }
         for (const p of policies) if (p.disabledAt) next.add(p.key);
         open = next;

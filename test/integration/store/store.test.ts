@@ -42,7 +42,15 @@ describe('store on Postgres', () => {
         [fresh.schema],
       );
       const names = tables.rows.map((r) => r.table_name);
-      expect(names).toEqual(['__drizzle_migrations', 'deferred_placeholders', 'deliveries', 'interception_records', 'operation_hooks', 'operations']);
+      expect(names).toEqual([
+        '__drizzle_migrations',
+        'deferred_placeholders',
+        'deliveries',
+        'endpoints',
+        'interception_records',
+        'operation_hooks',
+        'operations',
+      ]);
       const applied = await store.pool!.query<{ n: number }>(`select count(*)::int as n from "${fresh.schema}".__drizzle_migrations`);
       const journal = JSON.parse(readFileSync(path.join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as { entries: unknown[] };
       expect(journal.entries.length).toBeGreaterThanOrEqual(2);
