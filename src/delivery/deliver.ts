@@ -79,6 +79,8 @@ export type NotificationFailure = {
   fellBack: boolean;
   /** A sanitized reason (names a header/variable/code, never a value or remote text). */
   detail?: string;
+  /** The failure is hookrelay's own (an unexpected error before or while sending), not the receiver's. */
+  local?: boolean;
   durationMs: number;
 };
 

@@ -147,7 +147,7 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
 export function breakerOutcome(result: NotificationResult | undefined): ReleaseOutcome {
   if (!result) return 'none';
   if (result.ok) return 'ok';
-  return NEUTRAL_ERRORS.has(result.errorClass) ? 'none' : 'fail';
+  return result.local === true || NEUTRAL_ERRORS.has(result.errorClass) ? 'none' : 'fail';
 }
 
 function lowest(a: number | undefined, b: number | undefined): number | undefined {

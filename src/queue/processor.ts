@@ -296,7 +296,16 @@ async function attempt(deps: ProcessorDeps, target: AttemptTarget): Promise<Noti
   } catch (error) {
     // A bug, not a delivery outcome: retried per schedule like a network failure, logged by name only.
     deps.logger.error({ deliveryId: target.id, err: error instanceof Error ? error.name : 'unknown' }, 'unexpected error during a delivery attempt');
-    return { ok: false, errorClass: 'network_error', permanent: false, critical, transport: hook.webhook.delivery, fellBack: false, durationMs: 0 };
+    return {
+      ok: false,
+      errorClass: 'network_error',
+      permanent: false,
+      critical,
+      transport: hook.webhook.delivery,
+      fellBack: false,
+      local: true,
+      durationMs: 0,
+    };
   }
 }
 

@@ -89,6 +89,11 @@ describe('breakerOutcome: what an attempt tells the circuit breaker', () => {
     expect(breakerOutcome(failure(errorClass))).toBe('none');
   });
 
+  it("an unexpected error of hookrelay's own (local: true, recorded as network_error) is not the endpoint's → none", () => {
+    expect(breakerOutcome({ ...failure('network_error'), local: true })).toBe('none');
+    expect(breakerOutcome(failure('network_error'))).toBe('fail');
+  });
+
   it('no result at all → none', () => {
     expect(breakerOutcome(undefined as NotificationResult | undefined)).toBe('none');
   });
