@@ -2,10 +2,11 @@
  * `npm run bench`: every benchmark section, one after another, each printing its table; the last
  * line is the delivery summary (`bench: product=… naive=… …`). `BENCH_QUICK=1` runs a smaller
  * version of each. Sections are independent: add one by appending to SECTIONS. `BENCH_ONLY=startup`
- * (or `delivery`, `dispatch`, comma-separated) runs only those.
+ * (or `delivery`, `dispatch`, `isolation`, comma-separated) runs only those.
  */
 import { runDeliveryBench } from './delivery.ts';
 import { runDispatchBench } from './dispatch.ts';
+import { runIsolationBench } from './isolation.ts';
 import { runLedgerScaleBench } from './ledgerScale.ts';
 import { runStartupBench } from './startup.ts';
 import { printTable } from './support.ts';
@@ -20,6 +21,7 @@ export type BenchSection = {
 const SECTIONS: BenchSection[] = [
   { key: 'delivery', title: 'Durable delivery (worker, producer, latency, memory)', run: runDeliveryBench },
   { key: 'dispatch', title: 'Dispatch (in-process hooks, decision round trip)', run: runDispatchBench },
+  { key: 'isolation', title: 'Endpoint isolation: hanging endpoints vs a healthy one (worker process, c=64, defaults)', run: runIsolationBench },
   {
     key: 'ledger',
     title: 'The ledger at scale: enqueue and delivery with millions of finished rows (slow: BENCH_ONLY=ledger)',
@@ -35,15 +37,15 @@ if (unknown.length > 0) {
   console.error(`BENCH_ONLY: unknown section(s) ${unknown.join(', ')}; known: ${SECTIONS.map((s) => s.key).join(', ')}`);
   process.exit(2);
 }
-const summaryLines: string[] = [];
+const summaryLines: { key: string; line: string }[] = [];
 for (const section of SECTIONS.filter((s) => (only ? only.includes(s.key) : !s.onlyWhenAsked))) {
   console.log(`\n## ${section.title}\n`);
   const { rows, summary, summaryLine } = await section.run();
   printTable(rows);
   console.log(JSON.stringify(summary));
-  if (summaryLine) summaryLines.push(summaryLine);
+  if (summaryLine) summaryLines.push({ key: section.key, line: summaryLine });
 }
 // The delivery summary is the contract's last line.
 console.log('');
-for (const line of summaryLines) console.log(line);
+for (const { line } of [...summaryLines.filter((s) => s.key !== 'delivery'), ...summaryLines.filter((s) => s.key === 'delivery')]) console.log(line);
 process.exit(0);
