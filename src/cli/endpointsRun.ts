@@ -31,6 +31,8 @@ type EndpointView = {
   state: 'closed' | 'open' | 'half_open' | 'disabled' | 'unknown';
   inFlight: number | null;
   cap: number;
+  /** Slow start: concurrent attempts it has earned so far, within its cap. */
+  limit: number | null;
   rateLimit: number | null;
   consecutiveFailures: number | null;
   windowAttempts: number | null;
@@ -86,6 +88,7 @@ function view(
     state: policy?.disabledAt ? 'disabled' : snapshot ? snapshot.state : redisUp ? 'closed' : 'unknown',
     inFlight: snapshot ? snapshot.inFlight : redisUp ? 0 : null,
     cap: policy?.concurrency ?? defaultCap,
+    limit: earnedLimit(snapshot, policy?.concurrency ?? defaultCap, isolationSettings(ctx.settings).policy.initialLimit),
     rateLimit: policy?.rateLimit ?? null,
     consecutiveFailures: snapshot?.consecutiveFailures ?? (redisUp ? 0 : null),
     windowAttempts: snapshot?.windowAttempts ?? (redisUp ? 0 : null),
@@ -99,6 +102,11 @@ function view(
     disabledReason: policy?.disabledReason ?? null,
     held,
   };
+}
+
+function earnedLimit(snapshot: EndpointSnapshot | undefined, cap: number, initial: number): number | null {
+  if (cap === 0) return null;
+  return Math.min(cap, snapshot?.earnedLimit ?? initial);
 }
 
 const dash = (v: string | number | null) => (v === null ? '-' : String(v));
@@ -118,12 +126,12 @@ export async function listEndpoints(ctx: CliContext, json: boolean): Promise<voi
   }
   process.stdout.write(
     formatTable(
-      ['ENDPOINT', 'STATE', 'IN FLIGHT', 'CAP', 'RATE/S', 'FAILS', 'WINDOW FAIL/ALL', 'LAST SUCCESS', 'LAST FAILURE', 'HELD'],
+      ['ENDPOINT', 'STATE', 'IN FLIGHT', 'LIMIT/CAP', 'RATE/S', 'FAILS', 'WINDOW FAIL/ALL', 'LAST SUCCESS', 'LAST FAILURE', 'HELD'],
       views.map((v) => [
         v.key,
         v.state,
         dash(v.inFlight),
-        v.cap === 0 ? 'none' : String(v.cap),
+        v.cap === 0 ? 'none' : `${v.limit ?? v.cap}/${v.cap}`,
         dash(v.rateLimit),
         dash(v.consecutiveFailures),
         v.windowAttempts === null ? '-' : `${v.windowFailures}/${v.windowAttempts}`,
@@ -150,7 +158,7 @@ export async function showEndpoint(ctx: CliContext, key: string, json: boolean):
   if (!redisUp) process.stderr.write(redisDown);
   const lines = [
     `${v.key}  ${v.state}${v.state === 'open' && v.openUntil ? ` until ${v.openUntil}` : ''}`,
-    `in flight ${dash(v.inFlight)} of ${v.cap === 0 ? 'no cap' : v.cap}   rate limit ${v.rateLimit === null ? 'none' : `${v.rateLimit}/s`}`,
+    `in flight ${dash(v.inFlight)}, limit ${v.cap === 0 ? 'none (no cap)' : `${v.limit ?? v.cap} of cap ${v.cap}`}   rate limit ${v.rateLimit === null ? 'none' : `${v.rateLimit}/s`}`,
     `consecutive failures ${dash(v.consecutiveFailures)}   window ${v.windowAttempts === null ? '-' : `${v.windowFailures} failed of ${v.windowAttempts}`}`,
     `last success ${v.lastSuccessAt ?? '-'}   last failure ${v.lastFailureAt ?? '-'}   failing since ${v.failingSince ?? '-'}`,
     ...(v.disabledAt ? [`disabled ${v.disabledAt} by ${v.disabledBy ?? '?'}: ${v.disabledReason ?? ''}`] : []),

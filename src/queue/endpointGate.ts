@@ -26,6 +26,12 @@ export type BreakerPolicy = {
   maxCooldownMs: number;
   /** No success for this long while failing → the endpoint is disabled; 0 = never. */
   autoDisableMs: number;
+  /**
+   * Slow start: concurrent attempts a new endpoint (or one whose state Redis forgot) may have at
+   * first, within its cap; +1 per success up to the cap, halved (down to 1) per failure. So N
+   * unknown receivers that all hang hold N × this many worker slots, not N × the cap.
+   */
+  initialLimit: number;
 };
 
 export const DEFAULT_BREAKER_POLICY: BreakerPolicy = {
@@ -36,6 +42,7 @@ export const DEFAULT_BREAKER_POLICY: BreakerPolicy = {
   cooldownMs: 10_000,
   maxCooldownMs: 300_000,
   autoDisableMs: 24 * 3_600_000,
+  initialLimit: 4,
 };
 
 /** Idle endpoints' state expires after this long (the index is pruned with it). */
@@ -67,6 +74,8 @@ export type EndpointSnapshot = {
   key: string;
   state: Exclude<EndpointState, 'disabled'>;
   inFlight: number;
+  /** The slow-start limit earned so far (null: never released under a cap; starts at `initialLimit`). */
+  earnedLimit: number | null;
   consecutiveFailures: number;
   windowAttempts: number;
   windowFailures: number;
@@ -82,12 +91,13 @@ export type EndpointSnapshot = {
 const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 /**
- * KEYS: state, holders, index. ARGV: token, key, cap, leaseMs, rate, ttlMs.
+ * KEYS: state, holders, index. ARGV: token, key, cap, leaseMs, rate, ttlMs, initialLimit.
  * → {code, retryAt, transition, inFlight}; code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing.
  */
 const ADMIT = `${NOW}
 local token, key, cap, lease, rate, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local f = redis.call('HMGET', KEYS[1], 'state', 'openUntil', 'probe', 'probeUntil', 'tat')
+local initial = tonumber(ARGV[7])
+local f = redis.call('HMGET', KEYS[1], 'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit')
 local state = f[1] or 'closed'
 local probing = false
 if state == 'open' then
@@ -101,7 +111,8 @@ elseif state == 'half_open' then
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local inflight = redis.call('ZCARD', KEYS[2])
-if cap > 0 and inflight >= cap then return {1, 0, '', inflight} end
+-- Slow start: the cap an endpoint has earned (+1 per success, halved per failure), within its cap.
+if cap > 0 and inflight >= math.min(cap, tonumber(f[6]) or initial) then return {1, 0, '', inflight} end
 local tat = nil
 if rate > 0 then
   local interval = 1000 / rate
@@ -119,7 +130,7 @@ if probing then
   if state == 'open' then transition = 'half_open' end
 end
 if tat then redis.call('HSET', KEYS[1], 'tat', tostring(tat)) end
-redis.call('HSET', KEYS[1], 'key', key, 'seenAt', now)
+redis.call('HSET', KEYS[1], 'key', key, 'seenAt', now, 'cap', cap)
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZADD', KEYS[3], now, key)
 redis.call('PEXPIRE', KEYS[3], ttl)
@@ -127,7 +138,7 @@ return {0, 0, transition, inflight + 1}`;
 
 /**
  * KEYS: state, holders. ARGV: token, outcome, threshold, ratio, minRequests, windowMs, cooldownMs,
- * maxCooldownMs, autoDisableMs, ttlMs. → {transition, autoDisable}
+ * maxCooldownMs, autoDisableMs, ttlMs, initialLimit. → {transition, autoDisable}
  */
 const RELEASE = `${NOW}
 local token, outcome = ARGV[1], ARGV[2]
@@ -139,8 +150,14 @@ if outcome == 'none' then
   if redis.call('HGET', KEYS[1], 'probe') == token then redis.call('HDEL', KEYS[1], 'probe', 'probeUntil') end
   return {'', 0}
 end
-local f = redis.call('HMGET', KEYS[1], 'state', 'probe', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince')
+local f = redis.call('HMGET', KEYS[1], 'state', 'probe', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'limit', 'cap')
 local state = f[1] or 'closed'
+local initial, cap = tonumber(ARGV[11]), tonumber(f[10]) or 0
+local limit = tonumber(f[9]) or initial
+if cap > 0 then
+  if outcome == 'ok' then limit = math.min(cap, limit + 1) else limit = math.max(1, math.floor(limit / 2)) end
+  redis.call('HSET', KEYS[1], 'limit', limit)
+end
 local wStart, wTotal, wFail = tonumber(f[4]) or now, tonumber(f[5]) or 0, tonumber(f[6]) or 0
 if now - wStart > windowMs then wStart, wTotal, wFail = now, 0, 0 end
 redis.call('PEXPIRE', KEYS[1], ttl)
@@ -183,7 +200,20 @@ type GateRedis = (Redis | Cluster) & {
   hookrelayEndpointRelease(s: string, h: string, ...argv: (string | number)[]): Promise<[string, number]>;
 };
 
-const FIELDS = ['key', 'state', 'fails', 'wTotal', 'wFail', 'openUntil', 'lastSuccessAt', 'lastFailureAt', 'failingSince', 'seenAt', 'probeUntil'] as const;
+const FIELDS = [
+  'key',
+  'state',
+  'fails',
+  'wTotal',
+  'wFail',
+  'openUntil',
+  'lastSuccessAt',
+  'lastFailureAt',
+  'failingSince',
+  'seenAt',
+  'probeUntil',
+  'limit',
+] as const;
 
 export type EndpointGate = {
   readonly policy: BreakerPolicy;
@@ -216,14 +246,16 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
     policy.maxCooldownMs,
     policy.autoDisableMs,
     STATE_TTL_MS,
+    policy.initialLimit,
   ];
 
   const snapshotOf = (fields: (string | null)[], inFlight: number, fallbackKey: string): EndpointSnapshot => {
-    const [key, state, fails, wTotal, wFail, openUntil, lastSuccessAt, lastFailureAt, failingSince, seenAt, probeUntil] = fields;
+    const [key, state, fails, wTotal, wFail, openUntil, lastSuccessAt, lastFailureAt, failingSince, seenAt, probeUntil, limit] = fields;
     return {
       key: key ?? fallbackKey,
       state: state === 'open' || state === 'half_open' ? state : 'closed',
       inFlight,
+      earnedLimit: limit === null || limit === undefined ? null : Number(limit),
       consecutiveFailures: Number(fails ?? 0),
       windowAttempts: Number(wTotal ?? 0),
       windowFailures: Number(wFail ?? 0),
@@ -268,6 +300,7 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
         Math.max(1, Math.ceil(input.leaseMs)),
         input.rate > 0 ? input.rate : 0,
         STATE_TTL_MS,
+        policy.initialLimit,
       );
       if (code === 0) return transition === 'half_open' ? { admitted: true, inFlight, transition: 'half_open' } : { admitted: true, inFlight };
       const reason: DeferReason = code === 1 ? 'busy' : code === 2 ? 'rate' : code === 3 ? 'open' : 'probing';

@@ -16,7 +16,12 @@ import { DEFAULT_BREAKER_POLICY, type BreakerPolicy, type DeferReason, type Endp
 
 /** How often a worker re-reads the endpoints table (an operator's disable takes effect within it). */
 export const POLICY_REFRESH_MS = 2_000;
-/** Deferral backoff while an endpoint is busy or probing: 250 ms doubling to 5 s, jittered. */
+/**
+ * Deferral backoff, jittered: while an endpoint is at its cap a slot frees soon (50 ms doubling to
+ * 1 s); while its probe is out the answer takes up to a timeout (250 ms doubling to 5 s).
+ */
+const BUSY_BASE_MS = 50;
+const BUSY_MAX_MS = 1_000;
 const DEFER_BASE_MS = 250;
 const DEFER_MAX_MS = 5_000;
 /** Spread of the wake-up of jobs deferred until an open breaker's cooldown ends. */
@@ -102,7 +107,9 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
         return { kind: 'go' };
       }
       const now = Date.now();
-      const backoff = Math.min(DEFER_MAX_MS, DEFER_BASE_MS * 2 ** Math.min(Math.max(0, request.starts - 1), 5)) * (0.5 + random() / 2);
+      const doublings = Math.min(Math.max(0, request.starts - 1), 6);
+      const [base, max] = admission.reason === 'busy' ? [BUSY_BASE_MS, BUSY_MAX_MS] : [DEFER_BASE_MS, DEFER_MAX_MS];
+      const backoff = Math.min(max, base * 2 ** doublings) * (0.5 + random() / 2);
       let atMs: number;
       if (admission.reason === 'rate') atMs = Math.max(now + 1, admission.retryAtMs ?? now + backoff);
       else if (admission.reason === 'open' && admission.retryAtMs !== undefined && admission.retryAtMs - now > DEFER_BASE_MS) {

@@ -485,6 +485,42 @@ describe('endpoint gate (Redis): cap, rate limit and circuit breaker across work
       expect(await g1.list()).toEqual([]);
     });
 
+    it('slow start: a new endpoint gets 4 slots of its cap of 16; +1 per success, halved per failure, never above the cap or below 1', async () => {
+      const [g1, g2] = twoGates({ failureThreshold: 1_000, minRequests: 1_000 });
+      const key = 'slow-start';
+      const fill = async () => {
+        const held: string[] = [];
+        for (;;) {
+          const t = token();
+          const a = await admitOn(held.length % 2 === 0 ? g1 : g2, key, t, { cap: 16 });
+          if (!a.admitted) {
+            expect(a.reason).toBe('busy');
+            return held;
+          }
+          held.push(t);
+          if (held.length > 16) throw new Error('cap exceeded');
+        }
+      };
+      const releaseAll = (held: string[], outcome: 'ok' | 'fail') => Promise.all(held.map((t) => g1.release(key, t, outcome)));
+      let held = await fill();
+      expect(held).toHaveLength(4);
+      await releaseAll(held, 'ok'); // 4 successes: 8
+      held = await fill();
+      expect(held).toHaveLength(8);
+      await releaseAll(held, 'ok'); // 16 (the cap), not 16+
+      held = await fill();
+      expect(held).toHaveLength(16);
+      expect((await g2.snapshot(key))?.earnedLimit).toBe(16);
+      await releaseAll(held.slice(0, 1), 'fail'); // one failure halves it: 8
+      await releaseAll(held.slice(1), 'none'); // neutral outcomes change nothing
+      expect((await g2.snapshot(key))?.earnedLimit).toBe(8);
+      held = await fill();
+      expect(held).toHaveLength(8);
+      await releaseAll(held, 'fail'); // 8 failures: down to 1, not 0
+      expect((await g2.snapshot(key))?.earnedLimit).toBe(1);
+      expect(await fill()).toHaveLength(1);
+    });
+
     it('snapshot() of an endpoint never admitted is undefined; a fresh one is closed with counters at zero', async () => {
       const [g1, g2] = twoGates();
       expect(await g1.snapshot('nobody')).toBeUndefined();
@@ -495,6 +531,7 @@ describe('endpoint gate (Redis): cap, rate limit and circuit breaker across work
         key: 'fresh',
         state: 'closed',
         inFlight: 1,
+        earnedLimit: null,
         consecutiveFailures: 0,
         windowAttempts: 0,
         windowFailures: 0,
