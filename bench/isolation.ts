@@ -37,6 +37,7 @@ import {
   type ReceiverProcess,
   uniqueName,
 } from './support.ts';
+import { DEFAULT_ENDPOINT_CONCURRENCY } from '../src/contract/defaults.ts';
 import { startWorkerProcess } from './workerProcess.ts';
 
 const HANGING_EVENTS = 400;
@@ -136,6 +137,8 @@ async function runScenario(opts: { label: string; hanging: number; isolation: bo
     concurrency: CONCURRENCY,
     env: {
       HOOKRELAY_QUEUE_PREFIX: BENCH_PREFIX,
+      // The default per-endpoint cap (16), not the throughput runs' raised one.
+      HOOKRELAY_ENDPOINT_CONCURRENCY: String(DEFAULT_ENDPOINT_CONCURRENCY),
       // The breaker's "circuit opened" warnings would interleave with the table.
       LOG_LEVEL: 'error',
       ...(opts.isolation ? {} : { HOOKRELAY_ENDPOINT_ISOLATION: 'false' }),

@@ -22,6 +22,9 @@ export async function startWorkerProcess(opts: {
   /** `tsx`: the same sources through the tsx loader (how the bin ran before the package build), for a before/after figure. */
   variant?: 'shipped' | 'tsx';
 }): Promise<WorkerProcess> {
+  // The throughput runs deliver to ONE endpoint: its cap is raised to the worker's concurrency
+  // (what a user with one receiver sets), so isolation is on and its cost measured, but the cap
+  // does not bind. The isolation section passes its own settings.
   const entry = opts.variant === 'tsx' ? ['--import', 'tsx', path.join(root, 'bench/tsxCli.mjs')] : [path.join(root, 'bin/hookrelay.mjs')];
   const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ...(opts.nodeFlags ?? []), ...entry, 'worker'], {
     cwd: root,
@@ -33,6 +36,7 @@ export async function startWorkerProcess(opts: {
       HOOKRELAY_CONCURRENCY: String(opts.concurrency),
       HOOKRELAY_ALLOWED_CIDRS: '127.0.0.0/8',
       HOOKRELAY_HTTP_PORT: '0',
+      HOOKRELAY_ENDPOINT_CONCURRENCY: String(opts.concurrency),
       LOG_LEVEL: 'warn',
       ...opts.env,
     },

@@ -501,7 +501,7 @@ describe('endpoint gate (Redis): cap, rate limit and circuit breaker across work
           if (held.length > 16) throw new Error('cap exceeded');
         }
       };
-      const releaseAll = (held: string[], outcome: 'ok' | 'fail') => Promise.all(held.map((t) => g1.release(key, t, outcome)));
+      const releaseAll = (held: string[], outcome: 'ok' | 'fail' | 'none') => Promise.all(held.map((t) => g1.release(key, t, outcome)));
       let held = await fill();
       expect(held).toHaveLength(4);
       await releaseAll(held, 'ok'); // 4 successes: 8
