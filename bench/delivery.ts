@@ -52,12 +52,14 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
     }
     // Scale-out on this machine (2 cores: a figure, no target): 1 vs 2 worker processes, c=64.
     // And the same worker run from the TypeScript sources under tsx (how the bin ran before the package build).
-    const scale = { one: [] as number[], two: [] as number[], tsx: [] as number[] };
+    // And with endpoint isolation off: what its two Lua calls per delivery cost.
+    const scale = { one: [] as number[], two: [] as number[], tsx: [] as number[], off: [] as number[] };
     for (let round = 1; round <= ROUNDS; round += 1) {
       const common = { concurrency: 64, jobs: JOBS, warmup: WARMUP, receiverUrl: receiver.url, receivedCount: async () => (await receiver.stats()).count };
       scale.one.push((await runProduct({ ...common, workers: 1 })).deliveriesPerSecond);
       scale.two.push((await runProduct({ ...common, workers: 2 })).deliveriesPerSecond);
       scale.tsx.push((await runProduct({ ...common, workers: 1, variant: 'tsx' })).deliveriesPerSecond);
+      scale.off.push((await runProduct({ ...common, workers: 1, env: { HOOKRELAY_ENDPOINT_ISOLATION: 'false' } })).deliveriesPerSecond);
     }
     const latencyAt = (rate: number) =>
       runLatency({ ratePerSecond: rate, seconds: LATENCY_SECONDS, receiverUrl: receiver.url, stats: receiver.stats, reset: receiver.reset });
@@ -99,6 +101,12 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
         '',
         `shipped ×${fmt(median(scale.one) / median(scale.tsx), 2)}`,
       ],
+      [
+        `1 worker process with HOOKRELAY_ENDPOINT_ISOLATION=false, c=64, deliveries/s`,
+        fmt(median(scale.off)),
+        'cost of isolation',
+        `isolation on ×${fmt(median(scale.one) / median(scale.off), 2)}`,
+      ],
       [`enqueue→received p50 at ${LATENCY_RATE}/s (ms, ${latency.count} events)`, fmt(latency.p50, 1), '', ''],
       [`enqueue→received p99 at ${LATENCY_RATE}/s (ms)`, fmt(latency.p99, 1), `≤ ${TARGETS.p99Ms}`, verdict(latency.p99 <= TARGETS.p99Ms)],
       [`latency knee: highest offered rate with p99 ≤ ${TARGETS.p99Ms} ms (${kneeTrail.join('; ')})`, `${knee}/s`, '', ''],
@@ -126,6 +134,7 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
       workers_1: median(scale.one),
       workers_2: median(scale.two),
       worker_tsx: median(scale.tsx),
+      worker_isolation_off: median(scale.off),
     };
     const summaryLine = `bench: product=${fmt(summary.product)} naive=${fmt(summary.naive)} noop=${fmt(summary.noop)} ratio_naive=${fmt(summary.ratio_naive, 2)} ratio_noop=${fmt(summary.ratio_noop, 2)} p50_ms=${fmt(summary.p50_ms, 1)} p99_ms=${fmt(summary.p99_ms, 1)} knee_rps=${summary.knee_rps} rss_mb=${fmt(summary.rss_mb, 1)}`;
     return { rows, summary, summaryLine };

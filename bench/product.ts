@@ -80,6 +80,8 @@ export async function runProduct(opts: {
   receivedCount: () => Promise<number>;
   workers?: number;
   variant?: 'shipped' | 'tsx';
+  /** Extra worker environment (e.g. HOOKRELAY_ENDPOINT_ISOLATION=false for the isolation-cost row). */
+  env?: Record<string, string>;
 }): Promise<ProductRun> {
   const stack = await openBenchStore('product');
   const queueName = uniqueName('product');
@@ -100,6 +102,7 @@ export async function runProduct(opts: {
           queueName,
           concurrency: opts.concurrency,
           ...(opts.variant ? { variant: opts.variant } : {}),
+          ...(opts.env ? { env: opts.env } : {}),
         }),
       );
     // Watch the receiver (cheap) while the worker runs; the ledger is polled only at the end, so

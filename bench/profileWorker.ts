@@ -26,6 +26,13 @@ const w = await startWorkerProcess({
   databaseUrl: schema.url,
   queueName,
   concurrency: Number(process.env.C ?? 64),
+  // WORKER_ENV="HOOKRELAY_ENDPOINT_ISOLATION=false …": extra worker settings for an A/B.
+  env: Object.fromEntries(
+    (process.env.WORKER_ENV ?? '')
+      .split(' ')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  ),
   nodeFlags: [...(process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), ...(process.env.NODE_FLAGS ? process.env.NODE_FLAGS.split(' ') : [])],
 });
 const count = async () =>

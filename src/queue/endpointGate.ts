@@ -68,6 +68,7 @@ export type Admission =
 export type DeferReason = 'busy' | 'rate' | 'open' | 'probing';
 
 export type ReleaseOutcome = 'ok' | 'fail' | 'none';
+export type ReleaseItem = { token: string; outcome: ReleaseOutcome };
 export type Release = { transition?: 'open' | 'closed'; autoDisable: boolean };
 
 export type EndpointSnapshot = {
@@ -90,14 +91,18 @@ export type EndpointSnapshot = {
 
 const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
+/** An endpoint's bookkeeping (its key, the index, the TTLs) is refreshed at most this often. */
+const TOUCH_MS = 1_000;
+
 /**
- * KEYS: state, holders, index. ARGV: token, key, cap, leaseMs, rate, ttlMs, initialLimit.
- * → {code, retryAt, transition, inFlight}; code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing.
+ * KEYS: state, holders, index. ARGV: (token, key, cap, leaseMs, rate) × n, one endpoint.
+ * → (code, retryAt, transition, inFlight) × n; code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing.
+ * The hot path is four commands (HMGET, ZREMRANGEBYSCORE, ZCARD, ZADD); the rest at most once a second.
  */
-const ADMIT = `${NOW}
-local token, key, cap, lease, rate, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local initial = tonumber(ARGV[7])
-local f = redis.call('HMGET', KEYS[1], 'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit')
+function admitFunction(policy: BreakerPolicy): string {
+  return `
+local function admit(token, key, cap, lease, rate)
+local f = redis.call('HMGET', KEYS[1], 'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap')
 local state = f[1] or 'closed'
 local probing = false
 if state == 'open' then
@@ -112,7 +117,7 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local inflight = redis.call('ZCARD', KEYS[2])
 -- Slow start: the cap an endpoint has earned (+1 per success, halved per failure), within its cap.
-if cap > 0 and inflight >= math.min(cap, tonumber(f[6]) or initial) then return {1, 0, '', inflight} end
+if cap > 0 and inflight >= math.min(cap, tonumber(f[6]) or ${policy.initialLimit}) then return {1, 0, '', inflight} end
 local tat = nil
 if rate > 0 then
   local interval = 1000 / rate
@@ -123,27 +128,32 @@ if rate > 0 then
   tat = tat + interval
 end
 redis.call('ZADD', KEYS[2], now + lease, token)
-redis.call('PEXPIRE', KEYS[2], lease + ttl)
 local transition = ''
 if probing then
   redis.call('HSET', KEYS[1], 'state', 'half_open', 'probe', token, 'probeUntil', now + lease)
   if state == 'open' then transition = 'half_open' end
 end
 if tat then redis.call('HSET', KEYS[1], 'tat', tostring(tat)) end
-redis.call('HSET', KEYS[1], 'key', key, 'seenAt', now, 'cap', cap)
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('ZADD', KEYS[3], now, key)
-redis.call('PEXPIRE', KEYS[3], ttl)
-return {0, 0, transition, inflight + 1}`;
+if not f[7] or now - tonumber(f[7]) >= ${TOUCH_MS} or tonumber(f[8]) ~= cap then
+  redis.call('HSET', KEYS[1], 'key', key, 'seenAt', now, 'cap', cap)
+  redis.call('PEXPIRE', KEYS[1], ${STATE_TTL_MS})
+  redis.call('PEXPIRE', KEYS[2], lease + ${STATE_TTL_MS})
+  redis.call('ZADD', KEYS[3], now, key)
+  redis.call('PEXPIRE', KEYS[3], ${STATE_TTL_MS})
+end
+return {0, 0, transition, inflight + 1}
+end`;
+}
 
 /**
- * KEYS: state, holders. ARGV: token, outcome, threshold, ratio, minRequests, windowMs, cooldownMs,
- * maxCooldownMs, autoDisableMs, ttlMs, initialLimit. → {transition, autoDisable}
+ * KEYS: state, holders. ARGV: (token, outcome) × n. → (transition, autoDisable) × n. The policy is part of
+ * the script text (one script per policy). The hot path (a success, breaker closed) is three
+ * commands: ZREM, HMGET, one HSET.
  */
-const RELEASE = `${NOW}
-local token, outcome = ARGV[1], ARGV[2]
-local threshold, ratio, minReq, windowMs = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local base, maxCooldown, autoDisable, ttl = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+function releaseFunction(p: BreakerPolicy): string {
+  return `
+local base, maxCooldown, autoDisable = ${p.cooldownMs}, ${p.maxCooldownMs}, ${p.autoDisableMs}
+local function release(token, outcome)
 redis.call('ZREM', KEYS[2], token)
 if outcome == 'none' then
   -- A probe that said nothing about the endpoint (cancelled, local error): the next admit probes.
@@ -152,28 +162,29 @@ if outcome == 'none' then
 end
 local f = redis.call('HMGET', KEYS[1], 'state', 'probe', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'limit', 'cap')
 local state = f[1] or 'closed'
-local initial, cap = tonumber(ARGV[11]), tonumber(f[10]) or 0
-local limit = tonumber(f[9]) or initial
+local cap = tonumber(f[10]) or 0
+local limit = tonumber(f[9]) or ${p.initialLimit}
 if cap > 0 then
   if outcome == 'ok' then limit = math.min(cap, limit + 1) else limit = math.max(1, math.floor(limit / 2)) end
-  redis.call('HSET', KEYS[1], 'limit', limit)
 end
 local wStart, wTotal, wFail = tonumber(f[4]) or now, tonumber(f[5]) or 0, tonumber(f[6]) or 0
-if now - wStart > windowMs then wStart, wTotal, wFail = now, 0, 0 end
-redis.call('PEXPIRE', KEYS[1], ttl)
+if now - wStart > ${p.windowMs} then wStart, wTotal, wFail = now, 0, 0 end
 if outcome == 'ok' then
-  redis.call('HSET', KEYS[1], 'lastSuccessAt', now, 'fails', 0)
-  redis.call('HDEL', KEYS[1], 'failingSince')
+  if f[8] then redis.call('HDEL', KEYS[1], 'failingSince') end
   if state == 'half_open' then
-    redis.call('HSET', KEYS[1], 'state', 'closed', 'wStart', now, 'wTotal', 0, 'wFail', 0, 'cooldown', base)
+    redis.call('HSET', KEYS[1], 'state', 'closed', 'wStart', now, 'wTotal', 0, 'wFail', 0, 'cooldown', base, 'lastSuccessAt', now, 'fails', 0, 'limit', limit)
     redis.call('HDEL', KEYS[1], 'probe', 'probeUntil', 'openUntil')
     return {'closed', 0}
   end
-  if state == 'closed' then redis.call('HSET', KEYS[1], 'wStart', wStart, 'wTotal', wTotal + 1, 'wFail', wFail) end
+  if state == 'closed' then
+    redis.call('HSET', KEYS[1], 'wStart', wStart, 'wTotal', wTotal + 1, 'wFail', wFail, 'lastSuccessAt', now, 'fails', 0, 'limit', limit)
+  else
+    redis.call('HSET', KEYS[1], 'lastSuccessAt', now, 'fails', 0, 'limit', limit)
+  end
   return {'', 0}
 end
 local failingSince = tonumber(f[8]) or now
-redis.call('HSET', KEYS[1], 'lastFailureAt', now, 'failingSince', failingSince)
+redis.call('HSET', KEYS[1], 'lastFailureAt', now, 'failingSince', failingSince, 'limit', limit)
 local disable = 0
 if autoDisable > 0 and now - failingSince >= autoDisable then disable = 1 end
 if state == 'half_open' then
@@ -188,17 +199,40 @@ end
 if state == 'open' then return {'', disable} end
 local fails = (tonumber(f[3]) or 0) + 1
 wTotal, wFail = wTotal + 1, wFail + 1
-if fails >= threshold or (wTotal >= minReq and wFail / wTotal >= ratio) then
+if fails >= ${p.failureThreshold} or (wTotal >= ${p.minRequests} and wFail / wTotal >= ${p.failureRatio}) then
   redis.call('HSET', KEYS[1], 'state', 'open', 'openUntil', now + base, 'cooldown', base, 'fails', fails, 'wStart', now, 'wTotal', 0, 'wFail', 0)
   return {'open', disable}
 end
 redis.call('HSET', KEYS[1], 'fails', fails, 'wStart', wStart, 'wTotal', wTotal, 'wFail', wFail)
-return {'', disable}`;
+return {'', disable}
+end`;
+}
 
-type GateRedis = (Redis | Cluster) & {
-  hookrelayEndpointAdmit(s: string, h: string, i: string, ...argv: (string | number)[]): Promise<[number, number, string, number]>;
-  hookrelayEndpointRelease(s: string, h: string, ...argv: (string | number)[]): Promise<[string, number]>;
-};
+/**
+ * One round trip for one endpoint: first the releases, then the admits, each in order (so a slot
+ * freed by a release is there for the admits). KEYS: state, holders, index. ARGV: r, then
+ * (token, outcome) × r, then (token, key, cap, leaseMs, rate) × n.
+ * → (transition, autoDisable) × r, then (code, retryAt, transition, inFlight) × n.
+ */
+function exchangeScript(policy: BreakerPolicy): string {
+  return `${NOW}
+${admitFunction(policy)}
+${releaseFunction(policy)}
+local r = tonumber(ARGV[1])
+local out = {}
+for i = 2, 1 + 2 * r, 2 do
+  local x = release(ARGV[i], ARGV[i + 1])
+  out[#out + 1] = x[1]
+  out[#out + 1] = x[2]
+end
+for i = 2 + 2 * r, #ARGV, 5 do
+  local x = admit(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]))
+  for j = 1, 4 do out[#out + 1] = x[j] end
+end
+return out`;
+}
+
+type ExchangeCommand = (s: string, h: string, i: string, ...argv: (string | number)[]) => Promise<(number | string)[]>;
 
 const FIELDS = [
   'key',
@@ -218,7 +252,17 @@ const FIELDS = [
 export type EndpointGate = {
   readonly policy: BreakerPolicy;
   admit(input: AdmitInput): Promise<Admission>;
+  /** Several admits for ONE endpoint in one round trip, decided in order. */
+  admitMany(key: string, inputs: readonly Omit<AdmitInput, 'key'>[]): Promise<Admission[]>;
   release(key: string, token: string, outcome: ReleaseOutcome): Promise<Release>;
+  /** Several releases for ONE endpoint in one round trip, applied in order. */
+  releaseMany(key: string, items: readonly ReleaseItem[]): Promise<Release[]>;
+  /** Releases, then admits, for ONE endpoint in one round trip (the worker's batcher sends these). */
+  exchange(
+    key: string,
+    releases: readonly ReleaseItem[],
+    admits: readonly Omit<AdmitInput, 'key'>[],
+  ): Promise<{ releases: Release[]; admissions: Admission[] }>;
   /** Every endpoint seen in the last week, most recently used first (bounded by `limit`). */
   list(limit?: number): Promise<EndpointSnapshot[]>;
   snapshot(key: string): Promise<EndpointSnapshot | undefined>;
@@ -228,26 +272,28 @@ export type EndpointGate = {
 
 export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix: string; policy?: Partial<BreakerPolicy> }): EndpointGate {
   const policy = { ...DEFAULT_BREAKER_POLICY, ...options.policy };
-  const client = redis as GateRedis;
-  if (typeof client.hookrelayEndpointAdmit !== 'function') {
-    redis.defineCommand('hookrelayEndpointAdmit', { numberOfKeys: 3, lua: ADMIT });
-    redis.defineCommand('hookrelayEndpointRelease', { numberOfKeys: 2, lua: RELEASE });
-  }
+  // One pair of scripts per policy (its numbers are part of the script text), defined once per connection.
+  const suffix = createHash('sha1').update(JSON.stringify(policy)).digest('hex').slice(0, 12);
+  const name = `hookrelayEndpointExchange_${suffix}`;
+  const commands = redis as unknown as Record<string, ExchangeCommand | undefined>;
+  if (typeof commands[name] !== 'function') redis.defineCommand(name, { numberOfKeys: 3, lua: exchangeScript(policy) });
+  const exchangeCommand = (commands[name] as ExchangeCommand).bind(redis);
   const base = `${options.keyPrefix}:ep`;
   const index = `${base}-index`;
-  const stateKey = (key: string) => `${base}:${digest(key)}`;
-  const holdersKey = (key: string) => `${stateKey(key)}:slots`;
-  const releaseArgs = [
-    policy.failureThreshold,
-    policy.failureRatio,
-    policy.minRequests,
-    policy.windowMs,
-    policy.cooldownMs,
-    policy.maxCooldownMs,
-    policy.autoDisableMs,
-    STATE_TTL_MS,
-    policy.initialLimit,
-  ];
+  // The Redis key names of each endpoint, computed once (a SHA-1 per call otherwise).
+  const names = new Map<string, { state: string; holders: string }>();
+  const namesOf = (key: string): { state: string; holders: string } => {
+    let found = names.get(key);
+    if (!found) {
+      if (names.size >= 10_000) names.clear();
+      const state = `${base}:${digest(key)}`;
+      found = { state, holders: `${state}:slots` };
+      names.set(key, found);
+    }
+    return found;
+  };
+  const stateKey = (key: string) => namesOf(key).state;
+  const holdersKey = (key: string) => namesOf(key).holders;
 
   const snapshotOf = (fields: (string | null)[], inFlight: number, fallbackKey: string): EndpointSnapshot => {
     const [key, state, fails, wTotal, wFail, openUntil, lastSuccessAt, lastFailureAt, failingSince, seenAt, probeUntil, limit] = fields;
@@ -287,30 +333,43 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
     });
   };
 
-  return {
+  const gate: EndpointGate = {
     policy,
     async admit(input) {
-      const [code, retryAt, transition, inFlight] = await client.hookrelayEndpointAdmit(
-        stateKey(input.key),
-        holdersKey(input.key),
-        index,
-        input.token,
-        input.key,
-        Math.max(0, Math.floor(input.cap)),
-        Math.max(1, Math.ceil(input.leaseMs)),
-        input.rate > 0 ? input.rate : 0,
-        STATE_TTL_MS,
-        policy.initialLimit,
-      );
-      if (code === 0) return transition === 'half_open' ? { admitted: true, inFlight, transition: 'half_open' } : { admitted: true, inFlight };
-      const reason: DeferReason = code === 1 ? 'busy' : code === 2 ? 'rate' : code === 3 ? 'open' : 'probing';
-      return retryAt > 0 ? { admitted: false, reason, inFlight, retryAtMs: retryAt } : { admitted: false, reason, inFlight };
+      const [admission] = await gate.admitMany(input.key, [input]);
+      return admission!;
+    },
+    async admitMany(key, inputs) {
+      return (await gate.exchange(key, [], inputs)).admissions;
     },
     async release(key, token, outcome) {
-      const [transition, autoDisable] = await client.hookrelayEndpointRelease(stateKey(key), holdersKey(key), token, outcome, ...releaseArgs);
-      const release: Release = { autoDisable: autoDisable === 1 };
-      if (transition === 'open' || transition === 'closed') release.transition = transition;
-      return release;
+      const [released] = await gate.releaseMany(key, [{ token, outcome }]);
+      return released!;
+    },
+    async releaseMany(key, items) {
+      return (await gate.exchange(key, items, [])).releases;
+    },
+    async exchange(key, releases, admits) {
+      const keys = namesOf(key);
+      const argv: (string | number)[] = [releases.length];
+      for (const item of releases) argv.push(item.token, item.outcome);
+      for (const input of admits) {
+        argv.push(input.token, key, Math.max(0, Math.floor(input.cap)), Math.max(1, Math.ceil(input.leaseMs)), input.rate > 0 ? input.rate : 0);
+      }
+      const flat = await exchangeCommand(keys.state, keys.holders, index, ...argv);
+      const r = releases.length;
+      return {
+        releases: releases.map((_, i) => {
+          const transition = String(flat[2 * i] ?? '');
+          const release: Release = { autoDisable: Number(flat[2 * i + 1]) === 1 };
+          if (transition === 'open' || transition === 'closed') release.transition = transition;
+          return release;
+        }),
+        admissions: admits.map((_, i) => {
+          const at = 2 * r + 4 * i;
+          return toAdmission(Number(flat[at]), Number(flat[at + 1]), String(flat[at + 2] ?? ''), Number(flat[at + 3]));
+        }),
+      };
     },
     async list(limit = 10_000) {
       if (limit <= 0) return [];
@@ -327,6 +386,13 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
       await redis.hdel(stateKey(key), 'state', 'openUntil', 'probe', 'probeUntil', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince');
     },
   };
+  return gate;
+}
+
+function toAdmission(code: number, retryAt: number, transition: string, inFlight: number): Admission {
+  if (code === 0) return transition === 'half_open' ? { admitted: true, inFlight, transition: 'half_open' } : { admitted: true, inFlight };
+  const reason: DeferReason = code === 1 ? 'busy' : code === 2 ? 'rate' : code === 3 ? 'open' : 'probing';
+  return retryAt > 0 ? { admitted: false, reason, inFlight, retryAtMs: retryAt } : { admitted: false, reason, inFlight };
 }
 
 /** Keys are bounded and free of odd characters whatever the endpoint key holds. */

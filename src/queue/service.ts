@@ -76,9 +76,15 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   });
   // Endpoint isolation: per-endpoint cap, rate limit and breaker in Redis, disable in Postgres.
   const isolationConfig = isolationSettings(settings);
-  if (isolationConfig.enabled) {
+  // Its own connection, auto-pipelined: the admits and releases of one tick go out as one write
+  // (on the queue's connection each was a socket write of its own, ~20 % of a delivery's cost).
+  const isolationRedis: QueueRedis | undefined = isolationConfig.enabled
+    ? createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true, { enableAutoPipelining: true })
+    : undefined;
+  isolationRedis?.on('error', (err: Error) => logger.debug({ err: err.message }, 'endpoint isolation redis connection error'));
+  if (isolationConfig.enabled && isolationRedis) {
     isolation = createEndpointIsolation({
-      gate: createEndpointGate(connection, { keyPrefix: endpointKeyPrefix(prefix, settings.HOOKRELAY_QUEUE), policy: isolationConfig.policy }),
+      gate: createEndpointGate(isolationRedis, { keyPrefix: endpointKeyPrefix(prefix, settings.HOOKRELAY_QUEUE), policy: isolationConfig.policy }),
       db: store.db,
       defaultCap: isolationConfig.defaultCap,
       logger,
@@ -216,6 +222,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       await boundedStep(http?.close());
       await boundedStep(queue.close());
       connection.disconnect();
+      isolationRedis?.disconnect();
       await fetchTransport.close();
       return graceful;
     })();
