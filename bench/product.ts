@@ -148,11 +148,12 @@ export async function runLatency(opts: {
   receiverUrl: string;
   stats: () => Promise<{ count: number; latencies: number[] }>;
   reset: () => Promise<void>;
+  env?: Record<string, string>;
 }): Promise<{ p50: number; p99: number; count: number; offered: number }> {
   const stack = await openBenchStore('latency');
   const queueName = uniqueName('latency');
   const producer = producerFor(stack.store, queueName);
-  const worker = await startWorkerProcess({ databaseUrl: stack.schema.url, queueName, concurrency: 64 });
+  const worker = await startWorkerProcess({ databaseUrl: stack.schema.url, queueName, concurrency: 64, ...(opts.env ? { env: opts.env } : {}) });
   try {
     // Warm connections and JIT first.
     await Promise.all(events(0, 200, opts.receiverUrl).map((e) => producer.enqueue(e)));
