@@ -275,6 +275,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
 
     it('settle() never throws, even when Redis does not answer', async () => {
       const offline = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+      offline.on('error', () => undefined); // refused on purpose
       try {
         const { iso } = await make({ gate: createEndpointGate(offline, { keyPrefix: prefix }) });
         await expect(iso.settle('k', token(), failure('timeout'))).resolves.toBeUndefined();
