@@ -134,8 +134,10 @@ if probing then
   if state == 'open' then transition = 'half_open' end
 end
 if tat then redis.call('HSET', KEYS[1], 'tat', tostring(tat)) end
-if not f[7] or now - tonumber(f[7]) >= ${TOUCH_MS} or tonumber(f[8]) ~= cap then
-  redis.call('HSET', KEYS[1], 'key', key, 'seenAt', now, 'cap', cap)
+-- (cap 0 — a decision reporting its outcome — never overwrites the workers' cap.)
+if not f[7] or now - tonumber(f[7]) >= ${TOUCH_MS} or (cap > 0 and tonumber(f[8]) ~= cap) then
+  if cap > 0 then redis.call('HSET', KEYS[1], 'cap', cap) end
+  redis.call('HSET', KEYS[1], 'key', key, 'seenAt', now)
   redis.call('PEXPIRE', KEYS[1], ${STATE_TTL_MS})
   redis.call('PEXPIRE', KEYS[2], lease + ${STATE_TTL_MS})
   redis.call('ZADD', KEYS[3], now, key)
