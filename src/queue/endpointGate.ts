@@ -268,7 +268,7 @@ export type EndpointGate = {
   /** Every endpoint seen in the last week, most recently used first (bounded by `limit`). */
   list(limit?: number): Promise<EndpointSnapshot[]>;
   snapshot(key: string): Promise<EndpointSnapshot | undefined>;
-  /** Breaker back to closed, counters cleared (operator enable). Slots held stay held. */
+  /** Breaker back to closed, counters and the slow-start limit cleared (operator enable). Slots held stay held. */
   reset(key: string): Promise<void>;
 };
 
@@ -385,7 +385,7 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
       return found && found.lastSeenAt !== null ? found : undefined;
     },
     async reset(key) {
-      await redis.hdel(stateKey(key), 'state', 'openUntil', 'probe', 'probeUntil', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince');
+      await redis.hdel(stateKey(key), 'state', 'openUntil', 'probe', 'probeUntil', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'limit');
     },
   };
   return gate;
