@@ -282,6 +282,15 @@ describe('endpoints: isolation with the worker as a process', () => {
       expect(table.stdout).toMatch(/ENDPOINT\s+STATE/);
       expect(table.stdout).toContain(key);
 
+      const limited = await cli(['endpoints', 'limit', key, '--concurrency', '3', '--rate', '2.5', '--json'], env);
+      expect(limited.code).toBe(0);
+      expect(JSON.parse(limited.stdout)).toEqual({ key, concurrency: 3, ownConcurrency: 3, rateLimit: 2.5 });
+      const badRate = await cli(['endpoints', 'limit', key, '--rate', 'fast'], env);
+      expect(badRate.code).toBe(2);
+      expect(badRate.stderr).toMatch(/--rate must be a number/);
+      const cleared = await cli(['endpoints', 'limit', key, '--concurrency', 'default', '--rate', 'none', '--json'], env);
+      expect(JSON.parse(cleared.stdout)).toEqual({ key, concurrency: 16, ownConcurrency: null, rateLimit: null });
+
       const missing = await cli(['endpoints', 'show', 'https://nowhere.example/none'], env);
       expect(missing.code).toBe(2);
       expect(missing.stderr).toMatch(/no endpoint/);
