@@ -95,141 +95,159 @@ const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + ma
 const TOUCH_MS = 1_000;
 
 /**
- * KEYS: state, holders, index. ARGV: (token, key, cap, leaseMs, rate) × n, one endpoint.
- * → (code, retryAt, transition, inFlight) × n; code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing.
- * The hot path is four commands (HMGET, ZREMRANGEBYSCORE, ZCARD, ZADD); the rest at most once a second.
+ * One round trip for one endpoint: first the releases, then the admits, each in order (a slot a
+ * release frees is there for the admits; each decision sees the state the previous one left).
+ * KEYS: state, holders, index. ARGV: r, then (token, outcome) × r, then
+ * (token, key, cap, leaseMs, rate) × n. → (transition, autoDisable) × r, then
+ * (code, retryAt, transition, inFlight) × n; code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing.
+ *
+ * The worker's batcher sends ~20 items a call under load, so the state is read once (one HMGET),
+ * decided on in Lua locals and written back once (one HSET, one HDEL), with one ZREM and one
+ * ZADD for the holders: a call costs a handful of commands whatever its size. The policy is part
+ * of the script text (one script per policy).
  */
-function admitFunction(policy: BreakerPolicy): string {
-  return `
-local function admit(token, key, cap, lease, rate)
-local f = redis.call('HMGET', KEYS[1], 'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap')
-local state = f[1] or 'closed'
-local probing = false
-if state == 'open' then
-  local untilMs = tonumber(f[2]) or 0
-  if now < untilMs then return {3, untilMs, '', 0} end
-  probing = true
-elseif state == 'half_open' then
-  local probeUntil = tonumber(f[4]) or 0
-  if f[3] and now < probeUntil then return {4, probeUntil, '', 0} end
-  probing = true
+function exchangeScript(p: BreakerPolicy): string {
+  return `${NOW}
+local FIELDS = {'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'lastSuccessAt', 'lastFailureAt'}
+local f = redis.call('HMGET', KEYS[1], unpack(FIELDS))
+local fresh = not f[7]
+local st = {}
+for i, name in ipairs(FIELDS) do
+  local v = f[i]
+  if v and i ~= 1 and i ~= 3 then v = tonumber(v) end
+  st[name] = v
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local inflight = redis.call('ZCARD', KEYS[2])
--- Slow start: the cap an endpoint has earned (+1 per success, halved per failure), within its cap.
-if cap > 0 and inflight >= math.min(cap, tonumber(f[6]) or ${policy.initialLimit}) then return {1, 0, '', inflight} end
-local tat = nil
-if rate > 0 then
-  local interval = 1000 / rate
-  local burst = math.max(1, rate)
-  tat = math.max(tonumber(f[5]) or 0, now)
-  local allowAt = tat - (burst - 1) * interval
-  if allowAt > now then return {2, math.ceil(allowAt), '', inflight} end
-  tat = tat + interval
+st.state = st.state or 'closed'
+st.cap = st.cap or 0
+st.fails = st.fails or 0
+st.wStart = st.wStart or now
+st.wTotal = st.wTotal or 0
+st.wFail = st.wFail or 0
+local BASE, MAXC, AUTO, INITIAL = ${p.cooldownMs}, ${p.maxCooldownMs}, ${p.autoDisableMs}, ${p.initialLimit}
+local dirty = false
+local out = {}
+
+local r = tonumber(ARGV[1])
+local zrem = {}
+for i = 2, 1 + 2 * r, 2 do
+  local token, outcome = ARGV[i], ARGV[i + 1]
+  zrem[#zrem + 1] = token
+  local transition, disable = '', 0
+  if outcome == 'none' then
+    -- A probe that said nothing about the endpoint (cancelled, local error): the next admit probes.
+    if st.probe == token then st.probe = false; st.probeUntil = false; dirty = true end
+  else
+    dirty = true
+    if st.cap > 0 then
+      local limit = st.limit or INITIAL
+      if outcome == 'ok' then st.limit = math.min(st.cap, limit + 1) else st.limit = math.max(1, math.floor(limit / 2)) end
+    end
+    if now - st.wStart > ${p.windowMs} then st.wStart, st.wTotal, st.wFail = now, 0, 0 end
+    if outcome == 'ok' then
+      st.failingSince = false
+      st.lastSuccessAt = now
+      st.fails = 0
+      if st.state == 'half_open' then
+        st.state, st.wStart, st.wTotal, st.wFail, st.cooldown = 'closed', now, 0, 0, BASE
+        st.probe, st.probeUntil, st.openUntil = false, false, false
+        transition = 'closed'
+      elseif st.state == 'closed' then
+        st.wTotal = st.wTotal + 1
+      end
+    else
+      st.failingSince = st.failingSince or now
+      st.lastFailureAt = now
+      if AUTO > 0 and now - st.failingSince >= AUTO then disable = 1 end
+      if st.state == 'half_open' then
+        if st.probe == token then
+          local cooldown = math.min((st.cooldown or BASE) * 2, MAXC)
+          st.state, st.openUntil, st.cooldown, st.probe, st.probeUntil = 'open', now + cooldown, cooldown, false, false
+          transition = 'open'
+        end
+      elseif st.state == 'closed' then
+        st.fails, st.wTotal, st.wFail = st.fails + 1, st.wTotal + 1, st.wFail + 1
+        if st.fails >= ${p.failureThreshold} or (st.wTotal >= ${p.minRequests} and st.wFail / st.wTotal >= ${p.failureRatio}) then
+          st.state, st.openUntil, st.cooldown, st.wStart, st.wTotal, st.wFail = 'open', now + BASE, BASE, now, 0, 0
+          transition = 'open'
+        end
+      end
+    end
+  end
+  out[#out + 1] = transition
+  out[#out + 1] = disable
 end
-redis.call('ZADD', KEYS[2], now + lease, token)
-local transition = ''
-if probing then
-  redis.call('HSET', KEYS[1], 'state', 'half_open', 'probe', token, 'probeUntil', now + lease)
-  if state == 'open' then transition = 'half_open' end
+if #zrem > 0 then redis.call('ZREM', KEYS[2], unpack(zrem)) end
+
+local inflight = nil
+local zadd = {}
+local seen = nil
+for i = 2 + 2 * r, #ARGV, 5 do
+  local token, key, cap, lease, rate = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
+  local code, retryAt, transition = 0, 0, ''
+  local probing = false
+  if st.state == 'open' then
+    if now < (st.openUntil or 0) then code, retryAt = 3, st.openUntil else probing = true end
+  elseif st.state == 'half_open' then
+    if st.probe and now < (st.probeUntil or 0) then code, retryAt = 4, st.probeUntil else probing = true end
+  end
+  if code == 0 then
+    if inflight == nil then
+      redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+      inflight = redis.call('ZCARD', KEYS[2])
+    end
+    -- Slow start: the cap an endpoint has earned (+1 per success, halved per failure), within its cap.
+    if cap > 0 and inflight >= math.min(cap, st.limit or INITIAL) then
+      code = 1
+    elseif rate > 0 then
+      local interval = 1000 / rate
+      local burst = math.max(1, rate)
+      local tat = math.max(st.tat or 0, now)
+      local allowAt = tat - (burst - 1) * interval
+      if allowAt > now then code, retryAt = 2, math.ceil(allowAt) else st.tat = tat + interval; dirty = true end
+    end
+  end
+  if code == 0 then
+    zadd[#zadd + 1] = now + lease
+    zadd[#zadd + 1] = token
+    inflight = inflight + 1
+    if probing then
+      if st.state == 'open' then transition = 'half_open' end
+      st.state, st.probe, st.probeUntil = 'half_open', token, now + lease
+      dirty = true
+    end
+    seen = seen or { key = key, cap = 0, lease = lease }
+    if cap > 0 then seen.cap = cap end
+  end
+  out[#out + 1] = code
+  out[#out + 1] = retryAt
+  out[#out + 1] = transition
+  out[#out + 1] = inflight or 0
 end
-if tat then redis.call('HSET', KEYS[1], 'tat', tostring(tat)) end
--- (cap 0 — a decision reporting its outcome — never overwrites the workers' cap.)
-if not f[7] or now - tonumber(f[7]) >= ${TOUCH_MS} or (cap > 0 and tonumber(f[8]) ~= cap) then
-  if cap > 0 then redis.call('HSET', KEYS[1], 'cap', cap) end
-  redis.call('HSET', KEYS[1], 'key', key, 'seenAt', now)
-  redis.call('PEXPIRE', KEYS[1], ${STATE_TTL_MS})
-  redis.call('PEXPIRE', KEYS[2], lease + ${STATE_TTL_MS})
-  redis.call('ZADD', KEYS[3], now, key)
+if #zadd > 0 then redis.call('ZADD', KEYS[2], unpack(zadd)) end
+
+-- Bookkeeping at most once a second (and when the cap changes); a decision's report (cap 0)
+-- never overwrites the workers' cap.
+local touched = false
+if seen and (not st.seenAt or now - st.seenAt >= ${TOUCH_MS} or (seen.cap > 0 and st.cap ~= seen.cap)) then
+  touched = true
+  if seen.cap > 0 then st.cap = seen.cap end
+  st.key, st.seenAt = seen.key, now
+  dirty = true
+  redis.call('PEXPIRE', KEYS[2], seen.lease + ${STATE_TTL_MS})
+  redis.call('ZADD', KEYS[3], now, seen.key)
   redis.call('PEXPIRE', KEYS[3], ${STATE_TTL_MS})
 end
-return {0, 0, transition, inflight + 1}
-end`;
-}
-
-/**
- * KEYS: state, holders. ARGV: (token, outcome) × n. → (transition, autoDisable) × n. The policy is part of
- * the script text (one script per policy). The hot path (a success, breaker closed) is three
- * commands: ZREM, HMGET, one HSET.
- */
-function releaseFunction(p: BreakerPolicy): string {
-  return `
-local base, maxCooldown, autoDisable = ${p.cooldownMs}, ${p.maxCooldownMs}, ${p.autoDisableMs}
-local function release(token, outcome)
-redis.call('ZREM', KEYS[2], token)
-if outcome == 'none' then
-  -- A probe that said nothing about the endpoint (cancelled, local error): the next admit probes.
-  if redis.call('HGET', KEYS[1], 'probe') == token then redis.call('HDEL', KEYS[1], 'probe', 'probeUntil') end
-  return {'', 0}
-end
-local f = redis.call('HMGET', KEYS[1], 'state', 'probe', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'limit', 'cap')
-local state = f[1] or 'closed'
-local cap = tonumber(f[10]) or 0
-local limit = tonumber(f[9]) or ${p.initialLimit}
-if cap > 0 then
-  if outcome == 'ok' then limit = math.min(cap, limit + 1) else limit = math.max(1, math.floor(limit / 2)) end
-end
-local wStart, wTotal, wFail = tonumber(f[4]) or now, tonumber(f[5]) or 0, tonumber(f[6]) or 0
-if now - wStart > ${p.windowMs} then wStart, wTotal, wFail = now, 0, 0 end
-if outcome == 'ok' then
-  if f[8] then redis.call('HDEL', KEYS[1], 'failingSince') end
-  if state == 'half_open' then
-    redis.call('HSET', KEYS[1], 'state', 'closed', 'wStart', now, 'wTotal', 0, 'wFail', 0, 'cooldown', base, 'lastSuccessAt', now, 'fails', 0, 'limit', limit)
-    redis.call('HDEL', KEYS[1], 'probe', 'probeUntil', 'openUntil')
-    return {'closed', 0}
+if dirty then
+  local set, del = {}, {}
+  for _, name in ipairs({'key', 'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'lastSuccessAt', 'lastFailureAt'}) do
+    local v = st[name]
+    if v == false then del[#del + 1] = name
+    elseif v ~= nil and not (name == 'cap' and v == 0) then set[#set + 1] = name; set[#set + 1] = tostring(v) end
   end
-  if state == 'closed' then
-    redis.call('HSET', KEYS[1], 'wStart', wStart, 'wTotal', wTotal + 1, 'wFail', wFail, 'lastSuccessAt', now, 'fails', 0, 'limit', limit)
-  else
-    redis.call('HSET', KEYS[1], 'lastSuccessAt', now, 'fails', 0, 'limit', limit)
-  end
-  return {'', 0}
-end
-local failingSince = tonumber(f[8]) or now
-redis.call('HSET', KEYS[1], 'lastFailureAt', now, 'failingSince', failingSince, 'limit', limit)
-local disable = 0
-if autoDisable > 0 and now - failingSince >= autoDisable then disable = 1 end
-if state == 'half_open' then
-  if f[2] == token then
-    local cooldown = math.min((tonumber(f[7]) or base) * 2, maxCooldown)
-    redis.call('HSET', KEYS[1], 'state', 'open', 'openUntil', now + cooldown, 'cooldown', cooldown)
-    redis.call('HDEL', KEYS[1], 'probe', 'probeUntil')
-    return {'open', disable}
-  end
-  return {'', disable}
-end
-if state == 'open' then return {'', disable} end
-local fails = (tonumber(f[3]) or 0) + 1
-wTotal, wFail = wTotal + 1, wFail + 1
-if fails >= ${p.failureThreshold} or (wTotal >= ${p.minRequests} and wFail / wTotal >= ${p.failureRatio}) then
-  redis.call('HSET', KEYS[1], 'state', 'open', 'openUntil', now + base, 'cooldown', base, 'fails', fails, 'wStart', now, 'wTotal', 0, 'wFail', 0)
-  return {'open', disable}
-end
-redis.call('HSET', KEYS[1], 'fails', fails, 'wStart', wStart, 'wTotal', wTotal, 'wFail', wFail)
-return {'', disable}
-end`;
-}
-
-/**
- * One round trip for one endpoint: first the releases, then the admits, each in order (so a slot
- * freed by a release is there for the admits). KEYS: state, holders, index. ARGV: r, then
- * (token, outcome) × r, then (token, key, cap, leaseMs, rate) × n.
- * → (transition, autoDisable) × r, then (code, retryAt, transition, inFlight) × n.
- */
-function exchangeScript(policy: BreakerPolicy): string {
-  return `${NOW}
-${admitFunction(policy)}
-${releaseFunction(policy)}
-local r = tonumber(ARGV[1])
-local out = {}
-for i = 2, 1 + 2 * r, 2 do
-  local x = release(ARGV[i], ARGV[i + 1])
-  out[#out + 1] = x[1]
-  out[#out + 1] = x[2]
-end
-for i = 2 + 2 * r, #ARGV, 5 do
-  local x = admit(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]))
-  for j = 1, 4 do out[#out + 1] = x[j] end
+  redis.call('HSET', KEYS[1], unpack(set))
+  if #del > 0 then redis.call('HDEL', KEYS[1], unpack(del)) end
+  -- HSET keeps a TTL: set it when the hash is new and with the once-a-second bookkeeping.
+  if fresh or touched then redis.call('PEXPIRE', KEYS[1], ${STATE_TTL_MS}) end
 end
 return out`;
 }
