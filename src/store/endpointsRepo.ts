@@ -15,16 +15,20 @@ export type EndpointPolicy = {
   rateLimit: number | null;
 };
 
-export async function listEndpointPolicies(db: Db): Promise<EndpointPolicy[]> {
-  const rows = await db.select().from(endpoints).orderBy(asc(endpoints.key));
-  return rows.map((r) => ({
+function toPolicy(r: typeof endpoints.$inferSelect): EndpointPolicy {
+  return {
     key: r.key,
     disabledAt: r.disabledAt,
     disabledBy: r.disabledBy === 'operator' || r.disabledBy === 'auto' ? r.disabledBy : null,
     disabledReason: r.disabledReason,
     concurrency: r.concurrency,
     rateLimit: r.rateLimit,
-  }));
+  };
+}
+
+export async function listEndpointPolicies(db: Db): Promise<EndpointPolicy[]> {
+  const rows = await db.select().from(endpoints).orderBy(asc(endpoints.key));
+  return rows.map(toPolicy);
 }
 
 /** Disables the endpoint; an endpoint already disabled keeps its first reason. True when this call disabled it. */
@@ -62,16 +66,7 @@ export async function setEndpointLimits(db: Db, key: string, limits: { concurren
 
 export async function getEndpointPolicy(db: Db, key: string): Promise<EndpointPolicy | undefined> {
   const rows = await db.select().from(endpoints).where(eq(endpoints.key, key)).limit(1);
-  const r = rows[0];
-  if (!r) return undefined;
-  return {
-    key: r.key,
-    disabledAt: r.disabledAt,
-    disabledBy: r.disabledBy === 'operator' || r.disabledBy === 'auto' ? r.disabledBy : null,
-    disabledReason: r.disabledReason,
-    concurrency: r.concurrency,
-    rateLimit: r.rateLimit,
-  };
+  return rows[0] ? toPolicy(rows[0]) : undefined;
 }
 
 /**
