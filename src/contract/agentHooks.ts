@@ -130,14 +130,24 @@ export type Verdict = z.infer<typeof VerdictSchema>;
 
 const nullishString = z.string().nullish();
 
+/**
+ * A JSON value as the lossless reader (`parseJsonLossless`) returns it: an integer token beyond
+ * ±(2^53−1) is a `bigint`, kept exact so that the I-JSON check of the context it would enter
+ * rejects it (§4.4) instead of a rounded double slipping through. Typed as `JsonValue` because a
+ * bigint never survives into a context.
+ */
+const WireJsonValueSchema: z.ZodType<JsonValue> = z.lazy(() =>
+  z.union([z.string(), z.number(), z.bigint(), z.boolean(), z.null(), z.array(WireJsonValueSchema), z.record(z.string(), WireJsonValueSchema)]),
+) as z.ZodType<JsonValue>;
+
 /** §5 wire shape before the semantic gate: a `null` member counts as absent. */
 export const WireVerdictSchema = z.object({
   decision: DecisionSchema,
   reason: nullishString,
   message: nullishString,
   warnings: z.array(z.object({ reason: nullishString, message: nullishString })).nullish(),
-  approval: z.record(z.string(), JsonValueSchema).nullish(),
-  transform: z.object({ path: z.string(), value: JsonValueSchema.optional() }).nullish(),
+  approval: z.record(z.string(), WireJsonValueSchema).nullish(),
+  transform: z.object({ path: z.string(), value: WireJsonValueSchema.optional() }).nullish(),
   evidence: z.object({ artefact: nullishString, verification_pointers: z.record(z.string(), z.string()).nullish() }).nullish(),
   result_labels: z.array(z.string()).nullish(),
 });

@@ -13,7 +13,9 @@ import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { evaluateControls, type ToolCallControlOutcome } from '../control/evaluateControls.ts';
+import type { AgentHooksBinding } from '../interception/agentHooks.ts';
 import type { InterceptionEmitter } from '../interception/emitter.ts';
+import { AgentHooksInstallError } from '../interception/errors.ts';
 import { type ControlRunner, createControlRunner } from './controlRunner.ts';
 import type { DeliveryPort } from './deliveryPort.ts';
 import { createEnvHookSource } from './envHookSource.ts';
@@ -91,7 +93,7 @@ export class HookDispatcher {
   readonly #send: SendContext;
   readonly #delivery: DeliveryPort;
   readonly #runControl: ControlRunner;
-  readonly #seam: ToolSeam | undefined;
+  #seam: ToolSeam | undefined;
 
   constructor(options: HookDispatcherOptions = {}, defaults: DispatcherDefaults = {}) {
     this.mode = options.mode ?? 'local';
@@ -134,6 +136,22 @@ export class HookDispatcher {
     this.#seam = options.emitter
       ? createInterceptionSeam(options.emitter, { posture: options.interceptionPosture, session: options.interceptionSession, logger: this.#logger })
       : undefined;
+  }
+
+  /**
+   * I4: install an AGENT-HOOKS-0.1 bundle (`createAgentHooks({ dispatcher })` calls this): its
+   * emitter reviews this dispatcher's tool calls, and an operation with an active run of the
+   * bundle emits into that run's session (the run owns its agent_startup / agent_shutdown). One
+   * installation per dispatcher: a dispatcher built with `emitter`, or one that already has a
+   * bundle, refuses a second.
+   */
+  attachAgentHooks(binding: AgentHooksBinding): void {
+    if (this.#seam !== undefined) {
+      throw new AgentHooksInstallError(
+        'this dispatcher already has an AGENT-HOOKS-0.1 emitter (its `emitter` option or a bundle): install one bundle per agent (stacked bundles are refused)',
+      );
+    }
+    this.#seam = createInterceptionSeam(binding.emitter, { posture: binding.posture, session: binding.session, logger: this.#logger });
   }
 
   /** I4: true when an AGENT-HOOKS-0.1 emitter reviews this dispatcher's tool calls (post_tool_call too). */

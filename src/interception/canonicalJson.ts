@@ -20,13 +20,23 @@ function isPlainObject(v: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
+const INT_BEYOND_2_53 = 'integer exceeds 2^53; string-encode 64-bit identifiers, see spec §4.4';
+
+/**
+ * What a `bigint` is to the domain check. `'reject'` (I-JSON, every context): a bigint is never
+ * I-JSON — beyond ±(2^53−1) it names the 2^53 bound, inside it asks for a number. `'json'` (the
+ * §5 verdict gate, which only asks "is this JSON?"): a bigint is an integer token the lossless
+ * parser kept exact (`parseJsonLossless`); where it would enter a context, that check rejects it.
+ */
+export type BigIntPolicy = 'reject' | 'json';
+
 /**
  * §4.4/§12.3 value-domain guard: JSON types only, finite numbers, no lone
  * surrogates (in values or member names), nesting within `maxDepth`.
  * Iterative so that a hostile depth cannot overflow the stack before it is
  * rejected. Returns a detail naming the path and constraint, or null.
  */
-export function findDomainViolation(root: unknown, maxDepth = DEFAULT_MAX_DEPTH): string | null {
+export function findDomainViolation(root: unknown, maxDepth = DEFAULT_MAX_DEPTH, bigints: BigIntPolicy = 'reject'): string | null {
   const stack: Array<[unknown, string, number]> = [[root, '$', 1]];
   while (stack.length > 0) {
     const [v, path, depth] = stack.pop() as [unknown, string, number];
@@ -35,6 +45,11 @@ export function findDomainViolation(root: unknown, maxDepth = DEFAULT_MAX_DEPTH)
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) return `${path}: non-finite number is not representable in JSON, see spec §4.4`;
       continue;
+    }
+    if (typeof v === 'bigint') {
+      if (bigints === 'json') continue;
+      const safe = v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER);
+      return safe ? `${path}: bigint is not an I-JSON value; pass a number, see spec §4.4` : `${path}: ${INT_BEYOND_2_53}`;
     }
     if (typeof v === 'string') {
       if (hasLoneSurrogate(v)) return `${path}: lone Unicode surrogate is not representable in I-JSON, see spec §4.4`;
@@ -94,7 +109,7 @@ function serializeNumber(n: number, path: string): string {
   // it has already been rounded, so its identity would be non-injective (§10.2).
   if (Number.isInteger(n) && Math.abs(n) < 1e21) {
     if (!Number.isSafeInteger(n)) {
-      throw domainError(`${path}: integer exceeds 2^53; string-encode 64-bit identifiers, see spec §4.4`);
+      throw domainError(`${path}: ${INT_BEYOND_2_53}`);
     }
     return String(n);
   }

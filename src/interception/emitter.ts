@@ -3,6 +3,7 @@ import {
   type AgentContext,
   type CompositionConfig,
   type EnforcementMode,
+  type HostErrorReason,
   type InterceptionPoint,
   type InterceptionRecord,
   type JsonValue,
@@ -10,11 +11,13 @@ import {
 } from '../contract/agentHooks.ts';
 import { toResolverFunction, type ApprovalRedactor, type ApprovalResolver, type SeamConfig } from './approval.ts';
 import { resolveComposition, summarize } from './composition.ts';
+import { DEFAULT_MAX_DEPTH, findDomainViolation } from './canonicalJson.ts';
 import { validateEnvelope, type EnvelopeLimits } from './envelope.ts';
 import { InterceptionBlocked } from './errors.ts';
 import type { DispatchEnv, DispatchOutcome } from './fold.ts';
 import { resolveIdentityProvider, type IdentityProviderOption, type ResolvedIdentityProvider } from './identity.ts';
 import { toRegistered, type Interceptor, type RegisteredInterceptor } from './interceptor.ts';
+import { jsonEqual } from './jsonEqual.ts';
 import { dispatchParallel } from './parallel.ts';
 import { isInterceptionPoint, writeTarget } from './points.ts';
 import { HostError, HostErrorFailure } from './reasons.ts';
@@ -188,6 +191,33 @@ export class InterceptionEmitter {
     return record;
   }
 
+  /**
+   * A host self-verdict over a context the host did build (§12.1: a stream that died before its
+   * last segment was evaluated). The envelope is checked and the input identity computed as for
+   * any emission, no interceptor is consulted, and the record is the `reason` deny — one record,
+   * the session's next sequence, so the audit stream shows what was withheld and why.
+   */
+  async recordHostDeny(ctx: AgentContext, reason: HostErrorReason, message?: string): Promise<InterceptionRecord> {
+    if (this.#sequencer !== undefined && isObject(ctx)) {
+      try {
+        ctx.sequence = await this.#sequencer.assign(sessionIdOf(ctx));
+      } catch {
+        return (await this.#finish(ctx, undefined, rejected('sequence provider failed'), null, null)).record;
+      }
+    }
+    const envelope = validateEnvelope(ctx, this.#limits);
+    if (!envelope.ok) return (await this.#finish(ctx, undefined, rejected(envelope.detail), null, null)).record;
+    let identity: string | null;
+    try {
+      identity = this.#identity.compute(envelope.context);
+    } catch (err) {
+      const detail = err instanceof HostErrorFailure ? err.detail : 'identity provider failed';
+      return (await this.#finish(envelope.context, undefined, rejected(detail), null, null)).record;
+    }
+    const combined = hostErrorVerdict(reason, message);
+    return (await this.#finish(envelope.context, envelope.context, { combined, decidedBy: null, verdicts: [] }, identity, identity)).record;
+  }
+
   async #emit(ctx: AgentContext, options: EmitOptions): Promise<Emission> {
     const signal = options.signal;
     if (this.#sequencer !== undefined && isObject(ctx)) {
@@ -227,8 +257,18 @@ export class InterceptionEmitter {
 
     // §5.2: a permitted fold the host cannot set (its own `acceptTarget` limit) is transform_invalid,
     // decided before identity so the reason names the cause whatever the identity provider.
-    const changed = this.mode === 'enforce' && isPermit(outcome.combined) && JSON.stringify(work.target) !== JSON.stringify(context.target);
-    const refusal = changed ? options.acceptTarget?.(work.target) : undefined;
+    const changed = this.mode === 'enforce' && isPermit(outcome.combined) && !jsonEqual(work.target, context.target);
+    // §10.2: a fold that left I-JSON (an integer beyond 2^53 a remote verdict carried exactly, …)
+    // fails closed whatever the identity provider — null included — before the host sees the value.
+    const outside = changed ? findDomainViolation(work.target, this.#limits.maxDepth ?? DEFAULT_MAX_DEPTH) : null;
+    if (outside !== null) {
+      outcome = {
+        ...outcome,
+        combined: hostErrorVerdict(HostError.ContextInvalid, `post-fold context rejected: ${outside.replace(/^\$/, '$target')}`),
+        decidedBy: null,
+      };
+    }
+    const refusal = changed && outside === null ? options.acceptTarget?.(work.target) : undefined;
     if (refusal !== undefined) outcome = { ...outcome, combined: hostErrorVerdict(HostError.TransformInvalid, refusal), decidedBy: null };
 
     // §10.3: enforced identity over the post-composition context. A fold that

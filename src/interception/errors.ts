@@ -18,3 +18,38 @@ export class InterceptionBlocked extends HookrelayError {
     this.verdict = verdict;
   }
 }
+
+/**
+ * An AGENT-HOOKS-0.1 installation that would weaken the enforcement boundary: a second bundle on
+ * one dispatcher or one session, or a nested agent reusing its parent's bundle (seed 003: one
+ * bundle per agent, stacked bundles are refused; a nested agent gets its own).
+ */
+export class AgentHooksInstallError extends HookrelayError {
+  readonly code = 'HOOKRELAY_AGENT_HOOKS_INSTALL' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'AgentHooksInstallError';
+  }
+}
+
+/** A run used out of order: after `end()`, `output()` twice, a second active run of one session. */
+export class AgentRunStateError extends HookrelayError {
+  readonly code = 'HOOKRELAY_AGENT_RUN_STATE' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'AgentRunStateError';
+  }
+}
+
+/**
+ * Thrown by a tool executor to fail with a structured result: `post_tool_call` sees
+ * `tool_result.value` = `result` and `is_error: true` (any other throw gives its message).
+ */
+export class ToolError extends Error {
+  readonly result: unknown;
+  constructor(result: unknown, message = 'tool failed') {
+    super(message);
+    this.name = 'ToolError';
+    this.result = result;
+  }
+}

@@ -13,7 +13,31 @@ export {
   type VerdictOptions,
   type WireVerdictResult,
 } from './verdict.ts';
-export { InterceptionBlocked } from './errors.ts';
+export { InterceptionBlocked, AgentHooksInstallError, AgentRunStateError, ToolError } from './errors.ts';
+export {
+  AgentHooks,
+  createAgentHooks,
+  type AgentHooksOptions,
+  type AgentHooksHost,
+  type AgentHooksBinding,
+  type StartRunOptions,
+} from './agentHooks.ts';
+export type {
+  AgentRun,
+  AdmittedInput,
+  HistoryItem,
+  PersistEntry,
+  Persistence,
+  Streaming,
+  ToolSeamHostError,
+  ModelCaller,
+  ModelCallResult,
+  ToolExecutor,
+  ToolCallOutcome,
+  RunEnd,
+} from './agentRun.ts';
+export type { ModelResponse, ModelResponseInput, ModelStreamPart } from './modelStream.ts';
+export { parseJsonLossless } from './losslessJson.ts';
 export {
   JCS_SHA256,
   jcsSha256Identity,

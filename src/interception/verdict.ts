@@ -109,7 +109,7 @@ export function parseWireVerdict(raw: unknown): WireVerdictResult {
   if (raw === undefined || raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     return invalid('verdict must be a JSON object (spec §5)');
   }
-  const domain = findDomainViolation(raw);
+  const domain = findDomainViolation(raw, undefined, 'json');
   if (domain !== null) return invalid(`verdict is not a JSON value: ${domain}`, HostError.InterceptorFailed);
   const parsed = WireVerdictSchema.safeParse(raw);
   if (!parsed.success) {

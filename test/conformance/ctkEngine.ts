@@ -105,6 +105,10 @@ export type RunRecord = {
   identities: Array<{ input_identity: string | null; enforced_identity: string | null }>;
   records: Json[];
   postures: Record<string, string>;
+  /** HARNESS.md "Incremental mediation": the caller-visible content the host egressed, in order. */
+  released_output?: string;
+  /** A serialization of every durable incorporation the host made (history, session stores). */
+  persisted?: string;
 };
 
 const POSTURE_DEFAULTS: Record<string, string> = { tool_seam_host_error: 'continue' };
@@ -191,6 +195,12 @@ function assertRun(expect: JsonObj, rr: RunRecord, out: string[]): void {
   }
   if (Array.isArray(expect.tool_invocations) && !deepEqual(rr.tool_invocations, expect.tool_invocations)) {
     out.push(`tool_invocations == ${show(rr.tool_invocations)}, want ${show(expect.tool_invocations)}`);
+  }
+  if ('released_output' in expect && rr.released_output !== expect.released_output) {
+    out.push(`released_output == ${show(rr.released_output)}, want ${show(expect.released_output)}`);
+  }
+  for (const n of (expect.persisted_must_not_contain as string[] | undefined) ?? []) {
+    if ((rr.persisted ?? '').includes(n)) out.push(`persisted state contains ${show(n)}, which MUST NOT become durable`);
   }
   for (const name of (expect.tool_not_invoked as string[] | undefined) ?? []) {
     if (rr.tool_invocations.some((t) => isObj(t) && t.name === name)) out.push(`tool ${show(name)} was invoked but MUST NOT be`);

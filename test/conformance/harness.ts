@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
+  parseJsonLossless,
   validateEnvelope,
   type Verdict,
   type ApprovalResolver,
@@ -11,14 +12,16 @@ import {
 } from '../../src/interception/index.ts';
 import { assertVector, isObj, missingCapabilities, scriptedIntercept, scriptedResolve, type Json, type JsonObj, type Vector } from './ctkEngine.ts';
 import { SchemaRegistry, type Schema } from './miniSchema.ts';
-import { CAPABILITIES, runScenario } from './referenceHost.ts';
+import { HOST_SURFACES, TOOL_SEAM_HOST_ERROR, runScenario, type HostSurface } from './adapterHost.ts';
 
 /**
- * I2: the AGENT-HOOKS-0.1 conformance harness. Runs every vector in a
- * directory through the reference host and reports one line per vector:
- * `pass <id>`, `skip <id> <capability>` or `fail <id> <why>`, then
- * `ctk: P passed, F failed, S skipped`. Skips come only from capabilities a
- * vector declares that this host does not (RUNNER.md step 1).
+ * I2: the AGENT-HOOKS-0.1 conformance runner. Runs every vector in a directory through the run
+ * adapter (`adapterHost.ts`, the product's `createAgentHooks().startRun()`) on the first
+ * declared host surface that has the vector's capabilities, and reports one line per vector:
+ * `pass <id>`, `skip <id> <capability>` or `fail <id> <why>`, a pass/fail/skip line per `part`
+ * (the §13.1 report), then `ctk: P passed, F failed, S skipped`. Skips come only from
+ * capabilities no surface declares (RUNNER.md step 1). Vectors are read with a lossless JSON
+ * parser, so an integer beyond 2^53 reaches the host exact (as a bigint), never rounded.
  */
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -29,7 +32,7 @@ export const OWN_VECTORS_DIR = join(HERE, 'own');
 export type VectorResult = { id: string; part: string; status: 'pass' | 'fail' | 'skip'; detail: string };
 
 function readJson(path: string): unknown {
-  return JSON.parse(readFileSync(path, 'utf8')) as unknown;
+  return parseJsonLossless(readFileSync(path, 'utf8'));
 }
 
 let registry: { reg: SchemaRegistry; schema: Schema } | undefined;
@@ -67,8 +70,8 @@ export async function runVector(raw: unknown, file = '?'): Promise<VectorResult>
   if (invalid !== null) return { id, part, status: 'fail', detail: `invalid vector: ${invalid}` };
   const vector = raw as Vector;
 
-  const missing = missingCapabilities(vector, CAPABILITIES);
-  if (missing.length > 0) return { id, part, status: 'skip', detail: missing.join(',') };
+  const surface: HostSurface | undefined = HOST_SURFACES.find((h) => missingCapabilities(vector, h.capabilities).length === 0);
+  if (surface === undefined) return { id, part, status: 'skip', detail: missingCapabilities(vector, HOST_SURFACES[0].capabilities).join(',') };
 
   const scripts = (Array.isArray(vector.interceptor_scripts) ? vector.interceptor_scripts : [vector.interceptor_script]) as Json[][];
   const recorded: JsonObj[] = [];
@@ -83,6 +86,7 @@ export async function runVector(raw: unknown, file = '?'): Promise<VectorResult>
   let rr;
   try {
     rr = await runScenario({
+      surface,
       scenario: vector.scenario,
       interceptors,
       resolver,
@@ -116,12 +120,35 @@ export function formatSummary(report: ConformanceReport): string {
   return `ctk: ${report.passed} passed, ${report.failed} failed, ${report.skipped} skipped`;
 }
 
+/** RUNNER.md "The conformance report": pass/fail/skip per vector `part`. */
+export function formatParts(report: ConformanceReport): string[] {
+  const parts = new Map<string, { pass: number; fail: number; skip: number }>();
+  for (const r of report.results) {
+    const p = parts.get(r.part || '(none)') ?? { pass: 0, fail: 0, skip: 0 };
+    p[r.status]++;
+    parts.set(r.part || '(none)', p);
+  }
+  return [...parts].sort(([a], [b]) => a.localeCompare(b)).map(([part, c]) => `  part ${part}: ${c.pass} pass, ${c.fail} fail, ${c.skip} skip`);
+}
+
+/** `npm run conformance`: the AGENT-HOOKS-0.1 kit's vectors, then the project's own (or only `CTK_VECTORS_DIR`). */
 async function main(): Promise<void> {
-  const dir = process.env.CTK_VECTORS_DIR ?? DEFAULT_VECTORS_DIR;
-  const report = await runConformance(dir);
-  for (const r of report.results) console.log(formatResult(r));
-  console.log(formatSummary(report));
-  process.exitCode = report.failed > 0 ? 1 : 0;
+  const sets: Array<[string, string]> = process.env.CTK_VECTORS_DIR
+    ? [[process.env.CTK_VECTORS_DIR, process.env.CTK_VECTORS_DIR]]
+    : [
+        ['AGENT-HOOKS-0.1 kit vectors', DEFAULT_VECTORS_DIR],
+        ['own vectors', OWN_VECTORS_DIR],
+      ];
+  let failed = 0;
+  for (const [label, dir] of sets) {
+    const report = await runConformance(dir);
+    for (const r of report.results) console.log(formatResult(r));
+    for (const line of formatParts(report)) console.log(line);
+    console.log(`${formatSummary(report)} (${label})`);
+    failed += report.failed;
+  }
+  console.log(`surfaces: ${HOST_SURFACES.map((h) => `${h.name} {${h.capabilities.join(', ')}}`).join('; ')}; tool_seam_host_error: ${TOOL_SEAM_HOST_ERROR}`);
+  process.exitCode = failed > 0 ? 1 : 0;
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -108,9 +108,9 @@ function hasType(v: unknown, t: string): boolean {
     case 'null':
       return v === null;
     case 'number':
-      return typeof v === 'number';
+      return typeof v === 'number' || typeof v === 'bigint'; // bigint: an integer token beyond 2^53, read losslessly
     case 'integer':
-      return Number.isInteger(v);
+      return Number.isInteger(v) || typeof v === 'bigint';
     default:
       return false;
   }
