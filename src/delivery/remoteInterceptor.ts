@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { readSettings } from '../config/settings.ts';
-import type { AgentContext } from '../contract/agentHooks.ts';
+import type { AgentContext, Verdict } from '../contract/agentHooks.ts';
 import { parseTemplateEnvPattern, reservedTemplateSourceProblem, templateSourceProblem } from '../contract/templateSources.ts';
 import {
   checkWebhookUrl,
@@ -19,6 +19,7 @@ import { resolveHeaderTemplates } from './headerTemplates.ts';
 import { resolveWebhookUrl } from './resolveUrl.ts';
 import { parseSigningSecrets, signatureHeaders } from './signing.ts';
 import { HookrelayError } from '../contract/hookrelayError.ts';
+import { parseJsonLossless } from '../interception/losslessJson.ts';
 
 /** I3: the response cap of a remote verdict, as for decision webhooks. */
 export const MAX_VERDICT_RESPONSE_BYTES = 65_536;
@@ -145,7 +146,9 @@ export function createRemoteInterceptor(config: RemoteInterceptorConfig, options
         throw new RemoteInterceptorError('invalid UTF-8');
       }
       try {
-        return JSON.parse(text);
+        // Lossless: an integer beyond 2^53 in a transform value stays exact (a bigint) and the fold
+        // then fails closed as context_invalid, instead of JSON.parse rounding it silently (§4.4).
+        return parseJsonLossless(text) as Verdict; // unchecked wire value: the emitter's §5 gate judges it
       } catch {
         throw new RemoteInterceptorError('the response is not JSON');
       }

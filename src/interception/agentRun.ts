@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AgentContext, InterceptionPoint, JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import type { AgentContextBuilder, Message } from './builder.ts';
 import type { InterceptionEmitter } from './emitter.ts';
-import { AgentRunStateError, InterceptionBlocked, ToolError } from './errors.ts';
+import { AgentHooksInstallError, AgentRunStateError, InterceptionBlocked, ToolError } from './errors.ts';
 import {
   isAsyncIterable,
   normalizePart,
@@ -331,6 +331,8 @@ export class AgentRun {
     try {
       value = await activeRun.run(this, () => exec(structuredClone(args), { signal: this.#s.signal }));
     } catch (err) {
+      // Misuse inside the tool (a nested run of this bundle, a closed run) is the program's bug, not a tool failure.
+      if (err instanceof AgentHooksInstallError || err instanceof AgentRunStateError) throw err;
       value = err instanceof ToolError ? err.result : err instanceof Error ? err.message : String(err);
       isError = true;
     }
