@@ -117,6 +117,10 @@ describe('package: plain node in a scratch app', () => {
       'ALLOW',
       'InterceptionBlocked',
       'WebhookConfigSchema',
+      'createAgentHooks',
+      'AgentHooks',
+      'ToolError',
+      'parseJsonLossless',
     ]) {
       expect(out.root, name).toContain(name);
     }
@@ -217,6 +221,16 @@ describe('package: plain node in a scratch app', () => {
        import { createHookProducer as eagerProducer, type EnqueueInput } from 'hookrelay/queue';
        import { createStoreRecordSink, type Store } from 'hookrelay/store';
        import { startDeliveryWorker, type RunningDeliveryWorker } from 'hookrelay/worker';
+       import { createAgentHooks, Verdict, type ModelStreamPart, type PersistEntry } from 'hookrelay';
+       const agentHooks = createAgentHooks({ interceptors: [() => Verdict.allow()], persist: (e: PersistEntry) => void e.kind });
+       async function* stream(): AsyncGenerator<ModelStreamPart> { yield 'hel'; yield { type: 'text-delta', text: 'lo' }; }
+       export async function agentLoop(): Promise<string | null> {
+         const run = agentHooks.startRun({ input: 'hi', onRelease: (t: string) => void t });
+         const r = await run.modelCall([{ role: 'user', content: 'hi' }], () => stream());
+         const out = await run.output(r.content);
+         await run.end();
+         return typeof out === 'string' ? out : null;
+       }
        const hooks: SerializedHook[] = [{ id: 'h', type: 'onComplete', webhook: { url: 'https://example.com/hook' } }];
        const producer: HookProducer = createHookProducer({ env: {} });
        const input: EnqueueInput = { operationId: 'op', type: 'onComplete', event: { operationId: 'op' }, hooks };

@@ -65,7 +65,11 @@ async function* streamOf(chunks: string[], opts: { truncated?: boolean; finish?:
 const TOOL_CALL = { id: 'tc-1', name: 'search', args: { q: 'weather' } };
 
 /** The loop every test drives: one tool round, then the answer. */
-async function toolUsingRun(hooks: ReturnType<typeof bundle>['hooks'], answer: () => ReturnType<typeof streamOf> | { content: string }, released: string[] = []) {
+async function toolUsingRun(
+  hooks: ReturnType<typeof bundle>['hooks'],
+  answer: () => ReturnType<typeof streamOf> | { content: string },
+  released: string[] = [],
+) {
   const run = hooks.startRun({ input: 'what is the weather?', onRelease: (t) => void released.push(t) });
   try {
     const input = await run.ready;
@@ -174,7 +178,9 @@ describe('run adapter: the eight points (seed 003)', () => {
   });
 
   it('a policy deny at the tool seam hands the model a control error without the payload and the loop goes on', async () => {
-    const b = bundle((ctx) => (ctx.interception_point === 'post_tool_call' ? Verdict.deny({ reason: 'policy.tainted', message: 'result withheld' }) : Verdict.allow()));
+    const b = bundle((ctx) =>
+      ctx.interception_point === 'post_tool_call' ? Verdict.deny({ reason: 'policy.tainted', message: 'result withheld' }) : Verdict.allow(),
+    );
     const { outcome, end } = await toolUsingRun(b.hooks, () => ({ content: 'done' }));
     expect(outcome).toEqual({
       status: 'blocked',
@@ -223,7 +229,9 @@ describe('run adapter: the eight points (seed 003)', () => {
     const b = bundle();
     const run = b.hooks.startRun({ input: 'transfer' });
     await run.ready;
-    await expect(run.modelCall([], () => ({ toolCalls: [{ id: 't', name: 'wire', args: { id: 9007199254740993n as unknown as number } }] }))).rejects.toMatchObject({
+    await expect(
+      run.modelCall([], () => ({ toolCalls: [{ id: 't', name: 'wire', args: { id: 9007199254740993n as unknown as number } }] })),
+    ).rejects.toMatchObject({
       record: { interception_point: 'post_model_call', verdict: { reason: 'host_error:context_invalid' }, input_identity: null },
     });
     expect(b.points()).not.toContain('post_model_call'); // rejected before any interceptor saw it
@@ -261,7 +269,9 @@ describe('run adapter: buffered streaming (§12.1)', () => {
   it('a denied streamed answer releases zero chunks — at post_model_call and at output', async () => {
     for (const at of ['post_model_call', 'output'] as const) {
       const released: string[] = [];
-      const b = bundle((ctx) => (ctx.interception_point === at && JSON.stringify(ctx.target).includes('SECRET') ? Verdict.deny('policy.secret') : Verdict.allow()));
+      const b = bundle((ctx) =>
+        ctx.interception_point === at && JSON.stringify(ctx.target).includes('SECRET') ? Verdict.deny('policy.secret') : Verdict.allow(),
+      );
       const err = await toolUsingRun(b.hooks, () => streamOf(['the code is ', 'SECRET-42', ' ok']), released).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(InterceptionBlocked);
       expect(released).toEqual([]);
@@ -294,7 +304,8 @@ describe('run adapter: incremental streaming (§12.1 exception, opt-in)', () => 
     const released: string[] = [];
     let consumed = 0;
     const b = bundle(
-      (ctx) => (ctx.interception_point === 'post_model_call' && JSON.stringify(ctx.target).includes('SECRET') ? Verdict.deny('policy.secret') : Verdict.allow()),
+      (ctx) =>
+        ctx.interception_point === 'post_model_call' && JSON.stringify(ctx.target).includes('SECRET') ? Verdict.deny('policy.secret') : Verdict.allow(),
       { streaming: 'incremental', persistence: 'per_model_call' },
     );
     const run = b.hooks.startRun({ input: 'go', onRelease: (t) => void released.push(t) });
@@ -331,11 +342,16 @@ describe('run adapter: incremental streaming (§12.1 exception, opt-in)', () => 
   it('a segment transform that would rewrite already released text fails closed', async () => {
     const released: string[] = [];
     const b = bundle(
-      (ctx) => (ctx.interception_point === 'post_model_call' && (ctx.target as { content: string }).content.length > 6 ? Verdict.transform('$target.content', 'rewritten') : Verdict.allow()),
+      (ctx) =>
+        ctx.interception_point === 'post_model_call' && (ctx.target as { content: string }).content.length > 6
+          ? Verdict.transform('$target.content', 'rewritten')
+          : Verdict.allow(),
       { streaming: 'incremental' },
     );
     const run = b.hooks.startRun({ input: 'go', onRelease: (t) => void released.push(t) });
-    await expect(run.modelCall([], () => streamOf(['hello ', 'world', '!']))).rejects.toMatchObject({ record: { verdict: { reason: 'host_error:transform_invalid' } } });
+    await expect(run.modelCall([], () => streamOf(['hello ', 'world', '!']))).rejects.toMatchObject({
+      record: { verdict: { reason: 'host_error:transform_invalid' } },
+    });
     expect(released).toEqual(['hello ']);
     await run.end();
   });
