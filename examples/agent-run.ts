@@ -54,8 +54,7 @@ async function* chatCompletion(baseUrl: string, apiKey: string, model: string, m
   const decoder = new TextDecoder();
   for await (const bytes of res.body) {
     buffer += decoder.decode(bytes, { stream: true });
-    let cut: number;
-    while ((cut = buffer.indexOf('\n\n')) >= 0) {
+    for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
       const event = buffer.slice(0, cut);
       buffer = buffer.slice(cut + 2);
       const data = event
@@ -161,7 +160,9 @@ async function main(): Promise<void> {
     interceptors: {
       // Tool policy: the weather tool is always called in metric units (the args actually passed change).
       'metric-units': (ctx) =>
-        ctx.interception_point === 'pre_tool_call' && ctx.tool_call?.name === 'get_weather' && (ctx.target as { units?: string }).units !== 'metric'
+        ctx.interception_point === 'pre_tool_call' &&
+        (ctx.tool_call as { name?: string } | undefined)?.name === 'get_weather' &&
+        (ctx.target as { units?: string }).units !== 'metric'
           ? Verdict.transform('$target.units', 'metric', { reason: 'policy.metric_units' })
           : Verdict.allow(),
       // Egress guard: an answer that leaks a password never reaches the caller, nor the history.

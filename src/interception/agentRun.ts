@@ -42,6 +42,9 @@ export type Persistence = 'after_output' | 'per_model_call';
 /** What a `host_error:*` deny at a tool point does to the run; a policy deny always lets it go on (§6.2). */
 export type ToolSeamHostError = 'terminate' | 'continue';
 
+/** A message as the loop keeps it (any provider's shape with a `role`); the context carries its JSON value. */
+export type NativeMessage = { role: string; content?: unknown; [key: string]: unknown };
+
 /** The model call the loop hands to `modelCall`: the messages as they may be sent (post-transform). */
 export type ModelCaller = (
   messages: Message[],
@@ -175,8 +178,10 @@ export class AgentRun {
    * With `streaming: 'incremental'` each chunk boundary closes a segment judged over the text so
    * far, and a permitted segment is released at once (§12.1 exception).
    */
-  async modelCall(messages: readonly Message[], call: ModelCaller, options: { modelId?: string } = {}): Promise<ModelCallResult> {
+  async modelCall(messages: readonly NativeMessage[], call: ModelCaller, options: { modelId?: string } = {}): Promise<ModelCallResult> {
     await this.#ready();
+    this.#releasedOfLast = ''; // what `output` may still release is relative to this response only
+    this.#lastStream = undefined;
     const modelId = options.modelId ?? this.#s.modelId;
     const b = this.#s.builder;
     const projected = await this.#project<Message[]>('pre_model_call', messages, true);
@@ -186,7 +191,6 @@ export class AgentRun {
     if (isAsyncIterable(produced)) {
       response = this.#s.streaming === 'incremental' ? await this.#incremental(modelId, produced) : await this.#buffered(modelId, produced);
     } else {
-      this.#lastStream = undefined;
       const raw = normalizeResponse(produced);
       const projectedResponse = await this.#project<JsonObject>('post_model_call', { content: raw.content, toolCalls: raw.toolCalls }, true);
       const post = b.postModelCall({
@@ -242,8 +246,6 @@ export class AgentRun {
     let covered = ''; // the judged (possibly transformed) text so far
     let pending: string | undefined; // the last chunk, not yet judged
     let released = '';
-    this.#releasedOfLast = '';
-    this.#lastStream = undefined;
     const iterator = stream[Symbol.asyncIterator]();
     const judge = async (content: string, finishReason: string | undefined): Promise<ModelResponse> => {
       const final = finishReason !== undefined;

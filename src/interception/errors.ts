@@ -45,7 +45,8 @@ export class AgentRunStateError extends HookrelayError {
  * Thrown by a tool executor to fail with a structured result: `post_tool_call` sees
  * `tool_result.value` = `result` and `is_error: true` (any other throw gives its message).
  */
-export class ToolError extends Error {
+export class ToolError extends HookrelayError {
+  readonly code = 'HOOKRELAY_TOOL_FAILED' as const;
   readonly result: unknown;
   constructor(result: unknown, message = 'tool failed') {
     super(message);

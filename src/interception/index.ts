@@ -31,6 +31,7 @@ export type {
   Streaming,
   ToolSeamHostError,
   ModelCaller,
+  NativeMessage,
   ModelCallResult,
   ToolExecutor,
   ToolCallOutcome,

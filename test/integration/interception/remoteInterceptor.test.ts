@@ -69,14 +69,22 @@ describe('I3: remote interceptors over a real socket', () => {
 
   it('I3 (§4.4): a transform value beyond 2^53 is read exactly and fails closed as context_invalid, never rounded into the args', async () => {
     // Raw text: JSON.stringify could not write the token, and JSON.parse would round it to …992.
-    receiver.setHandler({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"decision":"transform","transform":{"path":"$target.q","value":9007199254740993}}' });
+    receiver.setHandler({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"decision":"transform","transform":{"path":"$target.q","value":9007199254740993}}',
+    });
     const b = new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId: 'sess-bigint' });
     const record = await emitterWith().emitUnchecked(preToolCall(b));
     expect(record.verdict).toMatchObject({ decision: 'deny', reason: 'host_error:context_invalid' });
     expect(record.verdict.message).toMatch(/2\^53/);
     expect(record.enforced_identity).toBeNull();
     // A safe integer in the same position still transforms.
-    receiver.setHandler({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"decision":"transform","transform":{"path":"$target.q","value":9007199254740991}}' });
+    receiver.setHandler({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"decision":"transform","transform":{"path":"$target.q","value":9007199254740991}}',
+    });
     const b2 = new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId: 'sess-safe-int' });
     expect(await emitterWith().emit(preToolCall(b2))).toEqual({ q: 9007199254740991 });
   });
