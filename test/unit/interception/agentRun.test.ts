@@ -415,10 +415,10 @@ describe('run adapter: verdict-gated persistence', () => {
 
 describe('run adapter: one installation per agent', () => {
   it('a second bundle on one dispatcher is refused; so is a bundle on a dispatcher built with its own emitter', () => {
-    const dispatcher = new HookDispatcher({ logger: silentLogger });
+    const dispatcher = new HookDispatcher({ logger: silentLogger() });
     createAgentHooks({ interceptors: [() => Verdict.allow()], dispatcher });
     expect(() => createAgentHooks({ interceptors: [() => Verdict.allow()], dispatcher })).toThrow(AgentHooksInstallError);
-    const withEmitter = new HookDispatcher({ logger: silentLogger, emitter: new InterceptionEmitter({ interceptors: [() => Verdict.allow()] }) });
+    const withEmitter = new HookDispatcher({ logger: silentLogger(), emitter: new InterceptionEmitter({ interceptors: [() => Verdict.allow()] }) });
     expect(() => createAgentHooks({ interceptors: [() => Verdict.allow()], dispatcher: withEmitter })).toThrow(/already has an AGENT-HOOKS-0.1 emitter/);
   });
 
@@ -490,7 +490,7 @@ describe('run adapter: an application-owned session across runs (seed 003 …_fr
 
   it('installed on a dispatcher, the tool calls the dispatcher evaluates for a run’s operation join the run’s session', async () => {
     const o = observer((ctx) => (ctx.interception_point === 'pre_tool_call' ? Verdict.transform('$target.q', 'safe') : Verdict.allow()));
-    const dispatcher = new HookDispatcher({ logger: silentLogger });
+    const dispatcher = new HookDispatcher({ logger: silentLogger() });
     const hooks = createAgentHooks({ interceptors: [o.interceptor], dispatcher });
     const run = hooks.startRun({ input: 'search', operationId: 'op-7' });
     await run.ready;
