@@ -116,6 +116,8 @@ export class AgentRun {
   readonly #inflight = new Set<Promise<unknown>>();
   readonly #released: string[] = [];
   readonly #history: HistoryItem[] = [];
+  /** The results `modelCall` returned: `output(result)` means its `content`. */
+  readonly #responses = new WeakSet<object>();
   #blocked: InterceptionBlocked | undefined;
   #startupBlocked = false;
   #admitted: AdmittedInput | undefined;
@@ -204,7 +206,9 @@ export class AgentRun {
     this.#history.push({ role: 'assistant', content: response.content, toolCalls: response.toolCalls });
     if (this.#s.persistence === 'per_model_call')
       await this.#persist({ kind: 'model_call', sessionId: this.sessionId, messages: structuredClone(sent), response: structuredClone(response) });
-    return { ...response, sent };
+    const result = { ...response, sent };
+    this.#responses.add(result);
+    return result;
   }
 
   /** Buffered (§12.1): the whole stream is assembled and judged before anything is released. */
@@ -366,15 +370,17 @@ export class AgentRun {
   }
 
   /**
-   * The final answer: `output` judges it before anything reaches the caller. Returns the content
+   * The final answer (its content, or the result `modelCall` returned — then its `content`):
+   * `output` judges it before anything reaches the caller. Returns the content
    * to return (as transformed) and hands it to `onRelease` (the original chunks when it is the
    * streamed answer unchanged). A deny releases nothing, persists nothing and rejects with
    * `InterceptionBlocked`. With incremental streaming the answer's text was released segment by
    * segment already: only a remainder not yet released goes out here — released text cannot be
    * called back (`buffered_output: false`).
    */
-  async output(content: unknown): Promise<JsonValue> {
+  async output(answer: unknown): Promise<JsonValue> {
     await this.#ready();
+    const content = typeof answer === 'object' && answer !== null && this.#responses.has(answer) ? (answer as ModelCallResult).content : answer;
     if (this.#outputDone) throw new AgentRunStateError('output() was already called for this run: a run has one final answer');
     this.#outputDone = true;
     const projected = await this.#project('output', content, true);

@@ -239,6 +239,17 @@ describe('run adapter: the eight points (seed 003)', () => {
     await run.end();
   });
 
+  it('output(response) with the result modelCall returned judges its content', async () => {
+    const b = bundle();
+    const released: string[] = [];
+    const run = b.hooks.startRun({ input: 'hi', onRelease: (t) => void released.push(t) });
+    const r = await run.modelCall([{ role: 'user', content: 'hi' }], () => ({ content: 'hello there' }));
+    expect(await run.output(r)).toBe('hello there');
+    expect(b.seen.find((s) => s.point === 'output')?.target).toEqual({ content: 'hello there' });
+    expect(released).toEqual(['hello there']);
+    await run.end();
+  });
+
   it('misuse is a clear error: output twice, any call after end()', async () => {
     const b = bundle();
     const run = b.hooks.startRun({ input: 'hi' });
