@@ -3,123 +3,22 @@
  * state comes from Redis (the workers' shared gate), disable and limits from Postgres; the
  * command still answers from Postgres when Redis does not.
  */
-import { createEndpointGate, type EndpointGate, type EndpointSnapshot } from '../queue/endpointGate.ts';
-import { endpointKeyPrefix, isolationSettings } from '../queue/endpointIsolation.ts';
-import type { QueueRedis } from '../queue/redisConnection.ts';
-import { DEFAULT_QUEUE_PREFIX } from '../queue/types.ts';
-import {
-  disableEndpoint,
-  enableEndpoint,
-  endpointStatusCounts,
-  getEndpointPolicy,
-  heldCounts,
-  listEndpointPolicies,
-  setEndpointLimits,
-  type EndpointPolicy,
-} from '../store/endpointsRepo.ts';
+import { disableEndpointByOperator, enableEndpointAndReset, getEndpointView, listEndpointViews } from '../queue/endpointViews.ts';
+import { isolationSettings } from '../queue/endpointIsolation.ts';
+import { getEndpointPolicy, setEndpointLimits } from '../store/endpointsRepo.ts';
 import type { CliContext } from './context.ts';
 import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printJson, printJsonArray } from './output.ts';
 import { runReplay } from './replayRun.ts';
 
-const REDIS_TIMEOUT_MS = 3_000;
-
-/** One endpoint as `list` and `show` print it. */
-type EndpointView = {
-  key: string;
-  state: 'closed' | 'open' | 'half_open' | 'disabled' | 'unknown';
-  inFlight: number | null;
-  cap: number;
-  /** Slow start: concurrent attempts it has earned so far, within its cap. */
-  limit: number | null;
-  rateLimit: number | null;
-  consecutiveFailures: number | null;
-  windowAttempts: number | null;
-  windowFailures: number | null;
-  openUntil: string | null;
-  lastSuccessAt: string | null;
-  lastFailureAt: string | null;
-  failingSince: string | null;
-  disabledAt: string | null;
-  disabledBy: string | null;
-  disabledReason: string | null;
-  held: number;
-};
-
-function gateOf(ctx: CliContext): Promise<EndpointGate> {
-  const prefix = ctx.settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
-  const { policy } = isolationSettings(ctx.settings);
-  return ctx
-    .queue()
-    .client.then((client) =>
-      createEndpointGate(client as unknown as QueueRedis, { keyPrefix: endpointKeyPrefix(prefix, ctx.settings.HOOKRELAY_QUEUE), policy }),
-    );
-}
-
-/** Redis's answer, or undefined when it does not answer in time (the Postgres half still stands). */
-async function fromRedis<T>(ctx: CliContext, work: (gate: EndpointGate) => Promise<T>): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      gateOf(ctx).then(work),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timeout')), REDIS_TIMEOUT_MS);
-      }),
-    ]);
-  } catch {
-    return undefined;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-function view(
-  ctx: CliContext,
-  key: string,
-  snapshot: EndpointSnapshot | undefined,
-  policy: EndpointPolicy | undefined,
-  held: number,
-  redisUp: boolean,
-): EndpointView {
-  const defaultCap = isolationSettings(ctx.settings).defaultCap;
-  return {
-    key,
-    state: policy?.disabledAt ? 'disabled' : snapshot ? snapshot.state : redisUp ? 'closed' : 'unknown',
-    inFlight: snapshot ? snapshot.inFlight : redisUp ? 0 : null,
-    cap: policy?.concurrency ?? defaultCap,
-    limit: earnedLimit(snapshot, policy?.concurrency ?? defaultCap, isolationSettings(ctx.settings).policy.initialLimit),
-    rateLimit: policy?.rateLimit ?? null,
-    consecutiveFailures: snapshot?.consecutiveFailures ?? (redisUp ? 0 : null),
-    windowAttempts: snapshot?.windowAttempts ?? (redisUp ? 0 : null),
-    windowFailures: snapshot?.windowFailures ?? (redisUp ? 0 : null),
-    openUntil: snapshot?.openUntil?.toISOString() ?? null,
-    lastSuccessAt: snapshot?.lastSuccessAt?.toISOString() ?? null,
-    lastFailureAt: snapshot?.lastFailureAt?.toISOString() ?? null,
-    failingSince: snapshot?.failingSince?.toISOString() ?? null,
-    disabledAt: policy?.disabledAt?.toISOString() ?? null,
-    disabledBy: policy?.disabledBy ?? null,
-    disabledReason: policy?.disabledReason ?? null,
-    held,
-  };
-}
-
-function earnedLimit(snapshot: EndpointSnapshot | undefined, cap: number, initial: number): number | null {
-  if (cap === 0) return null;
-  return Math.min(cap, snapshot?.earnedLimit ?? initial);
-}
-
 const dash = (v: string | number | null) => (v === null ? '-' : String(v));
 const redisDown = 'Redis did not answer at REDIS_URL: breaker state and in-flight counts unknown (shown from Postgres only)\n';
 
 export async function listEndpoints(ctx: CliContext, json: boolean): Promise<void> {
-  const [snapshots, policies, held] = await Promise.all([fromRedis(ctx, (gate) => gate.list()), listEndpointPolicies(ctx.store.db), heldCounts(ctx.store.db)]);
-  const byKey = new Map((snapshots ?? []).map((s) => [s.key, s]));
-  const policyByKey = new Map(policies.map((p) => [p.key, p]));
-  const keys = [...new Set([...(snapshots ?? []).map((s) => s.key), ...policies.map((p) => p.key), ...held.keys()])].filter((k) => k !== '');
-  const views = keys.map((k) => view(ctx, k, byKey.get(k), policyByKey.get(k), held.get(k) ?? 0, snapshots !== undefined));
+  const { views, redisUp } = await listEndpointViews(ctx.store.db, ctx.operator, ctx.settings);
   if (json) return printJsonArray(views);
-  if (snapshots === undefined) process.stderr.write(redisDown);
+  if (!redisUp) process.stderr.write(redisDown);
   if (views.length === 0) {
     process.stdout.write('no endpoints yet: the worker records one the first time it delivers to it\n');
     return;
@@ -144,16 +43,11 @@ export async function listEndpoints(ctx: CliContext, json: boolean): Promise<voi
 }
 
 export async function showEndpoint(ctx: CliContext, key: string, json: boolean): Promise<void> {
-  const [snapshot, policy, counts] = await Promise.all([
-    fromRedis(ctx, async (gate) => (await gate.snapshot(key)) ?? null),
-    getEndpointPolicy(ctx.store.db, key),
-    endpointStatusCounts(ctx.store.db, key),
-  ]);
-  const redisUp = snapshot !== undefined;
-  if (!snapshot && !policy && Object.keys(counts).length === 0) {
+  const found = await getEndpointView(ctx.store.db, ctx.operator, ctx.settings, key);
+  if (found === undefined) {
     throw new CliUsageError(`no endpoint "${key}" (not seen by a worker, not disabled or limited, no deliveries); see hookrelay endpoints list`);
   }
-  const v = view(ctx, key, snapshot ?? undefined, policy, counts.held ?? 0, redisUp);
+  const { view: v, deliveries: counts, redisUp } = found;
   if (json) return printJson({ ...v, deliveries: counts });
   if (!redisUp) process.stderr.write(redisDown);
   const lines = [
@@ -174,7 +68,7 @@ export async function showEndpoint(ctx: CliContext, key: string, json: boolean):
 }
 
 export async function disableEndpointCommand(ctx: CliContext, key: string, reason: string, json: boolean): Promise<void> {
-  const changed = await disableEndpoint(ctx.store.db, key, 'operator', reason);
+  const changed = await disableEndpointByOperator(ctx.store.db, key, reason);
   const policy = await getEndpointPolicy(ctx.store.db, key);
   if (json) return printJson({ key, disabled: true, changed, disabledAt: iso(policy?.disabledAt), reason: policy?.disabledReason ?? reason });
   process.stdout.write(
@@ -185,18 +79,13 @@ export async function disableEndpointCommand(ctx: CliContext, key: string, reaso
 }
 
 export async function enableEndpointCommand(ctx: CliContext, key: string, replay: boolean, json: boolean): Promise<number> {
-  const changed = await enableEndpoint(ctx.store.db, key);
-  // A fresh start: the breaker forgets the failures that led to the disable.
-  const reset = await fromRedis(ctx, async (gate) => {
-    await gate.reset(key);
-    return true;
-  });
-  const held = (await heldCounts(ctx.store.db)).get(key) ?? 0;
+  const { changed, breakerReset, held } = await enableEndpointAndReset(ctx.store.db, ctx.operator, key);
+  const reset = breakerReset;
   if (!replay || held === 0) {
-    if (json) printJson({ key, enabled: true, changed, breakerReset: reset === true, held });
+    if (json) printJson({ key, enabled: true, changed, breakerReset: reset, held });
     else {
       process.stdout.write(changed ? `enabled ${key}\n` : `${key} was not disabled; nothing changed\n`);
-      if (reset !== true) process.stderr.write('Redis did not answer: the breaker was not reset (it closes by itself after its next successful probe)\n');
+      if (!reset) process.stderr.write('Redis did not answer: the breaker was not reset (it closes by itself after its next successful probe)\n');
       if (held > 0) process.stdout.write(`${held} deliveries are held for it; replay them with: hookrelay endpoints enable ${key} --replay\n`);
     }
     return EXIT.ok;

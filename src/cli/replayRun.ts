@@ -5,9 +5,15 @@
  */
 import { createInterface } from 'node:readline/promises';
 import cliProgress from 'cli-progress';
-import { addDeliveryJobs } from '../queue/jobs.ts';
-import { getDeliveryRow, listDeliveries } from '../store/deliveriesRepo.ts';
-import { claimForReplay, replayableStatuses } from '../store/replayRepo.ts';
+import {
+  REPLAY_BATCH,
+  ReplayStatusError,
+  previewReplay,
+  replayBatch,
+  replayCandidatesByFilter,
+  replayCandidatesByIds,
+  type ReplayResult,
+} from '../queue/replay.ts';
 import type { CliContext } from './context.ts';
 import { toFilter } from './deliveriesCommand.ts';
 import { CONFIRM_ABOVE, type ReplayFlags } from './replayFlags.ts';
@@ -15,48 +21,13 @@ import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printJson } from './output.ts';
 
-const BATCH = 100;
-const PAGE = 1_000;
-
-type Skip = { id: string; reason: string };
-
-/** The candidates of a replay by id: unknown ids and rows not replayable are reported, not fatal. */
-async function byIds(ctx: CliContext, ids: string[], includeAccepted: boolean) {
-  const candidates: string[] = [];
-  const skipped: Skip[] = [];
-  const unknown: string[] = [];
-  const allowed = replayableStatuses(includeAccepted);
-  for (const id of [...new Set(ids)]) {
-    const row = await getDeliveryRow(ctx.store.db, id);
-    if (!row) unknown.push(id);
-    else if (row.status === 'delivered') skipped.push({ id, reason: 'already delivered' });
-    else if (!allowed.includes(row.status)) {
-      skipped.push({
-        id,
-        reason: row.status === 'accepted_by_qstash' ? 'accepted by QStash (add --include-accepted)' : `status ${row.status} is not replayable`,
-      });
-    } else candidates.push(id);
-  }
-  return { candidates, skipped, unknown };
-}
-
-/** Every matching id, newest first, paged by keyset so a huge ledger is not read at once. */
+/** Every matching id, newest first (the shared selection in queue/replay.ts). */
 async function byFilter(ctx: CliContext, flags: ReplayFlags): Promise<string[]> {
-  const filter = toFilter(flags);
-  const status = typeof filter.status === 'string' ? filter.status : 'failed';
-  const allowed = replayableStatuses(flags.includeAccepted === true);
-  if (!allowed.includes(status)) {
-    throw new CliUsageError(
-      `only failed and held deliveries${flags.includeAccepted ? ' and accepted_by_qstash ones' : ''} can be replayed (got --status ${status})`,
-    );
-  }
-  const ids: string[] = [];
-  let beforeId: string | undefined;
-  for (;;) {
-    const page = await listDeliveries(ctx.store.db, { ...filter, status, limit: PAGE, ...(beforeId ? { beforeId } : {}) });
-    ids.push(...page.map((d) => d.id));
-    if (page.length < PAGE) return ids;
-    beforeId = page.at(-1)!.id;
+  try {
+    return await replayCandidatesByFilter(ctx.store.db, toFilter(flags), flags.includeAccepted === true);
+  } catch (err) {
+    if (err instanceof ReplayStatusError) throw new CliUsageError(err.message.replace('(got status', '(got --status'));
+    throw err;
   }
 }
 
@@ -72,20 +43,13 @@ async function confirm(count: number): Promise<boolean> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** One line of `replay --json`'s `results`. */
-type ReplayResult =
-  | { id: string; result: 'replayed' | 'not_queued'; generation: number }
-  | { id: string; result: 'would_replay'; status: string; hookId: string; eventType: string }
-  | { id: string; result: 'skipped'; reason: string }
-  | { id: string; result: 'unknown' };
-
 /** `replay --json` prints exactly this one object: the summary and every id's result. */
 type ReplayReport = { dryRun: boolean; replayed: number; wouldReplay: number; skipped: number; failed: number; results: ReplayResult[] };
 
 export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFlags): Promise<number> {
   const byId = ids.length > 0;
   const { candidates, skipped, unknown } = byId
-    ? await byIds(ctx, ids, flags.includeAccepted === true)
+    ? await replayCandidatesByIds(ctx.store.db, ids, flags.includeAccepted === true)
     : { candidates: await byFilter(ctx, flags), skipped: [], unknown: [] };
   const results: ReplayResult[] = [
     ...unknown.map((id) => ({ id, result: 'unknown' as const })),
@@ -107,9 +71,8 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
   }
 
   if (flags.dryRun) {
-    const rows = await Promise.all(candidates.map((id) => getDeliveryRow(ctx.store.db, id)));
-    const present = rows.filter((r): r is NonNullable<typeof r> => r !== undefined);
-    results.push(...present.map((r) => ({ id: r.id, result: 'would_replay' as const, status: r.status, hookId: r.hookId, eventType: r.eventType })));
+    const present = await previewReplay(ctx.store.db, candidates);
+    results.push(...present.map(({ id, result, status, hookId, eventType }) => ({ id, result, status, hookId, eventType })));
     if (flags.json) printJson({ ...summary, wouldReplay: present.length, results } satisfies ReplayReport);
     if (!flags.json) {
       for (const s of skipped) process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
@@ -145,30 +108,19 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
       ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} {eta_formatted} left', hideCursor: true }, cliProgress.Presets.shades_classic)
       : undefined;
   bar?.start(candidates.length, 0);
-  const batchSize = Math.min(BATCH, flags.rate ?? BATCH);
+  const batchSize = Math.min(REPLAY_BATCH, flags.rate ?? REPLAY_BATCH);
   for (let i = 0; i < candidates.length; i += batchSize) {
     const started = Date.now();
     const batch = candidates.slice(i, i + batchSize);
-    const claimed = await claimForReplay(ctx.store.db, batch, flags.includeAccepted === true);
-    const taken = new Set(claimed.map((c) => c.id));
-    for (const id of batch) {
-      if (taken.has(id)) continue;
-      summary.skipped += 1;
-      results.push({ id, result: 'skipped', reason: 'delivered or replayed since it was selected' });
-    }
-    try {
-      await addDeliveryJobs(
-        queue,
-        claimed.map((c) => ({ deliveryId: c.id, generation: c.generation })),
-      );
-      summary.replayed += claimed.length;
-      results.push(...claimed.map((c) => ({ id: c.id, result: 'replayed' as const, generation: c.generation })));
-    } catch {
-      // The rows are queued in the ledger: the worker's reconciler adds their jobs (Q2).
-      summary.failed += claimed.length;
-      results.push(...claimed.map((c) => ({ id: c.id, result: 'not_queued' as const, generation: c.generation })));
+    const outcome = await replayBatch(ctx.store.db, queue, batch, flags.includeAccepted === true);
+    results.push(...outcome);
+    const notQueued = outcome.filter((r) => r.result === 'not_queued').length;
+    summary.skipped += outcome.filter((r) => r.result === 'skipped').length;
+    summary.replayed += outcome.filter((r) => r.result === 'replayed').length;
+    summary.failed += notQueued;
+    if (notQueued > 0) {
       process.stderr.write(
-        `${claimed.length} deliveries could not be added to the queue (Redis?); they are queued in the ledger and the worker's reconciler will enqueue them\n`,
+        `${notQueued} deliveries could not be added to the queue (Redis?); they are queued in the ledger and the worker's reconciler will enqueue them\n`,
       );
     }
     bar?.update(Math.min(candidates.length, i + batch.length));

@@ -1,0 +1,122 @@
+/**
+ * One endpoint as an operator sees it — breaker state and in-flight from Redis (the workers'
+ * shared gate), disable and limits from Postgres — for `hookrelay endpoints` and the console.
+ * Without Redis the Postgres half still answers and the Redis fields are `null` / `unknown`.
+ */
+import type { Settings } from '../config/settings.ts';
+import type { Db } from '../store/db.ts';
+import {
+  disableEndpoint,
+  enableEndpoint,
+  endpointStatusCounts,
+  getEndpointPolicy,
+  heldCounts,
+  listEndpointPolicies,
+  type EndpointPolicy,
+} from '../store/endpointsRepo.ts';
+import type { EndpointSnapshot } from './endpointGate.ts';
+import { isolationSettings } from './endpointIsolation.ts';
+import type { OperatorQueue } from './operatorQueue.ts';
+
+export type EndpointView = {
+  key: string;
+  state: 'closed' | 'open' | 'half_open' | 'disabled' | 'unknown';
+  inFlight: number | null;
+  cap: number;
+  /** Slow start: concurrent attempts it has earned so far, within its cap. */
+  limit: number | null;
+  rateLimit: number | null;
+  consecutiveFailures: number | null;
+  windowAttempts: number | null;
+  windowFailures: number | null;
+  openUntil: string | null;
+  lastSuccessAt: string | null;
+  lastFailureAt: string | null;
+  failingSince: string | null;
+  disabledAt: string | null;
+  disabledBy: string | null;
+  disabledReason: string | null;
+  held: number;
+};
+
+function earnedLimit(snapshot: EndpointSnapshot | undefined, cap: number, initial: number): number | null {
+  if (cap === 0) return null;
+  return Math.min(cap, snapshot?.earnedLimit ?? initial);
+}
+
+export function endpointView(
+  settings: Settings,
+  key: string,
+  snapshot: EndpointSnapshot | undefined,
+  policy: EndpointPolicy | undefined,
+  held: number,
+  redisUp: boolean,
+): EndpointView {
+  const iso = isolationSettings(settings);
+  const cap = policy?.concurrency ?? iso.defaultCap;
+  return {
+    key,
+    state: policy?.disabledAt ? 'disabled' : snapshot ? snapshot.state : redisUp ? 'closed' : 'unknown',
+    inFlight: snapshot ? snapshot.inFlight : redisUp ? 0 : null,
+    cap,
+    limit: earnedLimit(snapshot, cap, iso.policy.initialLimit),
+    rateLimit: policy?.rateLimit ?? null,
+    consecutiveFailures: snapshot?.consecutiveFailures ?? (redisUp ? 0 : null),
+    windowAttempts: snapshot?.windowAttempts ?? (redisUp ? 0 : null),
+    windowFailures: snapshot?.windowFailures ?? (redisUp ? 0 : null),
+    openUntil: snapshot?.openUntil?.toISOString() ?? null,
+    lastSuccessAt: snapshot?.lastSuccessAt?.toISOString() ?? null,
+    lastFailureAt: snapshot?.lastFailureAt?.toISOString() ?? null,
+    failingSince: snapshot?.failingSince?.toISOString() ?? null,
+    disabledAt: policy?.disabledAt?.toISOString() ?? null,
+    disabledBy: policy?.disabledBy ?? null,
+    disabledReason: policy?.disabledReason ?? null,
+    held,
+  };
+}
+
+/** Every endpoint a worker has seen, an operator acted on, or that holds deliveries; `redisUp` false when Redis did not answer. */
+export async function listEndpointViews(db: Db, queue: OperatorQueue, settings: Settings): Promise<{ views: EndpointView[]; redisUp: boolean }> {
+  const [snapshots, policies, held] = await Promise.all([queue.fromRedis((gate) => gate.list()), listEndpointPolicies(db), heldCounts(db)]);
+  const byKey = new Map((snapshots ?? []).map((s) => [s.key, s]));
+  const policyByKey = new Map(policies.map((p) => [p.key, p]));
+  const keys = [...new Set([...(snapshots ?? []).map((s) => s.key), ...policies.map((p) => p.key), ...held.keys()])].filter((k) => k !== '');
+  const views = keys.map((k) => endpointView(settings, k, byKey.get(k), policyByKey.get(k), held.get(k) ?? 0, snapshots !== undefined));
+  return { views, redisUp: snapshots !== undefined };
+}
+
+/** One endpoint with its ledger counts by status; undefined when nothing anywhere knows the key. */
+export async function getEndpointView(
+  db: Db,
+  queue: OperatorQueue,
+  settings: Settings,
+  key: string,
+): Promise<{ view: EndpointView; deliveries: Record<string, number>; redisUp: boolean } | undefined> {
+  const [snapshot, policy, counts] = await Promise.all([
+    queue.fromRedis(async (gate) => (await gate.snapshot(key)) ?? null),
+    getEndpointPolicy(db, key),
+    endpointStatusCounts(db, key),
+  ]);
+  if (!snapshot && !policy && Object.keys(counts).length === 0) return undefined;
+  const redisUp = snapshot !== undefined;
+  return { view: endpointView(settings, key, snapshot ?? undefined, policy, counts.held ?? 0, redisUp), deliveries: counts, redisUp };
+}
+
+/** Operator disable: workers hold the endpoint's deliveries within their refresh interval. */
+export function disableEndpointByOperator(db: Db, key: string, reason: string): Promise<boolean> {
+  return disableEndpoint(db, key, 'operator', reason);
+}
+
+/**
+ * Enable again, with a fresh start: the breaker forgets the failures that led to the disable.
+ * `breakerReset` is false when Redis did not answer (it then closes after its next good probe).
+ */
+export async function enableEndpointAndReset(db: Db, queue: OperatorQueue, key: string): Promise<{ changed: boolean; breakerReset: boolean; held: number }> {
+  const changed = await enableEndpoint(db, key);
+  const reset = await queue.fromRedis(async (gate) => {
+    await gate.reset(key);
+    return true;
+  });
+  const held = (await heldCounts(db)).get(key) ?? 0;
+  return { changed, breakerReset: reset === true, held };
+}
