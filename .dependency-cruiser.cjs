@@ -1,6 +1,7 @@
 /**
  * The house's layers (see README "Layout"): imports point down the flow
  *   contract → dispatch / control → payload → delivery → queue → store
+ * (the operator console reads store and queue, and is mounted by the worker and the CLI)
  * and nothing imports the edges (cli, worker, entry). `npm run lint:layers` fails on a
  * back-arrow; CI runs it.
  */
@@ -15,8 +16,9 @@ const LAYERS = {
   control: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store'],
   dispatch: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'control'],
   queue: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store'],
-  worker: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'queue'],
-  cli: ['contract', 'config', 'observability', 'payload', 'delivery', 'store', 'queue'],
+  console: ['contract', 'config', 'observability', 'store', 'queue'],
+  worker: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'queue', 'console'],
+  cli: ['contract', 'config', 'observability', 'payload', 'delivery', 'store', 'queue', 'console'],
 };
 
 const layerRules = Object.entries(LAYERS).map(([layer, allowed]) => ({

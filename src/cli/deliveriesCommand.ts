@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
-import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../contract/delivery.ts';
-import { HOOK_TYPES } from '../contract/hookTypes.ts';
+import { DELIVERY_STATUSES, type Delivery } from '../contract/delivery.ts';
 import type { DeliveryFilter } from '../store/deliveriesRepo.ts';
+import { FilterInputError, deliveryFilterFrom } from '../store/deliveryFilterInput.ts';
 import { CliUsageError } from './errors.ts';
 import { formatTable, iso, printJson, printJsonArray } from './output.ts';
-import { parseTimeSpec } from './timeSpec.ts';
 
 export const DEFAULT_LIST_LIMIT = 50;
 
@@ -31,22 +30,14 @@ export function addFilterOptions(cmd: Command): Command {
     .option('--until <time>', 'created at or before: ISO 8601 or relative');
 }
 
+/** The shared filter parser (store/deliveryFilterInput.ts), its errors as one-line usage errors. */
 export function toFilter(flags: FilterFlags): DeliveryFilter {
-  if (flags.status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(flags.status)) {
-    throw new CliUsageError(`--status must be one of ${DELIVERY_STATUSES.join(', ')} (got "${flags.status}")`);
+  try {
+    return deliveryFilterFrom(flags, (field) => `--${field}`);
+  } catch (err) {
+    if (err instanceof FilterInputError) throw new CliUsageError(err.message);
+    throw err;
   }
-  if (flags.event !== undefined && !(HOOK_TYPES as readonly string[]).includes(flags.event)) {
-    throw new CliUsageError(`--event must be a hook type such as onComplete or afterToolCall (got "${flags.event}")`);
-  }
-  return {
-    ...(flags.status ? { status: flags.status as DeliveryStatus } : {}),
-    ...(flags.operation ? { operationId: flags.operation } : {}),
-    ...(flags.hook ? { hookId: flags.hook } : {}),
-    ...(flags.event ? { eventType: flags.event } : {}),
-    ...(flags.endpoint ? { endpoint: flags.endpoint } : {}),
-    ...(flags.since ? { since: parseTimeSpec(flags.since, '--since') } : {}),
-    ...(flags.until ? { until: parseTimeSpec(flags.until, '--until') } : {}),
-  };
 }
 
 function summary(d: Delivery) {

@@ -14,6 +14,7 @@ import { registerEnqueueCommand } from './enqueueCommand.ts';
 import { registerStatsCommand } from './statsCommand.ts';
 import { registerEndpointsCommand } from './endpointsCommand.ts';
 import { registerRecordsCommand } from './recordsCommand.ts';
+import { registerConsoleCommand } from './consoleCommand.ts';
 
 export { EXIT } from './exitCodes.ts';
 
@@ -106,6 +107,7 @@ export function buildProgram(deps: CliDeps = NO_WORKER): Command {
   registerStatsCommand(program);
   registerEndpointsCommand(program, parsePositiveInt);
   registerRecordsCommand(program, parsePositiveInt);
+  registerConsoleCommand(program, parsePositiveInt);
   return program;
 }
 

@@ -84,6 +84,11 @@ export const SettingsSchema = z.object({
       const problem = templateEnvPatternProblem(v);
       if (problem) ctx.addIssue({ code: 'custom', message: problem.replace(/^HOOKRELAY_TEMPLATE_ENV: /, '') });
     }),
+  /**
+   * Turns the operator console on (`/console` on the worker's HTTP server, `hookrelay console`):
+   * the token every request must carry (login form or `Authorization: Bearer`). Unset = no console.
+   */
+  HOOKRELAY_CONSOLE_TOKEN: z.string().min(16, { message: 'must be at least 16 characters (e.g. openssl rand -hex 24)' }).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(D.DEFAULT_LOG_LEVEL),
   QSTASH_URL: httpUrl().optional(),
   QSTASH_TOKEN: z.string().optional(),
@@ -98,6 +103,7 @@ const SECRET_VARIABLES = new Set([
   'DATABASE_URL',
   'HOOKRELAY_SIGNING_SECRETS',
   'QSTASH_TOKEN',
+  'HOOKRELAY_CONSOLE_TOKEN',
   'QSTASH_CURRENT_SIGNING_KEY',
   'QSTASH_NEXT_SIGNING_KEY',
   'REDIS_URL',

@@ -1,7 +1,7 @@
 /**
  * The worker's HTTP server: `GET /healthz` (the process is up), `GET /readyz` (Redis and
  * Postgres answer), `GET /metrics` (Prometheus), plus POST routes handed in by the caller (QStash
- * callbacks). A port already in use is logged and the worker delivers on without it (§13).
+ * callbacks) and request handlers (the operator console under /console). A port already in use is logged and the worker delivers on without it (§13).
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +14,8 @@ export const MAX_POST_BODY_BYTES = 1024 * 1024;
 export const READINESS_TIMEOUT_MS = 2_000;
 
 export type ReadinessCheck = () => Promise<boolean>;
+/** Answers the requests it owns (true), or leaves them to the next handler (false) — e.g. the console under /console. */
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 export type PostRoute = (input: { path: string; rawUrl: string; signature: string | undefined; body: string }) => Promise<{ status: number; body: string }>;
 
 export type HttpServerOptions = {
@@ -24,6 +26,8 @@ export type HttpServerOptions = {
   readiness?: Record<string, ReadinessCheck>;
   /** POST routes by path (query string excluded). */
   postRoutes?: Record<string, PostRoute>;
+  /** Tried in order before the 404 (each owns its own path prefix). */
+  handlers?: RequestHandler[];
 };
 
 export type RunningHttpServer = { port: number | undefined; close(): Promise<void> };
@@ -85,6 +89,7 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
     const answer = await route({ path, rawUrl: req.url ?? path, signature: Array.isArray(signature) ? signature[0] : signature, body });
     return send(res, answer.status, answer.body);
   }
+  for (const handler of options.handlers ?? []) if (await handler(req, res)) return;
   send(res, 404, 'not found');
 }
 

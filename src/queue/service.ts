@@ -11,7 +11,7 @@ import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
 import { FetchTransport } from '../delivery/fetchTransport.ts';
 import { isMissingPackage, QSTASH_PACKAGE } from '../delivery/lazyQStashPublisher.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
-import { startHttpServer, type PostRoute, type RunningHttpServer } from '../observability/httpServer.ts';
+import { startHttpServer, type PostRoute, type RequestHandler, type RunningHttpServer } from '../observability/httpServer.ts';
 import type { Logger } from '../observability/logger.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/metrics.ts';
 import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
@@ -47,6 +47,8 @@ export type DeliveryServiceOptions = {
   payloadBuilder?: WebhookPayloadBuilder;
   /** Upstash-Retries for QStash publishes (Q7); the publisher's default (3) when absent. */
   qstashRetries?: number;
+  /** More HTTP request handlers on the worker's server (the operator console). */
+  httpHandlers?: RequestHandler[];
 };
 
 export type DeliveryService = {
@@ -204,6 +206,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
         },
       },
       postRoutes,
+      ...(options.httpHandlers ? { handlers: options.httpHandlers } : {}),
     });
   }
 

@@ -393,3 +393,13 @@ export async function recordQStashCallback(db: Db, update: QStashCallbackUpdate)
   const row = rowsOf<{ operation_id: string }>(result)[0];
   return row ? { operationId: row.operation_id } : undefined;
 }
+
+/** The current status of each known id (the console's live status column). */
+export async function deliveryStatuses(db: Db, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .select({ id: deliveries.id, status: deliveries.status })
+    .from(deliveries)
+    .where(inArray(deliveries.id, [...ids]));
+  return new Map(rows.map((r) => [r.id, r.status]));
+}

@@ -40,3 +40,23 @@ export async function ledgerStats(db: Db): Promise<{ byStatus: StatusCount[]; ol
   const raw = rowsOf<{ oldest: Date | string | null }>(oldest)[0]?.oldest ?? null;
   return { byStatus, oldestUndeliveredAt: raw === null ? null : new Date(raw) };
 }
+
+export type MinuteCount = { minute: Date; outcome: string; count: number };
+
+/**
+ * Delivery attempts per minute by outcome (`delivered`, `failed`, `accepted_by_qstash`) since
+ * `since`, from each row's attempt list — for the console's overview chart. Only rows touched
+ * since then are read (an attempt updates its row).
+ */
+export async function attemptsPerMinute(db: Db, since: Date): Promise<MinuteCount[]> {
+  const result = await db.execute(sql`
+    SELECT (floor(extract(epoch FROM (a->>'at')::timestamptz) / 60) * 60)::bigint AS minute, a->>'outcome' AS outcome, count(*)::int AS count
+    FROM deliveries d, jsonb_array_elements(d.attempts) a
+    WHERE d.updated_at >= ${since} AND (a->>'at')::timestamptz >= ${since}
+    GROUP BY 1, 2 ORDER BY 1`);
+  return rowsOf<{ minute: string | number; outcome: string; count: number }>(result).map((r) => ({
+    minute: new Date(Number(r.minute) * 1000),
+    outcome: r.outcome,
+    count: Number(r.count),
+  }));
+}

@@ -4,6 +4,7 @@
  * a signal; applications that want their own worker file (with an email look-up, say) call it.
  */
 import { loadSettings, type Settings } from '../config/settings.ts';
+import type { RequestHandler } from '../observability/httpServer.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
 import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
@@ -97,6 +98,19 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
       logger.info({ DATABASE_URL: databaseUrl }, 'embedded store served; the CLI and a server app on this machine can use this DATABASE_URL');
     }
 
+    // The operator console on the same HTTP server, only when its token is set.
+    let consoleHandler: RequestHandler | undefined;
+    if (settings.HOOKRELAY_CONSOLE_TOKEN) {
+      const [{ createConsole }, { openOperatorQueue }] = await Promise.all([import('../console/consoleHandler.ts'), import('../queue/operatorQueue.ts')]);
+      const operator = openOperatorQueue({ ...settings, REDIS_URL: redis.url });
+      const consoleApp = createConsole({ db: store.db, settings, operator, token: settings.HOOKRELAY_CONSOLE_TOKEN, logger });
+      stops.push(async () => {
+        await consoleApp.close();
+        await operator.close();
+      });
+      consoleHandler = consoleApp.handle;
+    }
+
     const service = await startDeliveryService({
       settings: { ...settings, REDIS_URL: redis.url },
       store,
@@ -105,6 +119,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
       ...(options.queuePrefix !== undefined ? { queuePrefix: options.queuePrefix } : {}),
       // One builder per worker: its email cache (B4) is shared by this worker's deliveries only.
       payloadBuilder: createWebhookPayloadBuilder({ logger, ...(options.emailLookup ? { emailLookup: options.emailLookup } : {}) }),
+      ...(consoleHandler ? { httpHandlers: [consoleHandler] } : {}),
     });
     stops.push(() => service.stop());
 
@@ -115,6 +130,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
         concurrency: settings.HOOKRELAY_CONCURRENCY,
         httpPort: service.httpPort ?? null,
         emailLookup: options.emailLookup !== undefined,
+        console: consoleHandler ? `/console on port ${service.httpPort ?? '(http off)'}` : 'off (set HOOKRELAY_CONSOLE_TOKEN)',
       },
       'ready',
     );

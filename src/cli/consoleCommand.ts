@@ -1,0 +1,69 @@
+import type { Command } from 'commander';
+import { CliUsageError } from './errors.ts';
+
+/** Where `hookrelay console` listens unless told otherwise: this machine only. */
+export const DEFAULT_CONSOLE_PORT = 8788;
+export const DEFAULT_CONSOLE_HOST = '127.0.0.1';
+
+/**
+ * `hookrelay console`: the operator console for a machine that runs no worker (a worker with
+ * HOOKRELAY_CONSOLE_TOKEN serves the same pages under /console on its HTTP port).
+ */
+export function registerConsoleCommand(program: Command, parsePort: (v: string, flag: string) => number): void {
+  program
+    .command('console')
+    .description('serve the operator console (deliveries, replay, endpoints, overview) at http://HOST:PORT/console')
+    .option('--port <n>', `port (default ${DEFAULT_CONSOLE_PORT})`, (v) => parsePort(v, '--port'))
+    .option('--host <address>', `address to listen on (default ${DEFAULT_CONSOLE_HOST}: this machine only)`)
+    .addHelpText(
+      'after',
+      '\nNeeds HOOKRELAY_CONSOLE_TOKEN (at least 16 characters); sign in with it in the browser.\n\nExample:\n  HOOKRELAY_CONSOLE_TOKEN=$(openssl rand -hex 24) hookrelay console --port 8788',
+    )
+    .action(async (flags: { port?: number; host?: string }) => {
+      const [{ loadSettings }, { openCliStore }, { openOperatorQueue }, { createConsole }, { startHttpServer }, { createLogger }, { sql }] = await Promise.all([
+        import('../config/settings.ts'),
+        import('./cliStore.ts'),
+        import('../queue/operatorQueue.ts'),
+        import('../console/consoleHandler.ts'),
+        import('../observability/httpServer.ts'),
+        import('../observability/logger.ts'),
+        import('drizzle-orm'),
+      ]);
+      const settings = loadSettings();
+      const token = settings.HOOKRELAY_CONSOLE_TOKEN;
+      if (!token) throw new CliUsageError('set HOOKRELAY_CONSOLE_TOKEN (at least 16 characters, e.g. $(openssl rand -hex 24)) to turn the console on');
+      const logger = createLogger({ level: settings.LOG_LEVEL });
+      const store = await openCliStore(settings);
+      const operator = openOperatorQueue(settings);
+      const app = createConsole({ db: store.db, settings, operator, token, logger });
+      const host = flags.host ?? DEFAULT_CONSOLE_HOST;
+      const server = await startHttpServer({
+        port: flags.port ?? DEFAULT_CONSOLE_PORT,
+        host,
+        logger,
+        handlers: [app.handle],
+        readiness: {
+          postgres: async () => {
+            await store.db.execute(sql`select 1`);
+            return true;
+          },
+        },
+      });
+      try {
+        if (server.port === undefined)
+          throw new CliUsageError(`could not listen on ${host}:${flags.port ?? DEFAULT_CONSOLE_PORT} (in use?): pick another with --port`);
+        process.stdout.write(
+          `hookrelay console on http://${host.includes(':') ? `[${host}]` : host}:${server.port}/console (sign in with HOOKRELAY_CONSOLE_TOKEN); Ctrl-C stops it\n`,
+        );
+        await new Promise<void>((resolve) => {
+          process.once('SIGINT', () => resolve());
+          process.once('SIGTERM', () => resolve());
+        });
+      } finally {
+        await server.close();
+        await app.close();
+        await operator.close();
+        await store.close();
+      }
+    });
+}

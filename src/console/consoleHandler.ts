@@ -1,0 +1,427 @@
+/**
+ * The operator console: deliveries (filter, keyset pages, live counts), one delivery (its hook
+ * config with templates unresolved, payload, every attempt), replay (one, or a filtered set after
+ * a dry-run preview and a confirmation), endpoints (breaker, in-flight vs cap, failure rate,
+ * disable / enable) and an overview (charts, oldest undelivered age). Mounted under `/console`
+ * by the worker's HTTP server and by `hookrelay console`; it reads and changes the ledger and the
+ * queue only through the functions the CLI uses (store/*, queue/replay.ts, queue/endpointViews.ts).
+ *
+ * Security: it exists only with HOOKRELAY_CONSOLE_TOKEN; every request but the sign-in page and
+ * the static assets needs the token (session cookie or bearer); every POST from a cookie session
+ * needs the CSRF value and a same-origin Origin; a wrong or missing token is 401 and changes
+ * nothing; every response carries a strict Content-Security-Policy (no inline script or style).
+ */
+import { readFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Settings } from '../config/settings.ts';
+import type { Logger } from '../observability/logger.ts';
+import { disableEndpointByOperator, enableEndpointAndReset, listEndpointViews } from '../queue/endpointViews.ts';
+import type { OperatorQueue } from '../queue/operatorQueue.ts';
+import {
+  REPLAY_BATCH,
+  ReplayStatusError,
+  previewReplay,
+  replayBatch,
+  replayCandidatesByFilter,
+  replayCandidatesByIds,
+  type ReplayResult,
+} from '../queue/replay.ts';
+import type { Db } from '../store/db.ts';
+import { deliveryStatuses, getDeliveryRow, listDeliveries, type DeliveryFilter } from '../store/deliveriesRepo.ts';
+import { FilterInputError, deliveryFilterFrom, type FilterFields } from '../store/deliveryFilterInput.ts';
+import { attemptsPerMinute, ledgerStats, replayableStatuses } from '../store/replayRepo.ts';
+import { CLEARED_COOKIE, callerOf, csrfValue, sameOrigin, sameSecret, sessionCookie, type Caller } from './auth.ts';
+import {
+  BASE,
+  deliveriesPage,
+  deliveryPage,
+  endpointsPage,
+  loginPage,
+  messagePage,
+  overviewPage,
+  replayPreviewPage,
+  replayResultPage,
+  type DeliveryDetail,
+  type DeliveryFilterForm,
+} from './pages.ts';
+
+export const CONSOLE_PAGE_SIZE = 50;
+/** A filtered replay from the console covers at most this many deliveries; more is `hookrelay replay`'s job (it shows progress, paces with --rate). */
+export const CONSOLE_REPLAY_MAX = 5_000;
+const PREVIEW_ROWS = 200;
+const MAX_FORM_BYTES = 1024 * 1024;
+const SAMPLE_EVERY_MS = 15_000;
+const SAMPLES_KEPT = 6 * 60 * 4; // six hours of 15 s samples
+const OVERVIEW_HOURS = 3;
+
+/** Every console response: nothing inline, nothing from elsewhere, never framed, never cached. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  // same-origin, not no-referrer: with no-referrer browsers send `Origin: null` on form posts, which the CSRF check must refuse.
+  'referrer-policy': 'same-origin',
+  'cache-control': 'no-store',
+  'cross-origin-opener-policy': 'same-origin',
+};
+
+export type ConsoleOptions = {
+  db: Db;
+  settings: Settings;
+  operator: OperatorQueue;
+  /** HOOKRELAY_CONSOLE_TOKEN. */
+  token: string;
+  logger: Logger;
+  /** Queue-depth sampling for the overview chart (default on; tests may turn it off). */
+  sampleQueue?: boolean;
+};
+
+export type Console = {
+  /** Handles a request under /console; false for any other path (the caller answers it). */
+  handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  close(): Promise<void>;
+};
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+/** src/console or dist/console → the package's assets/console. */
+const ASSET_DIR = path.resolve(HERE, '../../assets/console');
+const requireFromHere = createRequire(import.meta.url);
+
+const ASSETS: Record<string, { file: () => string; type: string }> = {
+  'console.js': { file: () => path.join(ASSET_DIR, 'console.js'), type: 'text/javascript; charset=utf-8' },
+  'console.css': { file: () => path.join(ASSET_DIR, 'console.css'), type: 'text/css; charset=utf-8' },
+  // Charts: uPlot's prebuilt browser bundle, served from the installed package (no CDN).
+  'uplot.js': { file: () => requireFromHere.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
+  'uplot.css': { file: () => requireFromHere.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
+};
+
+function filterFields(q: URLSearchParams): DeliveryFilterForm {
+  const f: DeliveryFilterForm = {};
+  for (const k of ['status', 'operation', 'hook', 'type', 'since', 'until'] as const) {
+    const v = q.get(k)?.trim();
+    if (v) f[k] = v;
+  }
+  return f;
+}
+
+function toFilterFields(f: DeliveryFilterForm): FilterFields {
+  return { status: f.status, operation: f.operation, hook: f.hook, event: f.type, since: f.since, until: f.until };
+}
+
+export function createConsole(options: ConsoleOptions): Console {
+  const { db, settings, operator, token, logger } = options;
+  const csrf = csrfValue(token);
+  const assetCache = new Map<string, Buffer>();
+  const depth: Array<[number, number]> = [];
+
+  const queueCounts = () => operator.fromRedis(async () => operator.queue().getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'));
+  const sample = async () => {
+    const counts = await queueCounts();
+    if (counts === undefined) return;
+    depth.push([Math.floor(Date.now() / 1000), (counts.waiting ?? 0) + (counts.active ?? 0) + (counts.delayed ?? 0) + (counts.prioritized ?? 0)]);
+    if (depth.length > SAMPLES_KEPT) depth.splice(0, depth.length - SAMPLES_KEPT);
+  };
+  let timer: NodeJS.Timeout | undefined;
+  if (options.sampleQueue !== false) {
+    void sample();
+    timer = setInterval(() => void sample().catch(() => undefined), SAMPLE_EVERY_MS);
+    timer.unref();
+  }
+
+  const send = (res: ServerResponse, status: number, body: string | Buffer, type = 'text/html; charset=utf-8', extra: Record<string, string> = {}) => {
+    res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type, ...extra });
+    res.end(body);
+  };
+  const sendJson = (res: ServerResponse, status: number, value: unknown) => send(res, status, JSON.stringify(value), 'application/json; charset=utf-8');
+  const redirect = (res: ServerResponse, to: string, extra: Record<string, string> = {}) => {
+    res.writeHead(303, { ...SECURITY_HEADERS, location: to, ...extra });
+    res.end();
+  };
+
+  async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > MAX_FORM_BYTES) throw new HttpError(413, 'form too large');
+      chunks.push(chunk as Buffer);
+    }
+    return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  }
+
+  /** A change needs the token; from a browser session also the CSRF value and this origin. */
+  function assertMayChange(req: IncomingMessage, caller: Caller, form: URLSearchParams): void {
+    if (caller.kind === 'anonymous') throw new HttpError(401, 'sign in with the console token');
+    if (caller.kind === 'session' && (!sameSecret(form.get('_csrf') ?? '', csrf) || !sameOrigin(req))) {
+      throw new HttpError(403, 'this form is stale or came from another site: reload the page and try again');
+    }
+  }
+
+  async function overviewSeries(hours: number) {
+    const since = new Date(Date.now() - hours * 3_600_000);
+    const rows = await attemptsPerMinute(db, since);
+    const start = Math.floor(since.getTime() / 60_000) * 60;
+    const end = Math.floor(Date.now() / 60_000) * 60;
+    const minutes: number[] = [];
+    for (let t = start; t <= end; t += 60) minutes.push(t);
+    const index = new Map(minutes.map((t, i) => [t, i]));
+    const series: Record<string, number[]> = { delivered: minutes.map(() => 0), failed: minutes.map(() => 0), accepted_by_qstash: minutes.map(() => 0) };
+    for (const r of rows) {
+      const i = index.get(r.minute.getTime() / 1000);
+      const s = series[r.outcome];
+      if (i !== undefined && s) s[i] = r.count;
+    }
+    return { minutes, ...series };
+  }
+
+  async function liveCounts() {
+    const [stats, queue] = await Promise.all([ledgerStats(db), queueCounts()]);
+    return {
+      counts: Object.fromEntries(stats.byStatus.map((s) => [s.status, s.count])),
+      oldestUndeliveredAgeMs: stats.oldestUndeliveredAt ? Date.now() - stats.oldestUndeliveredAt.getTime() : null,
+      queue: queue ?? null,
+    };
+  }
+
+  async function deliveryDetail(id: string): Promise<DeliveryDetail | undefined> {
+    const r = await getDeliveryRow(db, id);
+    if (!r) return undefined;
+    return {
+      id: r.id,
+      status: r.status,
+      eventType: r.eventType,
+      hookId: r.hookId,
+      operationId: r.operationId,
+      attemptCount: r.attemptCount,
+      lastErrorClass: r.lastErrorClass,
+      lastHttpStatus: r.lastHttpStatus,
+      createdAt: r.createdAt,
+      transport: r.transport,
+      generation: r.generation,
+      endpointKey: r.endpointKey,
+      hook: r.hook,
+      payload: r.payload,
+      attempts: r.attempts,
+      updatedAt: r.updatedAt,
+      deliveredAt: r.deliveredAt,
+      nextAttemptAt: r.nextAttemptAt,
+    };
+  }
+
+  async function runReplay(ids: readonly string[]): Promise<ReplayResult[]> {
+    const results: ReplayResult[] = [];
+    for (let i = 0; i < ids.length; i += REPLAY_BATCH) results.push(...(await replayBatch(db, operator.queue(), ids.slice(i, i + REPLAY_BATCH), false)));
+    const notQueued = results.filter((r) => r.result === 'not_queued').length;
+    if (notQueued > 0)
+      logger.warn({ notQueued }, 'console replay: jobs not added to Redis; the rows are queued in the ledger and the reconciler enqueues them');
+    return results;
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const p = url.pathname.replace(/\/+$/, '') || BASE;
+    const method = req.method ?? 'GET';
+
+    if (method === 'GET' && p.startsWith(`${BASE}/assets/`)) {
+      const name = p.slice(`${BASE}/assets/`.length);
+      const asset = ASSETS[name];
+      if (!asset) throw new HttpError(404, 'no such asset');
+      let body = assetCache.get(name);
+      if (!body) {
+        body = await readFile(asset.file());
+        assetCache.set(name, body);
+      }
+      return send(res, 200, body, asset.type, { 'cache-control': 'private, max-age=300' });
+    }
+    if (p === `${BASE}/login`) {
+      const next = safeNext(url.searchParams.get('next'));
+      if (method === 'GET') return send(res, 200, loginPage({ next }));
+      if (method !== 'POST') throw new HttpError(405, 'method not allowed');
+      const form = await readForm(req);
+      // Login CSRF: only a form from this origin may sign a browser in.
+      if (!sameOrigin(req) || !sameSecret(form.get('token') ?? '', token)) {
+        return send(res, 401, loginPage({ next: safeNext(form.get('next')), error: 'Wrong token: nothing changed. Paste HOOKRELAY_CONSOLE_TOKEN exactly.' }));
+      }
+      const secure = req.headers['x-forwarded-proto'] === 'https';
+      return redirect(res, safeNext(form.get('next')), { 'set-cookie': sessionCookie(token, secure) });
+    }
+
+    const caller = callerOf(req, token);
+    if (caller.kind === 'anonymous') {
+      if (p.startsWith(`${BASE}/api/`) || method !== 'GET')
+        return sendJson(res, 401, { error: 'unauthorized: send the console token (Authorization: Bearer …) or sign in at /console/login' });
+      return send(res, 401, loginPage({ next: safeNext(p + url.search) }));
+    }
+
+    if (method === 'GET') {
+      if (p === BASE) {
+        const [stats, queue] = await Promise.all([ledgerStats(db), queueCounts()]);
+        return send(res, 200, overviewPage({ ...stats, now: new Date(), queue, hours: OVERVIEW_HOURS }, csrf));
+      }
+      if (p === `${BASE}/api/overview`) {
+        const hours = Math.min(24, Math.max(1, Number(url.searchParams.get('hours') ?? OVERVIEW_HOURS) || OVERVIEW_HOURS));
+        const [outcomes, live] = await Promise.all([overviewSeries(hours), liveCounts()]);
+        return sendJson(res, 200, { outcomes, depth: { t: depth.map((d) => d[0]), depth: depth.map((d) => d[1]) }, ...live });
+      }
+      if (p === `${BASE}/api/counts`) return sendJson(res, 200, await liveCounts());
+      if (p === `${BASE}/api/statuses`) {
+        const ids = (url.searchParams.get('ids') ?? '').split(',').filter(Boolean).slice(0, 1000);
+        return sendJson(res, 200, Object.fromEntries(await deliveryStatuses(db, ids)));
+      }
+      if (p === `${BASE}/deliveries`) {
+        const f = filterFields(url.searchParams);
+        const before = url.searchParams.get('before') ?? undefined;
+        const stats = await ledgerStats(db);
+        let filter: DeliveryFilter;
+        try {
+          filter = deliveryFilterFrom(toFilterFields(f), (field) => (field === 'event' ? 'Event type' : field));
+        } catch (err) {
+          if (!(err instanceof FilterInputError)) throw err;
+          return send(res, 400, deliveriesPage({ filter: f, rows: [], nextBefore: undefined, byStatus: stats.byStatus, csrf, error: err.message }));
+        }
+        const rows = await listDeliveries(db, { ...filter, limit: CONSOLE_PAGE_SIZE + 1, ...(before ? { beforeId: before } : {}) });
+        const page = rows.slice(0, CONSOLE_PAGE_SIZE);
+        return send(
+          res,
+          200,
+          deliveriesPage({ filter: f, rows: page, nextBefore: rows.length > CONSOLE_PAGE_SIZE ? page.at(-1)?.id : undefined, byStatus: stats.byStatus, csrf }),
+        );
+      }
+      if (p.startsWith(`${BASE}/deliveries/`)) {
+        const id = decodeURIComponent(p.slice(`${BASE}/deliveries/`.length));
+        const d = await deliveryDetail(id);
+        if (!d) return send(res, 404, messagePage('Not found', `No delivery ${id} in the ledger.`, csrf));
+        const flash = url.searchParams.get('replayed') === '1' ? 'Replay queued: the worker re-sends it with the same delivery id.' : undefined;
+        return send(res, 200, deliveryPage(d, { csrf, replayable: replayableStatuses(false).includes(d.status), ...(flash ? { flash } : {}) }));
+      }
+      if (p === `${BASE}/replay`) {
+        const f = filterFields(url.searchParams);
+        f.status ??= 'failed';
+        try {
+          const ids = await replayCandidatesByFilter(
+            db,
+            deliveryFilterFrom(toFilterFields(f), (field) => field),
+            false,
+          );
+          const rows = await previewReplay(db, ids.slice(0, PREVIEW_ROWS));
+          const error =
+            ids.length > CONSOLE_REPLAY_MAX
+              ? `${ids.length} deliveries match: the console replays at most ${CONSOLE_REPLAY_MAX} at once. Narrow the filter, or use hookrelay replay (progress bar, --rate).`
+              : undefined;
+          return send(res, 200, replayPreviewPage({ filter: f, ids: error ? [] : ids, rows, shownMax: PREVIEW_ROWS, csrf, ...(error ? { error } : {}) }));
+        } catch (err) {
+          if (err instanceof FilterInputError || err instanceof ReplayStatusError) return send(res, 400, messagePage('Cannot replay', err.message, csrf));
+          throw err;
+        }
+      }
+      if (p === `${BASE}/endpoints`) {
+        const { views, redisUp } = await listEndpointViews(db, operator, settings);
+        const flash = url.searchParams.get('done') ?? undefined;
+        return send(res, 200, endpointsPage({ views, redisUp, csrf, ...(flash ? { flash } : {}) }));
+      }
+      throw new HttpError(404, 'not found');
+    }
+
+    if (method !== 'POST') throw new HttpError(405, 'method not allowed');
+    const form = await readForm(req);
+    assertMayChange(req, caller, form);
+
+    if (p === `${BASE}/logout`) return redirect(res, `${BASE}/login`, { 'set-cookie': CLEARED_COOKIE });
+    const one = /^\/console\/deliveries\/(.+)\/replay$/.exec(p);
+    if (one) {
+      const id = decodeURIComponent(one[1] as string);
+      const { candidates, skipped, unknown } = await replayCandidatesByIds(db, [id], false);
+      if (unknown.length > 0) throw new HttpError(404, `no delivery ${id}`);
+      if (candidates.length === 0)
+        return send(res, 409, messagePage('Not replayed', `${id}: ${skipped[0]?.reason ?? 'not replayable'}; nothing changed.`, csrf));
+      await runReplay(candidates);
+      return redirect(res, `${BASE}/deliveries/${encodeURIComponent(id)}?replayed=1`);
+    }
+    if (p === `${BASE}/replay`) {
+      if (form.get('confirm') !== 'yes') throw new HttpError(400, 'confirm the replay (tick the box): nothing changed');
+      // Exactly the previewed ids: rows that entered the filter since were not confirmed. Each is
+      // re-checked (a delivered one is skipped, never re-sent).
+      const previewed = (form.get('ids') ?? '').split(',').filter(Boolean);
+      if (previewed.length === 0 || previewed.length > CONSOLE_REPLAY_MAX) throw new HttpError(400, 'nothing to replay in this form: open the preview again');
+      const { candidates, skipped } = await replayCandidatesByIds(db, previewed, false);
+      const results: ReplayResult[] = [...skipped.map((s) => ({ id: s.id, result: 'skipped' as const, reason: s.reason })), ...(await runReplay(candidates))];
+      logger.info({ replayed: results.filter((r) => r.result === 'replayed').length, skipped: skipped.length }, 'console replay');
+      return send(res, 200, replayResultPage({ results, csrf }));
+    }
+    if (p === `${BASE}/endpoints/disable` || p === `${BASE}/endpoints/enable`) {
+      const key = form.get('key') ?? '';
+      if (key === '') throw new HttpError(400, 'key is required');
+      if (p.endsWith('/disable')) {
+        const reason = (form.get('reason') ?? '').trim() || 'disabled from the console';
+        const changed = await disableEndpointByOperator(db, key, reason.slice(0, 200));
+        logger.info({ endpoint: key, changed }, 'console: endpoint disabled');
+        return redirect(
+          res,
+          `${BASE}/endpoints?done=${encodeURIComponent(changed ? `Disabled ${key}: workers hold its deliveries within a few seconds.` : `${key} was already disabled.`)}`,
+        );
+      }
+      const { changed, held } = await enableEndpointAndReset(db, operator, key);
+      let replayed = 0;
+      if (form.get('replay') === 'yes' && held > 0) {
+        const ids = await replayCandidatesByFilter(db, { status: 'held', endpoint: key }, false);
+        replayed = (await runReplay(ids)).filter((r) => r.result === 'replayed').length;
+      }
+      logger.info({ endpoint: key, changed, replayed }, 'console: endpoint enabled');
+      return redirect(
+        res,
+        `${BASE}/endpoints?done=${encodeURIComponent(`${changed ? 'Enabled' : 'Already enabled:'} ${key}${replayed > 0 ? `; replayed ${replayed} held deliveries` : ''}.`)}`,
+      );
+    }
+    throw new HttpError(404, 'not found');
+  }
+
+  return {
+    async handle(req, res) {
+      const url = new URL(req.url ?? '/', 'http://console.invalid');
+      if (url.pathname !== BASE && !url.pathname.startsWith(`${BASE}/`)) return false;
+      try {
+        await route(req, res, url);
+      } catch (err) {
+        if (err instanceof HttpError) {
+          const wantsJson = url.pathname.startsWith(`${BASE}/api/`) || err.status === 401;
+          if (wantsJson) sendJson(res, err.status, { error: err.message });
+          else
+            send(
+              res,
+              err.status,
+              messagePage(err.status === 404 ? 'Not found' : 'Not done', err.message, callerOf(req, token).kind === 'anonymous' ? undefined : csrf),
+            );
+        } else {
+          logger.error({ err }, 'console request failed');
+          if (!res.headersSent)
+            send(
+              res,
+              500,
+              messagePage('Error', 'The console could not answer (see the worker log). Nothing was changed by this request unless its page said so.'),
+            );
+        }
+      }
+      return true;
+    },
+    async close() {
+      if (timer) clearInterval(timer);
+    },
+  };
+}
+
+/** Where to go after signing in: a console path only (no open redirect). */
+function safeNext(raw: string | null | undefined): string {
+  return typeof raw === 'string' && raw.startsWith(`${BASE}`) && !raw.startsWith('//') && !raw.includes('\\') ? raw : BASE;
+}

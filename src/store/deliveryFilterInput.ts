@@ -1,0 +1,48 @@
+/**
+ * A delivery filter from text fields (CLI flags, console query parameters): one parser, so
+ * `hookrelay deliveries list`, `hookrelay replay` and the console accept exactly the same input.
+ * A bad field throws FilterInputError naming it (`label` is how the caller spells it).
+ */
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../contract/delivery.ts';
+import { HOOK_TYPES } from '../contract/hookTypes.ts';
+import type { DeliveryFilter } from './deliveriesRepo.ts';
+
+export class FilterInputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FilterInputError';
+  }
+}
+
+export type FilterFields = { status?: string; operation?: string; hook?: string; event?: string; endpoint?: string; since?: string; until?: string };
+
+const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** ISO 8601, or relative to now (`15m`, `2h`, `3d`, `30s`). */
+export function parseTimeSpec(value: string, label: string, now: Date = new Date()): Date {
+  const relative = /^(\d+)([smhd])$/.exec(value.trim());
+  if (relative) return new Date(now.getTime() - Number(relative[1]) * (UNIT_MS[relative[2] as string] as number));
+  if (/^\d{4}-\d{2}-\d{2}/.test(value)) {
+    const date = new Date(value);
+    if (!Number.isNaN(date.getTime())) return date;
+  }
+  throw new FilterInputError(`${label} must be an ISO 8601 time or a relative one like 15m, 2h, 3d (got "${value}")`);
+}
+
+export function deliveryFilterFrom(fields: FilterFields, label: (field: keyof FilterFields) => string): DeliveryFilter {
+  if (fields.status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(fields.status)) {
+    throw new FilterInputError(`${label('status')} must be one of ${DELIVERY_STATUSES.join(', ')} (got "${fields.status}")`);
+  }
+  if (fields.event !== undefined && !(HOOK_TYPES as readonly string[]).includes(fields.event)) {
+    throw new FilterInputError(`${label('event')} must be a hook type such as onComplete or afterToolCall (got "${fields.event}")`);
+  }
+  return {
+    ...(fields.status ? { status: fields.status as DeliveryStatus } : {}),
+    ...(fields.operation ? { operationId: fields.operation } : {}),
+    ...(fields.hook ? { hookId: fields.hook } : {}),
+    ...(fields.event ? { eventType: fields.event } : {}),
+    ...(fields.endpoint ? { endpoint: fields.endpoint } : {}),
+    ...(fields.since ? { since: parseTimeSpec(fields.since, label('since')) } : {}),
+    ...(fields.until ? { until: parseTimeSpec(fields.until, label('until')) } : {}),
+  };
+}
