@@ -184,7 +184,7 @@ describe('console: the operator console in Chromium', () => {
     expect(rx.requests.length).toBe(mark);
     await page.check('input[name="confirm"]');
     await Promise.all([page.waitForURL(`${base}/console/replay`), page.click('form.confirm button[type="submit"]')]);
-    await page.waitForFunction(() => document.querySelectorAll('[data-status-of] .badge-delivered').length === 3, undefined, { timeout: 30_000 });
+    await page.waitForFunction("document.querySelectorAll('[data-status-of] .badge-delivered').length === 3", undefined, { timeout: 30_000 });
     expect(await page.textContent('[role="status"]')).toContain('Replayed 3');
     await shot(page, 'replayed');
 
