@@ -1,6 +1,7 @@
 # hookrelay delivery worker (also runs `hookrelay migrate` and the admin CLI).
 # Two stages: `build` compiles src/ → dist/ with the dev dependencies, then drops them; the
-# runtime stage gets only package.json, the pruned node_modules, dist/, bin/ and migrations/.
+# runtime stage gets only package.json, the pruned node_modules, dist/, bin/, migrations/ and
+# assets/ (the operator console's script and styles).
 
 FROM node:20-slim AS build
 WORKDIR /app
@@ -32,9 +33,11 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
 COPY migrations ./migrations
+COPY assets ./assets
 RUN mkdir -p /app/.hookrelay && chown node:node /app/.hookrelay
 USER node
-# Health (/healthz), readiness (/readyz), Prometheus metrics and QStash callbacks (HOOKRELAY_HTTP_PORT).
+# Health (/healthz), readiness (/readyz), Prometheus metrics, QStash callbacks and, with
+# HOOKRELAY_CONSOLE_TOKEN, the operator console under /console (HOOKRELAY_HTTP_PORT).
 EXPOSE 8787
 # Liveness: the process answers. node:20-slim has no curl, so node's own fetch does it.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \

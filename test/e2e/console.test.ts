@@ -184,7 +184,8 @@ describe('console: the operator console in Chromium', () => {
     expect(rx.requests.length).toBe(mark);
     await page.check('input[name="confirm"]');
     await Promise.all([page.waitForURL(`${base}/console/replay`), page.click('form.confirm button[type="submit"]')]);
-    await page.waitForFunction("document.querySelectorAll('[data-status-of] .badge-delivered').length === 3", undefined, { timeout: 30_000 });
+    // Polled from outside: the page's CSP forbids the eval a string waitForFunction would need.
+    await expect.poll(() => page.locator('[data-status-of] .badge-delivered').count(), { timeout: 30_000, interval: 250 }).toBe(3);
     expect(await page.textContent('[role="status"]')).toContain('Replayed 3');
     await shot(page, 'replayed');
 

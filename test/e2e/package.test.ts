@@ -59,6 +59,8 @@ describe('package: the tarball', () => {
       'LICENSE',
       'package.json',
       'docs/README.md',
+      'assets/console/console.js',
+      'assets/console/console.css',
     ]) {
       expect(files, f).toContain(f);
     }
@@ -197,6 +199,39 @@ describe('package: plain node in a scratch app', () => {
       expect(tables.trim().split(',')).toEqual(
         expect.arrayContaining(['deliveries', 'operations', 'operation_hooks', 'deferred_placeholders', 'interception_records']),
       );
+    });
+
+    it('package: the installed `hookrelay console` serves its pages, script, styles and uPlot from the installed package', async () => {
+      const { spawn } = await import('node:child_process');
+      const token = `pkg-console-${Math.random().toString(36).slice(2)}-token`;
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      const child = spawn(path.join(scratch, 'node_modules/.bin/hookrelay'), ['console', '--port', String(port)], {
+        cwd: scratch,
+        env: { PATH: process.env.PATH ?? '', DATABASE_URL: schema.url, REDIS_URL: 'redis://127.0.0.1:6379', HOOKRELAY_CONSOLE_TOKEN: token, LOG_LEVEL: 'warn' },
+      });
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      try {
+        let up = false;
+        for (let i = 0; i < 100 && !up; i++) {
+          up = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          );
+          if (!up) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(up).toBe(true);
+        expect((await fetch(`http://127.0.0.1:${port}/console`)).status).toBe(401);
+        const auth = { authorization: `Bearer ${token}` };
+        expect((await fetch(`http://127.0.0.1:${port}/console/deliveries`, { headers: auth })).status).toBe(200);
+        for (const asset of ['console.js', 'console.css', 'uplot.js', 'uplot.css']) {
+          const res = await fetch(`http://127.0.0.1:${port}/console/assets/${asset}`);
+          expect(res.status, asset).toBe(200);
+          expect((await res.arrayBuffer()).byteLength, asset).toBeGreaterThan(1000);
+        }
+      } finally {
+        child.kill('SIGTERM');
+      }
+      expect(await exited).toBe(0);
     });
 
     it('package: without DATABASE_URL and without the optional PGlite peer, the embedded store says what to install', async () => {

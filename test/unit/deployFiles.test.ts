@@ -104,8 +104,9 @@ describe('Dockerfile', () => {
   it('runtime stage: NODE_ENV=production, and everything the bin needs at run time is copied in', () => {
     expect(envOf(finalStage).NODE_ENV).toBe('production');
     const targets = finalStage.filter((i) => i.op === 'COPY').map((i) => path.posix.normalize(i.args.split(/\s+/).at(-1)!.replace(/^\.\//, '')));
-    // bin → dist/cli; dist/store/migrationsFolder → ../../migrations; dist/cli/main reads ../../package.json.
-    for (const needed of ['package.json', 'node_modules', 'dist', 'bin', 'migrations']) expect(targets, needed).toContain(needed);
+    // bin → dist/cli; dist/store/migrationsFolder → ../../migrations; dist/cli/main reads ../../package.json;
+    // dist/console serves ../../assets/console.
+    for (const needed of ['package.json', 'node_modules', 'dist', 'bin', 'migrations', 'assets']) expect(targets, needed).toContain(needed);
   });
 
   it('runtime stage runs as a non-root USER, set after the last RUN', () => {
