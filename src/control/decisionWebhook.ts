@@ -40,6 +40,8 @@ export type ExecuteToolCallWebhookInput = {
   signingSecrets: readonly string[];
   fetchTransport: FetchTransport;
   signal?: AbortSignal;
+  /** W3C `traceparent` / `tracestate` of the decision span (the receiver can join the trace). */
+  traceHeaders?: Record<string, string> | undefined;
 };
 
 /**
@@ -66,6 +68,7 @@ export async function executeToolCallWebhook(input: ExecuteToolCallWebhookInput)
   }
   const signed = Object.assign(
     headers,
+    input.traceHeaders,
     signatureHeaders({ id: newDeliveryId(), timestampSeconds: Math.floor(Date.now() / 1000), body: input.payload, secrets: input.signingSecrets }),
   );
   const outcome = await input.fetchTransport.send({

@@ -52,6 +52,8 @@ export type DeliverNotificationInput = {
   nowMs?: () => number;
   /** Q8: keep up to this many bytes (≤ 2048) of a successful response as `responseExcerpt`. */
   excerptBytes?: number;
+  /** W3C `traceparent` / `tracestate` of the attempt's span, so the receiver can join the trace. */
+  traceHeaders?: Record<string, string> | undefined;
 };
 
 export type NotificationTransport = 'fetch' | 'qstash';
@@ -119,6 +121,7 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
   }
   const signed = (): Record<string, string> => ({
     ...headers,
+    ...input.traceHeaders,
     ...signatureHeaders({ id: input.deliveryId, timestampSeconds: Math.floor(now() / MS_PER_SECOND), body: input.payload, secrets: input.signingSecrets }),
   });
   const attemptTimeoutMs = timeoutMs(webhook);

@@ -12,6 +12,7 @@ import type { QStashPublisher } from '../delivery/types.ts';
 import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
+import { activeTracer, inSpan } from '../observability/tracing.ts';
 import { evaluateControls, type ToolCallControlOutcome } from '../control/evaluateControls.ts';
 import type { AgentHooksBinding } from '../interception/agentHooks.ts';
 import type { InterceptionEmitter } from '../interception/emitter.ts';
@@ -203,6 +204,16 @@ export class HookDispatcher {
    * (caller hooks, then environment hooks) has run (D6).
    */
   async dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>, serializedHooks?: readonly unknown[]): Promise<void> {
+    if (activeTracer() === undefined) return this.#dispatch(operationId, type, event, serializedHooks);
+    // `hookrelay.dispatch`: the enqueue (queue mode) or the inline send (local mode) are its children.
+    return inSpan(
+      'hookrelay.dispatch',
+      { attributes: { 'hookrelay.operation_id': operationId, 'hookrelay.hook_type': String(type), 'hookrelay.mode': this.mode } },
+      () => this.#dispatch(operationId, type, event, serializedHooks),
+    );
+  }
+
+  async #dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>, serializedHooks: readonly unknown[] | undefined): Promise<void> {
     if (!isHookType(type)) throw new TypeError(`unknown hook type "${String(type)}"`);
     assertEvent(event);
     const caller = this.#callerHooks(operationId, serializedHooks);

@@ -3,6 +3,7 @@ import { executeToolCallWebhook, type ControlErrorCode, type ToolCallWebhookResu
 import type { ControlHook } from '../control/evaluateControls.ts';
 import { assemblePayload } from '../payload/assemblePayload.ts';
 import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
+import { activeTracer, inSpan, redactedUrl, SpanKind, SpanStatusCode, traceHeaders, type Span } from '../observability/tracing.ts';
 import type { SendContext } from './sendContext.ts';
 
 export type ControlRunner = (hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined) => Promise<ToolCallWebhookResult>;
@@ -29,7 +30,10 @@ export function createControlRunner(send: SendContext, payloads: WebhookPayloadB
   return async (hook, event, signal) => {
     const endpoint = guard && hook.webhook ? keyOf(hook.webhook) : undefined;
     if (guard && endpoint !== undefined && guard.isOpen(endpoint)) return { status: 'error', code: 'circuit_open' };
-    const result = await sendControl(send, payloads, hook, event, signal);
+    const result =
+      activeTracer() === undefined
+        ? await sendControl(send, payloads, hook, event, signal, undefined)
+        : await tracedControl(send, payloads, hook, event, signal);
     if (guard && endpoint !== undefined) {
       if (result.status === 'success' || result.status === 'ignored') guard.record(endpoint, true);
       else if (result.status === 'error' && !NOT_THE_ENDPOINT.has(result.code)) guard.record(endpoint, false);
@@ -38,12 +42,36 @@ export function createControlRunner(send: SendContext, payloads: WebhookPayloadB
   };
 }
 
+/** `hookrelay.decision`: one CLIENT span per control call, its outcome (allow, deny, ignored, cancelled or the error code). */
+function tracedControl(send: SendContext, payloads: WebhookPayloadBuilder, hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined) {
+  const url = hook.webhook ? redactedUrl(hook.webhook.url) : '';
+  return inSpan(
+    'hookrelay.decision',
+    {
+      kind: SpanKind.CLIENT,
+      attributes: { 'hookrelay.hook_id': hook.id, 'hookrelay.hook_type': hook.type, 'http.request.method': 'POST', ...(url ? { 'url.full': url } : {}) },
+    },
+    async (span) => {
+      const result = await sendControl(send, payloads, hook, event, signal, span);
+      const outcome = result.status === 'success' ? result.decision.decision : result.status === 'error' ? result.code : result.status;
+      span?.setAttribute('hookrelay.outcome', outcome);
+      if (result.status === 'error') {
+        if (result.httpStatus !== undefined) span?.setAttribute('http.response.status_code', result.httpStatus);
+        span?.setAttribute('error.type', result.code);
+        span?.setStatus({ code: SpanStatusCode.ERROR, message: result.code });
+      }
+      return result;
+    },
+  );
+}
+
 async function sendControl(
   send: SendContext,
   payloads: WebhookPayloadBuilder,
   hook: ControlHook,
   event: Record<string, unknown>,
   signal: AbortSignal | undefined,
+  span: Span | undefined,
 ): Promise<ToolCallWebhookResult> {
   let payload: string;
   let signingSecrets: readonly string[];
@@ -70,5 +98,6 @@ async function sendControl(
     signingSecrets,
     fetchTransport: send.transport,
     ...(signal ? { signal } : {}),
+    ...(span ? { traceHeaders: traceHeaders(span) } : {}),
   });
 }

@@ -9,6 +9,7 @@ import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { DeliveryPort } from './deliveryPort.ts';
 import type { LooseHookEvent, RunnableHook } from './runnableHook.ts';
 import type { SendContext } from './sendContext.ts';
+import { trace, traceHeaders } from '../observability/tracing.ts';
 
 type WebhookHook = RunnableHook & { webhook: NonNullable<RunnableHook['webhook']> };
 
@@ -38,6 +39,7 @@ export function createLocalDelivery(send: SendContext, payloads: WebhookPayloadB
       qstash: hook.webhook.delivery === 'qstash' ? send.qstashPublisher() : undefined,
       fetchTransport: send.transport,
       logger,
+      traceHeaders: traceHeaders(trace.getActiveSpan()), // the dispatch span, when tracing is on
     });
     if (result.ok) return undefined;
     const cause = new WebhookDeliveryFailure(result.errorClass, result.httpStatus);

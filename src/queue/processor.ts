@@ -40,6 +40,8 @@ import { decideOutcome } from './outcome.ts';
 import type { PgGate } from './pgGate.ts';
 import { qstashCallbackUrls } from './qstashCallbackUrls.ts';
 import type { DeliveryJobAttempt, DeliveryJobData } from './types.ts';
+import type { Attributes } from '@opentelemetry/api';
+import { activeTracer, contextFromStored, redactedUrl, ROOT_CONTEXT, SpanKind, SpanStatusCode, traceHeaders, type Span } from '../observability/tracing.ts';
 
 /** A job found its endpoint enabled again while about to hold it: it runs again after this. */
 const HOLD_RECHECK_MS = 50;
@@ -89,6 +91,8 @@ type AttemptTarget = {
   attemptCount: number;
   generationAttemptCount: number;
   generation: number;
+  /** The enqueueing (or replaying) span's W3C trace context, stored with the delivery. */
+  trace: string | undefined;
 };
 
 export type DeliveryProcessor = (job: Job<DeliveryJobData>, token?: string) => Promise<void>;
@@ -140,16 +144,19 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     }
 
     const startedAt = new Date();
+    // One CLIENT span per attempt, continuing the stored trace (none without an SDK: nothing allocated).
+    const span = startDeliverSpan(target);
     deps.inFlight?.begin(trackKey, { id: target.id, generation: target.generation, attemptCount: target.attemptCount, leaseMs });
     let result: NotificationResult;
     try {
-      result = await attempt(deps, target);
+      result = await attempt(deps, target, span);
     } finally {
       deps.inFlight?.end(trackKey);
     }
     // Freed at once (another job may take the slot), awaited once the outcome is written.
     const settled = endpoint !== undefined ? deps.isolation?.settle(endpoint, trackKey, result) : undefined;
     const decision = decideOutcome({ claimed: target, result, startedAt, scheduleSeconds: deps.scheduleSeconds, nowMs: Date.now() });
+    if (span !== undefined) endDeliverSpan(span, result, decision.outcome.status);
     // Q4: flag the operation before the row says `failed`, so whoever sees the final status also
     // sees the flag (and a crash in between leaves the row retryable, never failed-but-unflagged).
     if (decision.kind === 'failed' && decision.critical) await deps.gate.run(() => flagCriticalDeliveryFailure(deps.db, target.operationId));
@@ -229,6 +236,7 @@ function targetFromJob(id: string, generation: number, data: DeliveryJobAttempt,
     attemptCount: data.attemptCount,
     generationAttemptCount: data.generationAttemptCount,
     generation,
+    trace: data.trace,
   };
 }
 
@@ -252,11 +260,12 @@ function targetFromRow(row: ClaimedDelivery, hooks: HookCache): AttemptTarget {
     attemptCount: row.attemptCount,
     generationAttemptCount: row.generationAttemptCount,
     generation: row.generation,
+    trace: row.traceContext ?? undefined,
   };
 }
 
 /** One delivery attempt; never throws (every problem is a typed failure). */
-async function attempt(deps: ProcessorDeps, target: AttemptTarget): Promise<NotificationResult> {
+async function attempt(deps: ProcessorDeps, target: AttemptTarget, span: Span | undefined): Promise<NotificationResult> {
   const hook = target.hook;
   if (!hook) return configurationFailure('stored hook no longer validates', false);
   // Environment hooks are the operator's own targets (Q5): not subject to the SSRF guard, and the
@@ -292,6 +301,7 @@ async function attempt(deps: ProcessorDeps, target: AttemptTarget): Promise<Noti
       fetchTransport: deps.fetchTransport,
       logger: deps.logger,
       excerptBytes: RESPONSE_EXCERPT_BYTES,
+      ...(span ? { traceHeaders: traceHeaders(span) } : {}),
     });
   } catch (error) {
     // A bug, not a delivery outcome: retried per schedule like a network failure, logged by name only.
@@ -307,6 +317,41 @@ async function attempt(deps: ProcessorDeps, target: AttemptTarget): Promise<Noti
       durationMs: 0,
     };
   }
+}
+
+/** `hookrelay.deliver`: ids, attempt and target only — never the payload, a header value or the URL's query. */
+function startDeliverSpan(target: AttemptTarget): Span | undefined {
+  const tracer = activeTracer();
+  if (tracer === undefined) return undefined;
+  const webhook = target.hook?.webhook;
+  const url = webhook ? redactedUrl(webhook.url) : '';
+  const attributes: Attributes = {
+    'hookrelay.delivery_id': target.id,
+    'hookrelay.operation_id': target.operationId,
+    'hookrelay.hook_id': target.hookId,
+    'hookrelay.attempt': target.attemptCount + 1,
+    'hookrelay.generation': target.generation,
+    'http.request.method': 'POST',
+  };
+  if (url) {
+    const u = new URL(url);
+    attributes['url.full'] = url;
+    attributes['server.address'] = u.hostname;
+    attributes['server.port'] = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+  }
+  const parent = contextFromStored(target.trace) ?? ROOT_CONTEXT;
+  return tracer.startSpan('hookrelay.deliver', { kind: SpanKind.CLIENT, attributes }, parent);
+}
+
+function endDeliverSpan(span: Span, result: NotificationResult, outcome: string): void {
+  span.setAttribute('hookrelay.transport', result.transport);
+  span.setAttribute('hookrelay.outcome', outcome);
+  if (result.httpStatus !== undefined) span.setAttribute('http.response.status_code', result.httpStatus);
+  if (!result.ok) {
+    span.setAttribute('error.type', result.httpStatus !== undefined && result.errorClass === 'http_error' ? String(result.httpStatus) : result.errorClass);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: result.errorClass });
+  }
+  span.end();
 }
 
 function configurationFailure(detail: string, critical: boolean): NotificationFailure {

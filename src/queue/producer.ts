@@ -24,6 +24,7 @@ import { assertPayloadWithinCap } from './payloadCap.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { assertQueuePrefixFits, readSettings } from '../config/settings.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
+import { activeTracer, inSpan, serializeTraceContext, SpanKind, type Span } from '../observability/tracing.ts';
 import {
   DEFAULT_QUEUE_PREFIX,
   type DeliveryJobAttempt,
@@ -160,6 +161,23 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     },
   });
 
+  const commit = async (prepared: PreparedItem[], span: Span | undefined): Promise<EnqueueManyResult> => {
+    // The worker's attempt spans continue this trace: its context travels with each row and job.
+    const trace = serializeTraceContext(span);
+    if (trace !== undefined) {
+      for (const p of prepared) {
+        for (const row of p.rows) {
+          row.traceContext = trace;
+          row.job.trace = trace;
+        }
+      }
+    }
+    const outcome = await commits.submit(prepared);
+    if ('error' in outcome) throw outcome.error;
+    span?.setAttribute('hookrelay.queued', outcome.queued);
+    return { deliveryIds: outcome.perItem.flat(), perItem: outcome.perItem, queued: outcome.queued };
+  };
+
   const enqueueMany = async (items: readonly EnqueueInput[]): Promise<EnqueueManyResult> => {
     // Everything is validated before anything is stored (D4b, Q8).
     // Items of one call often share one hooks array: validate it once (nothing can change it
@@ -168,9 +186,24 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     const prepared = items.map((item) => prepareItem(item, maxPayloadBytes, templateEnv, hooksSeen));
     if (prepared.every((p) => p.rows.length === 0)) return { deliveryIds: [], perItem: prepared.map(() => []), queued: true };
     if (closed || closing) throw new Error('the hook producer is closed');
-    const outcome = await commits.submit(prepared);
-    if ('error' in outcome) throw outcome.error;
-    return { deliveryIds: outcome.perItem.flat(), perItem: outcome.perItem, queued: outcome.queued };
+    if (activeTracer() === undefined) return commit(prepared, undefined);
+    const first = items[0];
+    return inSpan(
+      'hookrelay.enqueue',
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          'messaging.system': 'bullmq',
+          'messaging.operation.type': 'send',
+          'messaging.destination.name': queueName,
+          'hookrelay.deliveries': prepared.reduce((n, p) => n + p.rows.length, 0),
+          ...(items.length === 1 && first
+            ? { 'hookrelay.operation_id': first.operationId, 'hookrelay.hook_type': first.type }
+            : { 'hookrelay.events': items.length }),
+        },
+      },
+      (span) => commit(prepared, span),
+    );
   };
 
   return {

@@ -8,7 +8,8 @@
 import type { Queue } from 'bullmq';
 import type { Db } from '../store/db.ts';
 import { getDeliveryRow, listDeliveries, type DeliveryFilter } from '../store/deliveriesRepo.ts';
-import { claimForReplay, replayableStatuses } from '../store/replayRepo.ts';
+import { claimForReplay, replayableStatuses, traceContextsOf } from '../store/replayRepo.ts';
+import { activeTracer, inSpan, parseTraceContext, ROOT_CONTEXT, serializeTraceContext, SpanKind } from '../observability/tracing.ts';
 import { addDeliveryJobs } from './jobs.ts';
 import type { DeliveryJobData } from './types.ts';
 
@@ -103,7 +104,25 @@ export async function previewReplay(
  * selected is skipped; `not_queued` rows are queued in the ledger (the reconciler adds them).
  */
 export async function replayBatch(db: Db, queue: Queue<DeliveryJobData>, batch: readonly string[], includeAccepted: boolean): Promise<ReplayResult[]> {
-  const claimed = await claimForReplay(db, batch, includeAccepted);
+  if (activeTracer() === undefined) return claimAndEnqueue(db, queue, batch, includeAccepted, undefined);
+  // A replay is a new trace, linked to each original one; the replayed attempts continue it.
+  const links = (await traceContextsOf(db, batch)).flatMap((stored) => {
+    const sc = parseTraceContext(stored);
+    return sc ? [{ context: sc }] : [];
+  });
+  return inSpan('hookrelay.replay', { kind: SpanKind.PRODUCER, parent: ROOT_CONTEXT, links, attributes: { 'hookrelay.deliveries': batch.length } }, (span) =>
+    claimAndEnqueue(db, queue, batch, includeAccepted, serializeTraceContext(span)),
+  );
+}
+
+async function claimAndEnqueue(
+  db: Db,
+  queue: Queue<DeliveryJobData>,
+  batch: readonly string[],
+  includeAccepted: boolean,
+  trace: string | undefined,
+): Promise<ReplayResult[]> {
+  const claimed = await claimForReplay(db, batch, includeAccepted, trace);
   const taken = new Set(claimed.map((c) => c.id));
   const results: ReplayResult[] = batch
     .filter((id) => !taken.has(id))

@@ -36,6 +36,8 @@ export type DeliveryJobAttempt = {
   /** Attempts made before this one, across every generation and in the current one (Q3). */
   attemptCount: number;
   generationAttemptCount: number;
+  /** W3C trace context of the enqueueing span, as the ledger row stores it (only when tracing is on). */
+  trace?: string;
 };
 
 export type EnqueueInput = {

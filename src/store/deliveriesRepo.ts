@@ -18,6 +18,8 @@ export type NewDelivery = {
   idempotencyKey?: string | null;
   /** The endpoint its isolation state is kept under (contract/endpoint.ts). */
   endpointKey?: string | null;
+  /** W3C trace context of the enqueueing span (`traceparent`[`\n`tracestate]), when tracing is on. */
+  traceContext?: string | null;
   occurredAt: Date;
 };
 
@@ -68,13 +70,14 @@ export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Pr
       occurred_at: r.occurredAt,
       idempotency_key: r.idempotencyKey ?? null,
       endpoint_key: r.endpointKey ?? null,
+      trace_context: r.traceContext ?? null,
     })),
   );
   const result = await db.execute(sql`
-    INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, status, next_attempt_at)
-    SELECT r.id, r.operation_id, r.event_type, r.hook_id, r.hook, r.transport, r.payload, r.occurred_at, r.idempotency_key, r.endpoint_key, 'queued', r.occurred_at
+    INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at)
+    SELECT r.id, r.operation_id, r.event_type, r.hook_id, r.hook, r.transport, r.payload, r.occurred_at, r.idempotency_key, r.endpoint_key, r.trace_context, 'queued', r.occurred_at
       FROM json_to_recordset(${batch}::json)
-        AS r(id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text)
+        AS r(id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text)
     ON CONFLICT DO NOTHING
     RETURNING id`);
   return rowsOf<{ id: string }>(result).map((r) => r.id);
@@ -186,6 +189,8 @@ export type ClaimedDelivery = {
   generationAttemptCount: number;
   generation: number;
   occurredAt: Date;
+  /** The stored trace context of the enqueueing span (null without tracing). */
+  traceContext: string | null;
 };
 
 type ClaimRow = {
@@ -199,6 +204,7 @@ type ClaimRow = {
   generation_attempt_count: number;
   generation: number;
   occurred_at: Date | string;
+  trace_context: string | null;
 };
 
 /**
@@ -208,7 +214,7 @@ type ClaimRow = {
 export async function loadClaimableDeliveries(db: Db, ids: readonly string[]): Promise<ClaimedDelivery[]> {
   if (ids.length === 0) return [];
   const result = await db.execute(sql`
-    SELECT d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at,
+    SELECT d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at, d.trace_context,
            ${generationAttemptCount}
       FROM deliveries AS d
      WHERE d.id = ANY(${sql.param([...ids])}::text[])
@@ -228,6 +234,7 @@ function toClaimed(r: ClaimRow): ClaimedDelivery {
     generationAttemptCount: Number(r.generation_attempt_count),
     generation: Number(r.generation),
     occurredAt: r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at),
+    traceContext: r.trace_context ?? null,
   };
 }
 

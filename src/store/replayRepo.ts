@@ -18,12 +18,14 @@ export function replayableStatuses(includeAccepted: boolean): string[] {
  * a row that has since been delivered, or that an earlier (interrupted) replay already took, is
  * not returned, so a re-run never enqueues it twice.
  */
-export async function claimForReplay(db: Db, ids: readonly string[], includeAccepted: boolean): Promise<ReplayClaim[]> {
+export async function claimForReplay(db: Db, ids: readonly string[], includeAccepted: boolean, traceContext?: string): Promise<ReplayClaim[]> {
   if (ids.length === 0) return [];
+  // With tracing on, the new generation's attempts continue the replay's trace (linked to the original).
   const result = await db.execute(sql`
     UPDATE deliveries
        SET status = 'queued', generation = generation + 1,
-           next_attempt_at = now(), lease_expires_at = NULL, updated_at = now()
+           next_attempt_at = now(), lease_expires_at = NULL, updated_at = now(),
+           trace_context = COALESCE(${traceContext ?? null}::text, trace_context)
      WHERE id = ANY(${sql.param([...ids])}::text[])
        AND status = ANY(${sql.param(replayableStatuses(includeAccepted))}::text[])
     RETURNING id, generation`);
@@ -59,4 +61,11 @@ export async function attemptsPerMinute(db: Db, since: Date): Promise<MinuteCoun
     outcome: r.outcome,
     count: Number(r.count),
   }));
+}
+
+/** The stored trace context of each id that has one (a replay links its span to them). */
+export async function traceContextsOf(db: Db, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const result = await db.execute(sql`SELECT trace_context FROM deliveries WHERE id = ANY(${sql.param([...ids])}::text[]) AND trace_context IS NOT NULL`);
+  return rowsOf<{ trace_context: string }>(result).map((r) => r.trace_context);
 }

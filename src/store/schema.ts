@@ -77,6 +77,8 @@ export const deliveries = pgTable(
     idempotencyKey: text('idempotency_key'),
     /** The endpoint key (webhook.endpoint, else the URL's origin + path): isolation state is kept per endpoint. */
     endpointKey: text('endpoint_key'),
+    /** W3C trace context (`traceparent`, then `\n` + `tracestate`) of the span that enqueued it; null without tracing. */
+    traceContext: text('trace_context'),
     occurredAt: timestamp('occurred_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     ...timestamps,
     deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),

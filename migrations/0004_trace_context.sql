@@ -1,0 +1,1 @@
+ALTER TABLE "deliveries" ADD COLUMN "trace_context" text;
