@@ -39,7 +39,7 @@ const USAGE_ERROR_CODES: ReadonlySet<string> = new Set(['HOOKRELAY_WORKER_PLUGIN
 /** `start` and `worker` share these: the email look-up plugin and skipping migrations. */
 function addWorkerOptions(cmd: Command): Command {
   return cmd
-    .option('--plugin <file>', 'module exporting emailLookup(userId) → email, for userEmail in payloads (B3)')
+    .option('--plugin <file>', 'module exporting emailLookup(userId) → email, for userEmail in payloads')
     .addOption(new Option('--no-migrate', 'do not apply migrations at start (a migrate job owns them; or HOOKRELAY_MIGRATE=false)'));
 }
 

@@ -40,7 +40,7 @@ export function createQueueDelivery(producer: DispatchProducer, logger: Logger, 
         await producer.enqueue({ operationId, type, event: queueEvent(event), hooks: serialized });
         return [];
       } catch (error) {
-        logger.error({ operationId, hookType: type, err: error instanceof Error ? error.message : 'error' }, 'could not record hook deliveries');
+        logger.error({ operationId, hookType: type, err: error }, 'could not record hook deliveries');
         return webhooks.filter((h) => h.webhook?.fallback === 'none').map((h) => ({ hookId: h.id, cause: error }));
       }
     },

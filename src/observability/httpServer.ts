@@ -35,7 +35,7 @@ export type RunningHttpServer = { port: number | undefined; close(): Promise<voi
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const server = http.createServer((req, res) => {
     handle(options, req, res).catch((error: unknown) => {
-      options.logger.warn({ err: error instanceof Error ? error.message : String(error), path: pathOf(req) }, 'http handler error');
+      options.logger.warn({ err: error, path: pathOf(req) }, 'http handler error');
       if (!res.headersSent) send(res, 500, 'internal error');
       else res.destroy();
     });

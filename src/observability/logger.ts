@@ -26,6 +26,7 @@ export const REDACT_PATHS = [
   'QSTASH_CURRENT_SIGNING_KEY',
   'QSTASH_NEXT_SIGNING_KEY',
   'HOOKRELAY_SIGNING_SECRETS',
+  'HOOKRELAY_CONSOLE_TOKEN',
   'AGENT_HOOK_WEBHOOK_TOKEN',
 ];
 
@@ -49,4 +50,26 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
 /** A logger that drops everything: the library default, so importing code never writes output. */
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
+}
+
+/**
+ * One log line per kind of failure per window instead of one per occurrence: a client that
+ * reconnects every few hundred ms while Redis is down would otherwise fill the log (44 lines in
+ * 12 s). The first occurrence is logged with its error (stack included); repeats within
+ * `windowMs` are counted and reported once when the next one arrives after the window.
+ */
+export function throttledErrorLog(logger: Pick<Logger, 'warn'>, message: string, windowMs = 30_000): (err: Error) => void {
+  const seen = new Map<string, { at: number; repeats: number }>();
+  return (err) => {
+    const key = `${err.name}:${err.message}`;
+    const now = Date.now();
+    const entry = seen.get(key);
+    if (entry && now - entry.at < windowMs) {
+      entry.repeats++;
+      return;
+    }
+    seen.set(key, { at: now, repeats: 0 });
+    if (seen.size > 100) seen.delete(seen.keys().next().value as string);
+    logger.warn({ err, ...(entry && entry.repeats > 0 ? { repeatedSinceLastLog: entry.repeats } : {}) }, message);
+  };
 }

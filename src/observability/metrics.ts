@@ -3,7 +3,28 @@
  * and several workers in one process do not collide). Names are documented in the README.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { DELIVERY_STATUSES } from '../contract/delivery.ts';
 import { ENDPOINT_STATES, type EndpointState } from '../contract/endpoint.ts';
+
+/** Every status the ledger gauge reports (0 when none), so an alert never sees a missing series. */
+const LEDGER_STATUSES: readonly string[] = DELIVERY_STATUSES;
+const LEDGER_CACHE_MS = 10_000;
+
+type LedgerStatsFn = NonNullable<DeliveryMetricsOptions['ledgerStats']>;
+
+/** One Postgres read per 10 s whatever the scrape rate (and whichever gauge asks first); undefined while it fails. */
+function cachedLedgerStats(read: LedgerStatsFn | undefined): () => Promise<Awaited<ReturnType<LedgerStatsFn>> | undefined> {
+  let at = 0;
+  let pending: Promise<Awaited<ReturnType<LedgerStatsFn>> | undefined> | undefined;
+  return () => {
+    if (!read) return Promise.resolve(undefined);
+    if (pending === undefined || Date.now() - at > LEDGER_CACHE_MS) {
+      at = Date.now();
+      pending = read().catch(() => undefined);
+    }
+    return pending;
+  };
+}
 
 /** Attempt latency buckets (seconds): loopback receivers to slow remote ones. */
 export const ATTEMPT_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -13,8 +34,10 @@ export type QueueState = (typeof QUEUE_STATES)[number];
 
 export type DeliveryMetrics = {
   registry: Registry;
-  /** Attempts by outcome (delivered, accepted_by_qstash, retrying, failed) and transport. */
-  deliveries: Counter<'outcome' | 'transport'>;
+  /** Attempts (every try, retries included) by outcome (delivered, accepted_by_qstash, retrying, failed) and transport. */
+  attempts: Counter<'outcome' | 'transport'>;
+  /** Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed), once each. */
+  finished: Counter<'outcome' | 'transport'>;
   attemptDuration: Histogram<'transport'>;
   reconciled: Counter;
   criticalFailures: Counter;
@@ -34,13 +57,16 @@ export type DeliveryMetricsOptions = {
   queueCounts?: () => Promise<Partial<Record<QueueState, number>>>;
   /** Read at scrape time for the endpoint-state gauge: how many endpoints are in each state. */
   endpointStates?: () => Promise<Partial<Record<EndpointState, number>>>;
+  /** Read at scrape time (at most every 10 s) for the ledger gauges: rows by status, oldest undelivered. */
+  ledgerStats?: () => Promise<{ byStatus: ReadonlyArray<{ status: string; count: number }>; oldestUndeliveredAt: Date | null }>;
   /** Process metrics (CPU, RSS, event loop lag). Default true. */
   processMetrics?: boolean;
 };
 
 export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): DeliveryMetrics {
   const registry = new Registry();
-  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'hookrelay_' });
+  // Standard names (process_cpu_seconds_total, nodejs_eventloop_lag_seconds, …) so stock dashboards and alerts work.
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
   const queueCounts = options.queueCounts;
   new Gauge({
     name: 'hookrelay_queue_jobs',
@@ -73,6 +99,30 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
       }
     },
   });
+  // The ledger is the record: "nothing lost" is an alert on these (rows waiting, and for how long).
+  const ledger = cachedLedgerStats(options.ledgerStats);
+  new Gauge({
+    name: 'hookrelay_ledger_rows',
+    help: 'Ledger rows (deliveries) by status, read from Postgres at scrape time (cached 10 s)',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      const stats = await ledger();
+      if (!stats) return;
+      for (const status of LEDGER_STATUSES) this.set({ status }, 0);
+      for (const s of stats.byStatus) this.set({ status: s.status }, s.count);
+    },
+  });
+  new Gauge({
+    name: 'hookrelay_oldest_undelivered_age_seconds',
+    help: 'Age of the oldest delivery still queued, in flight or retrying (0 when none), read at scrape time (cached 10 s)',
+    registers: [registry],
+    async collect() {
+      const stats = await ledger();
+      if (!stats) return;
+      this.set(stats.oldestUndeliveredAt ? Math.max(0, (Date.now() - stats.oldestUndeliveredAt.getTime()) / 1000) : 0);
+    },
+  });
   return {
     registry,
     endpointTransitions: new Counter({
@@ -92,9 +142,15 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
       help: 'Deliveries held without an attempt because their endpoint is disabled',
       registers: [registry],
     }),
-    deliveries: new Counter({
-      name: 'hookrelay_deliveries_total',
-      help: 'Delivery attempts by outcome and transport',
+    attempts: new Counter({
+      name: 'hookrelay_delivery_attempts_total',
+      help: 'Delivery attempts, every try counted (retries included), by outcome (delivered, accepted_by_qstash, retrying, failed) and transport',
+      labelNames: ['outcome', 'transport'],
+      registers: [registry],
+    }),
+    finished: new Counter({
+      name: 'hookrelay_deliveries_finished_total',
+      help: 'Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed), each counted once; a QStash callback later is counted in hookrelay_qstash_callbacks_total',
       labelNames: ['outcome', 'transport'],
       registers: [registry],
     }),
@@ -105,20 +161,20 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
       buckets: ATTEMPT_DURATION_BUCKETS,
       registers: [registry],
     }),
-    reconciled: new Counter({ name: 'hookrelay_reconciled_total', help: 'Ledger rows re-enqueued by the reconciler (Q2)', registers: [registry] }),
+    reconciled: new Counter({ name: 'hookrelay_reconciled_total', help: 'Ledger rows whose lost job the reconciler added again', registers: [registry] }),
     criticalFailures: new Counter({
       name: 'hookrelay_critical_failures_total',
-      help: "Deliveries of fallback 'none' hooks that failed for good (Q4)",
+      help: "Deliveries of fallback 'none' hooks that failed for good (their operation is flagged)",
       registers: [registry],
     }),
     retentionPruned: new Counter({
       name: 'hookrelay_retention_pruned_total',
-      help: 'Ledger rows whose payload and attempts were pruned (Q11)',
+      help: 'Finished ledger rows whose payload and attempts were pruned past HOOKRELAY_RETENTION_DAYS',
       registers: [registry],
     }),
     retentionDeleted: new Counter({
       name: 'hookrelay_retention_deleted_total',
-      help: 'Finished ledger rows deleted past HOOKRELAY_RETENTION_DELETE_DAYS (Q11)',
+      help: 'Finished ledger rows deleted past HOOKRELAY_RETENTION_DELETE_DAYS',
       registers: [registry],
     }),
     qstashCallbacks: new Counter({

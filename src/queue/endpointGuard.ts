@@ -61,7 +61,7 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
   );
   const logger = options.logger ?? silentLogger();
   const owned = options.redis ? undefined : createQueueRedis(options.redisUrl ?? settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true);
-  owned?.on('error', (err: Error) => logger.debug({ err: err.message }, 'endpoint guard redis connection error'));
+  owned?.on('error', (err: Error) => logger.debug({ err: err }, 'endpoint guard redis connection error'));
   const redis = options.redis ?? owned!;
   const prefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
   const gate: EndpointGate = createEndpointGate(redis, {
@@ -94,7 +94,7 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
         open = next;
       } catch (error) {
         // Redis or Postgres away: keep the last answers (a decision still has its own timeout).
-        logger.debug({ err: error instanceof Error ? error.message : String(error) }, 'could not refresh endpoint breaker states');
+        logger.debug({ err: error }, 'could not refresh endpoint breaker states');
       }
     })().finally(() => {
       refreshing = undefined;
@@ -126,7 +126,7 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
             void refresh();
           }
         })
-        .catch((error: unknown) => logger.debug({ err: error instanceof Error ? error.message : String(error) }, 'could not record a decision outcome'));
+        .catch((error: unknown) => logger.debug({ err: error }, 'could not record a decision outcome'));
     },
     refresh,
     async close() {

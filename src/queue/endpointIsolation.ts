@@ -78,7 +78,7 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
       policies = new Map((await listEndpointPolicies(options.db)).map((p) => [p.key, p]));
     } catch (error) {
       // Postgres away: keep the last known policies (the pg gate pauses the worker meanwhile).
-      options.logger.debug({ err: error instanceof Error ? error.message : String(error) }, 'could not refresh endpoint policies');
+      options.logger.debug({ err: error }, 'could not refresh endpoint policies');
     }
   };
 
@@ -128,7 +128,7 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
         if (released.transition) transition(key, released.transition);
         if (released.autoDisable) await autoDisable(key);
       } catch (error) {
-        options.logger.debug({ endpoint: key, err: error instanceof Error ? error.message : String(error) }, 'could not release an endpoint slot');
+        options.logger.debug({ endpoint: key, err: error }, 'could not release an endpoint slot');
       }
     },
     async stateCounts() {

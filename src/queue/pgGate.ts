@@ -61,7 +61,7 @@ export function createPgGate(options: { db: Db; logger: Logger; onDown?: () => v
   const markDown = (error: unknown) => {
     if (down || closed) return;
     down = true;
-    options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'postgres unavailable; pausing job intake until it answers');
+    options.logger.warn({ err: error }, 'postgres unavailable; pausing job intake until it answers');
     options.onDown?.();
     probe(PROBE_INITIAL_DELAY_MS);
   };

@@ -164,7 +164,8 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     await settled;
 
     deps.metrics?.attemptDuration.observe({ transport: result.transport }, result.durationMs / MS_PER_SECOND);
-    deps.metrics?.deliveries.inc({ outcome: decision.outcome.status, transport: result.transport });
+    deps.metrics?.attempts.inc({ outcome: decision.outcome.status, transport: result.transport });
+    if (decision.kind !== 'retry') deps.metrics?.finished.inc({ outcome: decision.outcome.status, transport: result.transport });
 
     switch (decision.kind) {
       case 'delivered':
@@ -200,7 +201,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
         deps.metrics?.criticalFailures.inc();
         const error = new CriticalHookDeliveryError([{ hookId: target.hookId, cause: new WebhookDeliveryFailure(decision.errorClass, decision.httpStatus) }]);
         deps.logger.error(
-          { ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus, err: error.message },
+          { ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus, err: error },
           'critical webhook delivery failed for good; operation flagged',
         );
         throw error;
@@ -305,7 +306,7 @@ async function attempt(deps: ProcessorDeps, target: AttemptTarget, span: Span | 
     });
   } catch (error) {
     // A bug, not a delivery outcome: retried per schedule like a network failure, logged by name only.
-    deps.logger.error({ deliveryId: target.id, err: error instanceof Error ? error.name : 'unknown' }, 'unexpected error during a delivery attempt');
+    deps.logger.error({ deliveryId: target.id, err: error }, 'unexpected error during a delivery attempt');
     return {
       ok: false,
       errorClass: 'network_error',

@@ -109,11 +109,11 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     if (!connection) {
       ownedRedis = createQueueRedis(redisUrl, settings.HOOKRELAY_REDIS_CLUSTER === true);
       // Reconnection is ioredis' job; a down Redis must not crash the server app.
-      ownedRedis.on('error', (err: Error) => logger.debug({ err: err.message }, 'producer redis connection error'));
+      ownedRedis.on('error', (err: Error) => logger.debug({ err: err }, 'producer redis connection error'));
       connection = ownedRedis;
     }
     queue = new Queue<DeliveryJobData>(queueName, { connection, prefix: queuePrefix });
-    queue.on('error', (err: Error) => logger.debug({ err: err.message }, 'producer queue error'));
+    queue.on('error', (err: Error) => logger.debug({ err: err }, 'producer queue error'));
     return queue;
   };
 
@@ -126,7 +126,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     ).then(
       () => true,
       (err: unknown) => {
-        logger.warn({ err: err instanceof Error ? err.message : String(err), deliveries: rows.length }, 'could not add delivery jobs; the reconciler will');
+        logger.warn({ err: err, deliveries: rows.length }, 'could not add delivery jobs; the reconciler will');
         return false;
       },
     );

@@ -71,21 +71,21 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
     const changed = await recordQStashCallback(options.db, { id, generation, kind: outcome, attempt, lastErrorClass, lastHttpStatus: attempt.httpStatus });
     options.metrics?.qstashCallbacks.inc({ kind, result: changed ? outcome : 'stale' });
     if (changed && outcome === 'failed') {
-      options.metrics?.deliveries.inc({ outcome: 'failed', transport: 'qstash' });
+      options.metrics?.attempts.inc({ outcome: 'failed', transport: 'qstash' });
       if (critical) {
         options.metrics?.criticalFailures.inc();
         const error = new CriticalHookDeliveryError([
           { hookId: row.hookId, cause: new WebhookDeliveryFailure(attempt.errorClass ?? 'http_error', attempt.httpStatus ?? undefined) },
         ]);
         options.logger.error(
-          { deliveryId: id, hookId: row.hookId, operationId: changed.operationId, err: error.message },
+          { deliveryId: id, hookId: row.hookId, operationId: changed.operationId, err: error },
           'critical webhook delivery failed for good at QStash; operation flagged',
         );
       } else {
         options.logger.warn({ deliveryId: id, hookId: row.hookId, httpStatus: attempt.httpStatus }, 'qstash gave up on a delivery; replayable from the ledger');
       }
     } else if (changed && outcome === 'delivered') {
-      options.metrics?.deliveries.inc({ outcome: 'delivered', transport: 'qstash' });
+      options.metrics?.attempts.inc({ outcome: 'delivered', transport: 'qstash' });
     }
     return { status: 200, body: 'ok' };
   };

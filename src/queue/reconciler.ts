@@ -101,7 +101,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       try {
         await runOnce();
       } catch (error) {
-        options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'reconciler pass failed; retrying next interval');
+        options.logger.warn({ err: error }, 'reconciler pass failed; retrying next interval');
       }
       if (!stopped) tick();
     }, options.intervalMs);
@@ -113,9 +113,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       stopped = false;
       // The first pass runs at once (worker start), then every interval.
       void runOnce()
-        .catch((error: unknown) =>
-          options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'reconciler pass failed; retrying next interval'),
-        )
+        .catch((error: unknown) => options.logger.warn({ err: error }, 'reconciler pass failed; retrying next interval'))
         .finally(() => {
           if (!stopped) tick();
         });

@@ -75,7 +75,7 @@ export function createRetention(options: {
       try {
         await runOnce();
       } catch (error) {
-        options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'retention run failed; retrying next interval');
+        options.logger.warn({ err: error }, 'retention run failed; retrying next interval');
       }
       if (!stopped) schedule(options.intervalMs ?? RETENTION_INTERVAL_MS);
     }, delayMs);

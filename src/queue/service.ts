@@ -16,12 +16,13 @@ import type { Logger } from '../observability/logger.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/metrics.ts';
 import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { Store } from '../store/db.ts';
+import { ledgerStats } from '../store/replayRepo.ts';
 import { createEndpointGate } from './endpointGate.ts';
 import { createEndpointIsolation, endpointKeyPrefix, isolationSettings, type EndpointIsolation } from './endpointIsolation.ts';
 import { createInFlightTracker } from './inFlightTracker.ts';
 import { createLedgerWriter } from './ledgerWriter.ts';
 import { createPgGate } from './pgGate.ts';
-import { createDeliveryProcessor } from './processor.ts';
+import { createDeliveryProcessor, type DeliveryProcessor } from './processor.ts';
 import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbackUrls.ts';
 import { createReconciler, type Reconciler } from './reconciler.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
@@ -59,6 +60,8 @@ export type DeliveryService = {
   retention: Retention;
   /** The HTTP port actually bound; undefined when the server is off or the port was busy. */
   httpPort: number | undefined;
+  /** Does each dependency answer now (a throw or false = no)? */
+  readiness: { redis: () => Promise<boolean>; postgres: () => Promise<boolean> };
   /** Q9: stop taking jobs, finish in-flight ones within the bound, close Redis. True when nothing was cut off. */
   stop(): Promise<boolean>;
 };
@@ -67,14 +70,15 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const { settings, store, logger } = options;
   const prefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
   const connection: QueueRedis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true);
-  connection.on('error', (err: Error) => logger.debug({ err: err.message }, 'redis connection error'));
+  connection.on('error', (err: Error) => logger.debug({ err: err }, 'redis connection error'));
 
   const queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix });
-  queue.on('error', (err: Error) => logger.debug({ err: err.message }, 'queue error'));
+  queue.on('error', (err: Error) => logger.debug({ err: err }, 'queue error'));
   let isolation: EndpointIsolation | undefined;
   const metrics = createDeliveryMetrics({
     queueCounts: () => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'),
     endpointStates: async () => (isolation ? isolation.stateCounts() : {}),
+    ledgerStats: () => ledgerStats(store.db),
   });
   // Endpoint isolation: per-endpoint cap, rate limit and breaker in Redis, disable in Postgres.
   const isolationConfig = isolationSettings(settings);
@@ -83,7 +87,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const isolationRedis: QueueRedis | undefined = isolationConfig.enabled
     ? createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true, { enableAutoPipelining: true })
     : undefined;
-  isolationRedis?.on('error', (err: Error) => logger.debug({ err: err.message }, 'endpoint isolation redis connection error'));
+  isolationRedis?.on('error', (err: Error) => logger.debug({ err: err }, 'endpoint isolation redis connection error'));
   if (isolationConfig.enabled && isolationRedis) {
     isolation = createEndpointIsolation({
       gate: createEndpointGate(isolationRedis, { keyPrefix: endpointKeyPrefix(prefix, settings.HOOKRELAY_QUEUE), policy: isolationConfig.policy }),
@@ -112,7 +116,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   // webhook timeout + one lock duration (past it a row whose job vanished is re-enqueued, Q2).
   const inFlight = createInFlightTracker({
     mark: (marks) => gate.run(() => Promise.all(marks.map((m) => ledger.markInFlight(m)))).then(() => undefined),
-    onError: (error) => logger.debug({ err: error instanceof Error ? error.message : String(error) }, 'could not mark long-running attempts in_flight'),
+    onError: (error) => logger.debug({ err: error }, 'could not mark long-running attempts in_flight'),
   });
 
   let worker: Worker<DeliveryJobData> | undefined;
@@ -129,7 +133,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     },
   });
 
-  const processor = createDeliveryProcessor({
+  const attemptProcessor = createDeliveryProcessor({
     db: store.db,
     ledger,
     gate,
@@ -149,6 +153,16 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     leaseMarginMs: settings.HOOKRELAY_LOCK_DURATION_MS,
     ...(isolation ? { isolation } : {}),
   });
+  // Jobs running now: what a stop drains (reported in its one shutdown line).
+  let running = 0;
+  const processor: DeliveryProcessor = async (job, token) => {
+    running++;
+    try {
+      return await attemptProcessor(job, token);
+    } finally {
+      running--;
+    }
+  };
   worker = createDeliveryWorker({
     queueName: settings.HOOKRELAY_QUEUE,
     prefix,
@@ -179,6 +193,14 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   retention.start();
 
   let http: RunningHttpServer | undefined;
+  // Redis and Postgres answer: /readyz, and the worker's `ready` line.
+  const readiness = {
+    redis: async () => (await connection.ping()) === 'PONG',
+    postgres: async () => {
+      await store.db.execute(sql`select 1`);
+      return true;
+    },
+  };
   if (options.http !== false) {
     const postRoutes: Record<string, PostRoute> = {};
     if (settings.HOOKRELAY_PUBLIC_URL) {
@@ -198,13 +220,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       port: settings.HOOKRELAY_HTTP_PORT,
       logger,
       registry: metrics.registry,
-      readiness: {
-        redis: async () => (await connection.ping()) === 'PONG',
-        postgres: async () => {
-          await store.db.execute(sql`select 1`);
-          return true;
-        },
-      },
+      readiness,
       postRoutes,
       ...(options.httpHandlers ? { handlers: options.httpHandlers } : {}),
     });
@@ -214,8 +230,14 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const stop = (): Promise<boolean> => {
     stopped ??= (async () => {
       stopping = true;
+      const started = Date.now();
+      const inFlightAtStop = running;
       await Promise.all([reconciler.stop(), retention.stop()]);
-      const graceful = await closeDeliveryWorker(worker, settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS, logger, () => abandon.abort());
+      let cutOff = 0;
+      const graceful = await closeDeliveryWorker(worker, settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS, logger, () => {
+        cutOff = running;
+        abandon.abort();
+      });
       // Past the bound, the deliveries abandoned above still get their outcome written if they can.
       if (graceful) await ledger.drain();
       else await boundedStep(ledger.drain());
@@ -227,12 +249,18 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       connection.disconnect();
       isolationRedis?.disconnect();
       await fetchTransport.close();
+      logger.info(
+        { inFlightAtStop, drained: inFlightAtStop - cutOff, cutOff, graceful, ms: Date.now() - started },
+        graceful
+          ? `stopped: ${inFlightAtStop} in-flight deliveries drained, ledger flushed`
+          : `stopped: ${inFlightAtStop - cutOff} of ${inFlightAtStop} in-flight deliveries drained; ${cutOff} cut off at the ${settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS} ms bound (their jobs re-run)`,
+      );
       return graceful;
     })();
     return stopped;
   };
 
-  return { worker, queue, metrics, reconciler, retention, httpPort: http?.port, stop };
+  return { worker, queue, metrics, reconciler, retention, httpPort: http?.port, readiness, stop };
 }
 
 async function boundedStep(step: Promise<unknown> | undefined): Promise<void> {

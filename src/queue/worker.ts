@@ -7,6 +7,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryProcessor } from './processor.ts';
 import type { DeliveryJobData } from './types.ts';
+import { throttledErrorLog } from '../observability/logger.ts';
 
 /**
  * A job whose lock lapsed this many times is failed by BullMQ (then removed); the reconciler
@@ -38,7 +39,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): Worker<Del
     removeOnComplete: { count: 0 },
     removeOnFail: { count: 0 },
   });
-  worker.on('error', (err: Error) => options.logger.warn({ err: err.message }, 'queue worker error'));
+  // Redis away: BullMQ reports each reconnect; one line per distinct error per 30 s is enough.
+  worker.on('error', throttledErrorLog(options.logger, 'queue worker error (Redis?)'));
   return worker;
 }
 

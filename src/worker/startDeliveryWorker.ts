@@ -49,9 +49,63 @@ export type RunningDeliveryWorker = {
   httpPort: number | undefined;
   /** The DATABASE_URL in use: the configured one, or the embedded store's socket. */
   databaseUrl: string | undefined;
+  /** Settles once Redis and Postgres both answered (the `ready` log line), or when stopped first. */
+  ready: Promise<void>;
   /** Q9: stop taking jobs, let in-flight ones finish (bounded), close Redis, HTTP and the store. */
   stop(): Promise<void>;
 };
+
+const READY_POLL_MS = 500;
+const READY_CHECK_TIMEOUT_MS = 2_000;
+
+async function answers(check: () => Promise<boolean>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      check().catch(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), READY_CHECK_TIMEOUT_MS))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Polls until both answer (true) or the signal aborts (false); says once which one it waits for. */
+async function waitUntilReady(
+  checks: { redis: () => Promise<boolean>; postgres: () => Promise<boolean> },
+  signal: AbortSignal,
+  logger: Logger,
+): Promise<boolean> {
+  const waitingFor = new Set<string>();
+  while (!signal.aborted) {
+    const [redis, postgres] = await Promise.all([answers(checks.redis), answers(checks.postgres)]);
+    if (redis && postgres) {
+      if (waitingFor.size > 0) logger.info({ waitedFor: [...waitingFor] }, 'dependencies answer again');
+      return true;
+    }
+    for (const [name, ok, where] of [
+      ['redis', redis, 'REDIS_URL'],
+      ['postgres', postgres, 'DATABASE_URL'],
+    ] as const) {
+      if (!ok && !waitingFor.has(name)) {
+        waitingFor.add(name);
+        logger.warn({ dependency: name }, `waiting for ${name} (${where}) to answer before reporting ready; deliveries start when it does`);
+      }
+    }
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, READY_POLL_MS);
+      signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(t);
+          resolve();
+        },
+        { once: true },
+      );
+    });
+  }
+  return false;
+}
 
 /** Adds `application_name` to a postgres URL unless the operator set one. */
 export function withApplicationName(databaseUrl: string, name = WORKER_APPLICATION_NAME): string {
@@ -71,7 +125,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
   // Run in reverse order of start by stop(), and on a failed start, so nothing is left open.
   const stops: Array<() => Promise<unknown>> = [];
   const stopAll = async (): Promise<void> => {
-    for (const stop of stops.splice(0).reverse()) await stop().catch((err: unknown) => logger.warn({ err: String(err) }, 'error while stopping'));
+    for (const stop of stops.splice(0).reverse()) await stop().catch((err: unknown) => logger.warn({ err: err }, 'error while stopping'));
   };
 
   try {
@@ -84,7 +138,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
       databaseUrl: settings.DATABASE_URL ? withApplicationName(settings.DATABASE_URL) : undefined,
       maxConnections: WORKER_POOL_SIZE,
       dataDir: settings.HOOKRELAY_DATA_DIR,
-      onPoolError: (err) => logger.warn({ err: err.message }, 'postgres connection lost; the pool reconnects'),
+      onPoolError: (err) => logger.warn({ err: err }, 'postgres connection lost; the pool reconnects'),
     });
     stops.push(() => store.close());
     if (options.migrate ?? settings.HOOKRELAY_MIGRATE) await migrateStore(store);
@@ -123,19 +177,22 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
     });
     stops.push(() => service.stop());
 
-    logger.info(
-      {
-        store: store.kind,
-        queue: settings.HOOKRELAY_QUEUE,
-        concurrency: settings.HOOKRELAY_CONCURRENCY,
-        httpPort: service.httpPort ?? null,
-        emailLookup: options.emailLookup !== undefined,
-        console: consoleHandler ? `/console on port ${service.httpPort ?? '(http off)'}` : 'off (set HOOKRELAY_CONSOLE_TOKEN)',
-      },
-      'ready',
-    );
+    // `ready` only once Redis and Postgres both answer; until then one line says what is awaited.
+    const readyFields = {
+      store: store.kind,
+      queue: settings.HOOKRELAY_QUEUE,
+      concurrency: settings.HOOKRELAY_CONCURRENCY,
+      httpPort: service.httpPort ?? null,
+      emailLookup: options.emailLookup !== undefined,
+      console: consoleHandler ? `/console on port ${service.httpPort ?? '(http off)'}` : 'off (set HOOKRELAY_CONSOLE_TOKEN)',
+    };
+    const readiness = new AbortController();
+    stops.push(async () => readiness.abort());
+    const ready = waitUntilReady(service.readiness, readiness.signal, logger).then((ok) => {
+      if (ok) logger.info(readyFields, 'ready');
+    });
     let stopped: Promise<void> | undefined;
-    return { settings, store, httpPort: service.httpPort, databaseUrl, stop: () => (stopped ??= stopAll()) };
+    return { settings, store, httpPort: service.httpPort, databaseUrl, ready, stop: () => (stopped ??= stopAll()) };
   } catch (err) {
     await stopAll();
     throw err;
