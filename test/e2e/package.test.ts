@@ -234,6 +234,20 @@ describe('package: plain node in a scratch app', () => {
       expect(await exited).toBe(0);
     });
 
+    it('package: OTEL_EXPORTER_OTLP_ENDPOINT without the optional @opentelemetry/sdk-node says what to install (exit 2)', async () => {
+      const bin = path.join(scratch, 'node_modules/.bin/hookrelay');
+      const failed = await run(bin, ['worker'], {
+        cwd: scratch,
+        env: { PATH: process.env.PATH ?? '', DATABASE_URL: schema.url, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
+        timeout: 60_000,
+      }).then(
+        () => undefined,
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(failed?.code).toBe(2);
+      expect(failed?.stderr).toContain('npm install @opentelemetry/sdk-node');
+    });
+
     it('package: without DATABASE_URL and without the optional PGlite peer, the embedded store says what to install', async () => {
       const bin = path.join(scratch, 'node_modules/.bin/hookrelay');
       const failed = await run(bin, ['migrate'], {
