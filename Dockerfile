@@ -12,13 +12,15 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
-# Drop the dev dependencies. The QStash SDK is an optional peer (a devDependency here): put it back
-# as a production package, at the lockfile's version, so a worker given QSTASH_TOKEN or
-# HOOKRELAY_PUBLIC_URL starts instead of stopping with "needs the optional package @upstash/qstash".
+# Drop the dev dependencies. The QStash SDK and the OpenTelemetry Node SDK are optional peers
+# (devDependencies here): put them back as production packages, at the lockfile's versions, so a
+# worker given QSTASH_TOKEN / HOOKRELAY_PUBLIC_URL or OTEL_EXPORTER_OTLP_ENDPOINT starts instead of
+# stopping with "needs the optional package …".
 # --no-save: package.json and package-lock.json stay as in the repository.
 RUN npm prune --omit=dev --no-audit --no-fund \
  && npm install --no-save --save-prod --omit=dev --ignore-scripts --no-audit --no-fund \
       "@upstash/qstash@$(node -p "require('./package-lock.json').packages['node_modules/@upstash/qstash'].version")" \
+      "@opentelemetry/sdk-node@$(node -p "require('./package-lock.json').packages['node_modules/@opentelemetry/sdk-node'].version")" \
  && npm cache clean --force
 
 FROM node:20-slim

@@ -13,6 +13,17 @@ import type { Logger } from '../observability/logger.ts';
 export const OTEL_SDK_PACKAGE = '@opentelemetry/sdk-node';
 export const DEFAULT_OTEL_SERVICE_NAME = 'hookrelay-worker';
 
+/** The OTEL_* variables hookrelay itself reads or defaults (the SDK reads the rest of the standard set). */
+export const OTEL_WORKER_VARIABLES = [
+  'OTEL_SDK_DISABLED',
+  'OTEL_TRACES_EXPORTER',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_SERVICE_NAME',
+  'OTEL_METRICS_EXPORTER',
+  'OTEL_LOGS_EXPORTER',
+] as const;
+
 export type RunningOtelSdk = { shutdown(): Promise<void> };
 
 /** True when the environment asks for traces to be exported. */

@@ -12,6 +12,7 @@ import { parse as parseYaml } from 'yaml';
 import { ENV_HOOK_VARIABLES } from '../../src/config/envHooks.ts';
 import { loadSettings, SETTING_NAMES, SettingsSchema } from '../../src/config/settings.ts';
 import * as D from '../../src/contract/defaults.ts';
+import { OTEL_WORKER_VARIABLES } from '../../src/worker/otelSdk.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -221,7 +222,7 @@ const documentedNames = (() => {
 })();
 const ENV_HOOK_NAMES: string[] = Object.values(ENV_HOOK_VARIABLES);
 /** What a hookrelay container may be given: the settings schema's names and the environment hooks'. */
-const ACCEPTED: string[] = [...SETTING_NAMES, ...ENV_HOOK_NAMES];
+const ACCEPTED: string[] = [...SETTING_NAMES, ...ENV_HOOK_NAMES, ...OTEL_WORKER_VARIABLES];
 
 /** Compose interpolation: ${V}, ${V:-d}, ${V-d}, ${V:?m}, ${V?m}, $$. Throws where compose would refuse. */
 function interpolate(value: string, vars: Record<string, string>): string {
