@@ -30,7 +30,7 @@ import {
   type ReplayResult,
 } from '../queue/replay.ts';
 import type { Db } from '../store/db.ts';
-import { deliveryStatuses, getDeliveryRow, listDeliveries, type DeliveryFilter } from '../store/deliveriesRepo.ts';
+import { deliveryStatuses, getDeliveryRow, listDeliveries, toDelivery, type DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { FilterInputError, deliveryFilterFrom, type FilterFields } from '../store/deliveryFilterInput.ts';
 import { attemptsPerMinute, ledgerStats, replayableStatuses } from '../store/replayRepo.ts';
 import { CLEARED_COOKIE, callerOf, csrfValue, sameOrigin, sameSecret, sessionCookie, type Caller } from './auth.ts';
@@ -197,28 +197,9 @@ export function createConsole(options: ConsoleOptions): Console {
   }
 
   async function deliveryDetail(id: string): Promise<DeliveryDetail | undefined> {
-    const r = await getDeliveryRow(db, id);
-    if (!r) return undefined;
-    return {
-      id: r.id,
-      status: r.status,
-      eventType: r.eventType,
-      hookId: r.hookId,
-      operationId: r.operationId,
-      attemptCount: r.attemptCount,
-      lastErrorClass: r.lastErrorClass,
-      lastHttpStatus: r.lastHttpStatus,
-      createdAt: r.createdAt,
-      transport: r.transport,
-      generation: r.generation,
-      endpointKey: r.endpointKey,
-      hook: r.hook,
-      payload: r.payload,
-      attempts: r.attempts,
-      updatedAt: r.updatedAt,
-      deliveredAt: r.deliveredAt,
-      nextAttemptAt: r.nextAttemptAt,
-    };
+    const row = await getDeliveryRow(db, id);
+    // The ledger's own mapping (toDelivery), plus what only an operator sees: endpoint, hook snapshot, payload.
+    return row ? { ...toDelivery(row), endpointKey: row.endpointKey, hook: row.hook, payload: row.payload } : undefined;
   }
 
   async function runReplay(ids: readonly string[]): Promise<ReplayResult[]> {

@@ -1,4 +1,3 @@
-import type { CriticalFailure } from '../contract/criticalError.ts';
 import type { SerializedHook } from '../contract/hook.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';

@@ -18,7 +18,6 @@ import type { ParsedSerializedHook } from '../contract/hook.ts';
 import { endpointKey } from '../contract/endpoint.ts';
 import { isEnvHookId } from '../contract/hookTypes.ts';
 import type { TemplateEnvPattern } from '../contract/templateSources.ts';
-import { parseSerializedHook } from '../contract/validate.ts';
 import { timeoutMs } from '../contract/webhook.ts';
 import { deliverNotification, type NotificationFailure, type NotificationResult } from '../delivery/deliver.ts';
 import type { FetchTransport } from '../delivery/fetchTransport.ts';

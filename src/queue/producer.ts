@@ -5,7 +5,6 @@
  * when Redis is away (`queued: false`); the worker's reconciler adds the missing jobs.
  */
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { EventValidationError } from '../contract/errors.ts';
 import { IngestEventSchema, serializeEventJson } from '../contract/events.ts';
 import { isControlHook, type ParsedSerializedHook } from '../contract/hook.ts';

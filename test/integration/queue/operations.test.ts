@@ -28,33 +28,42 @@ describe('worker operations: HTTP server, retention, Postgres outages', () => {
 
   it('§13: /healthz, /readyz and /metrics answer on HOOKRELAY_HTTP_PORT=0 (any free port)', async () => {
     const worker = await stack.startWorker();
-    expect(worker.httpPort).toBeGreaterThan(0);
-    const base = `http://127.0.0.1:${worker.httpPort}`;
-    expect((await fetch(`${base}/healthz`)).status).toBe(200);
-    const ready = await fetch(`${base}/readyz`);
-    expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ ready: true, checks: { redis: true, postgres: true } });
-    const { deliveryIds } = await stack.producer.enqueue({ operationId: 'op-m', type: 'onComplete', event: {}, hooks: [fetchHook('m', `${rx.url}/m`)] });
-    await waitFor(async () => (await stack.producer.getDelivery(deliveryIds[0] as string))?.status === 'delivered');
-    const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(metrics).toMatch(/hookrelay_delivery_attempts_total\{outcome="delivered",transport="fetch"\} [1-9]/);
-    expect(metrics).toMatch(/# HELP hookrelay_delivery_attempts_total Delivery attempts, every try counted \(retries included\)/);
-    expect(metrics).toMatch(/hookrelay_deliveries_finished_total\{outcome="delivered",transport="fetch"\} [1-9]/);
-    expect(metrics).toMatch(/hookrelay_ledger_rows\{status="delivered"\} [1-9]/);
-    expect(metrics).toMatch(/hookrelay_ledger_rows\{status="failed"\} 0/);
-    expect(metrics).toMatch(/hookrelay_oldest_undelivered_age_seconds \d/);
-    // Standard process metric names (stock dashboards), no hookrelay_ prefix on them.
-    expect(metrics).toMatch(/^process_cpu_seconds_total /m);
-    expect(metrics).toMatch(/^nodejs_eventloop_lag_seconds /m);
-    expect(metrics).not.toMatch(/hookrelay_process_|hookrelay_nodejs_/);
-    // HELP texts speak to operators: no specification rule ids.
-    for (const help of metrics.split('\n').filter((l) => l.startsWith('# HELP hookrelay_'))) expect(help).not.toMatch(/\([A-Z]\d+[a-z]?\)|§/);
-    expect(metrics).toMatch(/hookrelay_attempt_duration_seconds_bucket/);
-    expect(metrics).toMatch(/hookrelay_queue_jobs\{state="waiting"\} 0/);
-    expect(metrics).toMatch(/hookrelay_reconciled_total/);
-    expect(metrics).toMatch(/hookrelay_critical_failures_total 0/);
-    expect((await fetch(`${base}/nope`)).status).toBe(404);
-    await worker.stop();
+    // Stopped whatever happens: a worker left running would touch the next tests' rows.
+    try {
+      expect(worker.httpPort).toBeGreaterThan(0);
+      const base = `http://127.0.0.1:${worker.httpPort}`;
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      const ready = await fetch(`${base}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toEqual({ ready: true, checks: { redis: true, postgres: true } });
+      const { deliveryIds } = await stack.producer.enqueue({ operationId: 'op-m', type: 'onComplete', event: {}, hooks: [fetchHook('m', `${rx.url}/m`)] });
+      await waitFor(async () => (await stack.producer.getDelivery(deliveryIds[0] as string))?.status === 'delivered');
+      // The counters move right after the ledger write the status check above saw: poll for them.
+      let metrics = '';
+      await waitFor(async () => {
+        metrics = await (await fetch(`${base}/metrics`)).text();
+        return /hookrelay_deliveries_finished_total\{outcome="delivered",transport="fetch"\} [1-9]/.test(metrics);
+      });
+      expect(metrics).toMatch(/hookrelay_delivery_attempts_total\{outcome="delivered",transport="fetch"\} [1-9]/);
+      expect(metrics).toMatch(/# HELP hookrelay_delivery_attempts_total Delivery attempts, every try counted \(retries included\)/);
+      expect(metrics).toMatch(/hookrelay_deliveries_finished_total\{outcome="delivered",transport="fetch"\} [1-9]/);
+      expect(metrics).toMatch(/hookrelay_ledger_rows\{status="delivered"\} [1-9]/);
+      expect(metrics).toMatch(/hookrelay_ledger_rows\{status="failed"\} 0/);
+      expect(metrics).toMatch(/hookrelay_oldest_undelivered_age_seconds \d/);
+      // Standard process metric names (stock dashboards), no hookrelay_ prefix on them.
+      expect(metrics).toMatch(/^process_cpu_seconds_total /m);
+      expect(metrics).toMatch(/^nodejs_eventloop_lag_seconds /m);
+      expect(metrics).not.toMatch(/hookrelay_process_|hookrelay_nodejs_/);
+      // HELP texts speak to operators: no specification rule ids.
+      for (const help of metrics.split('\n').filter((l) => l.startsWith('# HELP hookrelay_'))) expect(help).not.toMatch(/\([A-Z]\d+[a-z]?\)|§/);
+      expect(metrics).toMatch(/hookrelay_attempt_duration_seconds_bucket/);
+      expect(metrics).toMatch(/hookrelay_queue_jobs\{state="waiting"\} 0/);
+      expect(metrics).toMatch(/hookrelay_reconciled_total/);
+      expect(metrics).toMatch(/hookrelay_critical_failures_total 0/);
+      expect((await fetch(`${base}/nope`)).status).toBe(404);
+    } finally {
+      await worker.stop();
+    }
   });
 
   it('§13: a busy HTTP port is logged and delivery goes on', async () => {
