@@ -14,7 +14,7 @@ import type { EmailLookup } from '../payload/emailCache.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { activeTracer, inSpan } from '../observability/tracing.ts';
 import { evaluateControls, type ToolCallControlOutcome } from '../control/evaluateControls.ts';
-import type { AgentHooksBinding } from '../interception/agentHooks.ts';
+import type { AgentHooksAttachment, AgentHooksBinding } from '../interception/agentHooks.ts';
 import type { InterceptionEmitter } from '../interception/emitter.ts';
 import { AgentHooksInstallError } from '../interception/errors.ts';
 import { type ControlRunner, createControlRunner } from './controlRunner.ts';
@@ -146,13 +146,15 @@ export class HookDispatcher {
    * installation per dispatcher: a dispatcher built with `emitter`, or one that already has a
    * bundle, refuses a second.
    */
-  attachAgentHooks(binding: AgentHooksBinding): void {
+  attachAgentHooks(binding: AgentHooksBinding): AgentHooksAttachment {
     if (this.#seam !== undefined) {
       throw new AgentHooksInstallError(
         'this dispatcher already has an AGENT-HOOKS-0.1 emitter (its `emitter` option or a bundle): install one bundle per agent (stacked bundles are refused)',
       );
     }
-    this.#seam = createInterceptionSeam(binding.emitter, { posture: binding.posture, session: binding.session, logger: this.#logger });
+    const seam = createInterceptionSeam(binding.emitter, { posture: binding.posture, session: binding.session, logger: this.#logger });
+    this.#seam = seam;
+    return { release: (operationId) => seam.forget(operationId) };
   }
 
   /** I4: true when an AGENT-HOOKS-0.1 emitter reviews this dispatcher's tool calls (post_tool_call too). */

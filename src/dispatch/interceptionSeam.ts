@@ -187,6 +187,11 @@ export function createInterceptionSeam(emitter: InterceptionEmitter, options: In
       return JSON.stringify(target) !== JSON.stringify(original) ? { result: resultFromTarget(target, result as ToolCallResult) } : {};
     },
 
+    forget(operationId) {
+      const session = sessions.get(operationId);
+      if (session !== undefined && !session.owned) sessions.delete(operationId);
+    },
+
     async drain() {
       await Promise.allSettled([...lifecycle]);
     },

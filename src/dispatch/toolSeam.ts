@@ -18,6 +18,8 @@ export interface ToolSeam {
     result: ToolCallResult | undefined,
     signal: AbortSignal | undefined,
   ): Promise<{ outcome?: ToolCallControlOutcome; context?: ToolCallHookContext; result?: ToolCallResult }>;
+  /** Drops the operation's application-owned session (a run of it ended), so its next tool call looks again; no emission. */
+  forget(operationId: string): void;
   /** Settles once every lifecycle emission started so far has been recorded. */
   drain(): Promise<void>;
 }

@@ -11,8 +11,11 @@ import type { Interceptor } from './interceptor.ts';
  * run (`startRun({ operationId })`) join that run's session. One installation per dispatcher.
  */
 export type AgentHooksHost = {
-  attachAgentHooks(binding: AgentHooksBinding): void;
+  attachAgentHooks(binding: AgentHooksBinding): AgentHooksAttachment | void;
 };
+
+/** What an installation hands back: `release` at a linked run's end, so the operation's next run gets its own session. */
+export type AgentHooksAttachment = { release(operationId: string): void };
 
 export type AgentHooksBinding = {
   emitter: InterceptionEmitter;
@@ -94,6 +97,7 @@ export class AgentHooks {
   readonly #persistence: Persistence;
   readonly #posture: ToolSeamHostError;
   readonly #runsByOperation = new Map<string, AgentRun>();
+  #attachment: AgentHooksAttachment | undefined;
   readonly #activeSessions = new Set<string>();
 
   constructor(options: AgentHooksOptions) {
@@ -133,7 +137,12 @@ export class AgentHooks {
     this.#options = options;
     this.emitter = emitter ?? new InterceptionEmitter({ ...options, interceptors: interceptors ?? [] });
     // The dispatcher refuses too when it was built with its own `emitter` (one seam per dispatcher).
-    dispatcher?.attachAgentHooks({ emitter: this.emitter, session: (operationId) => this.#runsByOperation.get(operationId)?.builder, posture: this.#posture });
+    this.#attachment =
+      dispatcher?.attachAgentHooks({
+        emitter: this.emitter,
+        session: (operationId) => this.#runsByOperation.get(operationId)?.builder,
+        posture: this.#posture,
+      }) ?? undefined;
     if (dispatcher !== undefined) installedOnHost.set(dispatcher, this);
     if (session !== undefined) installedOnSession.set(session, this);
   }
@@ -195,7 +204,10 @@ export class AgentHooks {
       owner: this,
       onEnd: () => {
         this.#activeSessions.delete(builder.sessionId);
-        if (operationId !== undefined) this.#runsByOperation.delete(operationId);
+        if (operationId !== undefined) {
+          this.#runsByOperation.delete(operationId);
+          this.#attachment?.release(operationId);
+        }
       },
     });
     if (operationId !== undefined) this.#runsByOperation.set(operationId, run);

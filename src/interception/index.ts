@@ -20,6 +20,7 @@ export {
   type AgentHooksOptions,
   type AgentHooksHost,
   type AgentHooksBinding,
+  type AgentHooksAttachment,
   type StartRunOptions,
 } from './agentHooks.ts';
 export type {

@@ -21,7 +21,8 @@ import { startDeliveryWorker, type RunningDeliveryWorker } from '../../../src/wo
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { TEST_REDIS_URL } from '../../support/redisKeys.ts';
-import { waitFor } from '../queue/harness.ts';
+import { createStack, fetchHook, waitFor } from '../queue/harness.ts';
+import { startQStashServer } from '../../support/qstashServer.ts';
 
 const SECRET = `otel-secret-${randomBytes(6).toString('hex')}`;
 
@@ -155,6 +156,30 @@ describe('OTel: spans from dispatch to the receiver', () => {
     const req = rx.requests.filter((r) => r.headers['webhook-id'] === row!.id).at(-1)!;
     expect(String(req.headers.traceparent).split('-')[1]).toBe(replay!.spanContext().traceId);
   });
+
+  it('OTel: through QStash too — the published message forwards traceparent and the receiver joins the trace', async () => {
+    const qstash = await startQStashServer({ retryBackoffMs: 10 });
+    const stack = await createStack('otelq');
+    try {
+      await stack.startWorker({ QSTASH_URL: qstash.url, QSTASH_TOKEN: qstash.token, HOOKRELAY_ALLOWED_CIDRS: '127.0.0.0/8' });
+      const { deliveryIds } = await stack.producer.enqueue({
+        operationId: 'op-q',
+        type: 'onComplete',
+        event: {},
+        hooks: [fetchHook('q', `${rx.url}/via-qstash`, { delivery: 'qstash' })],
+      });
+      await waitFor(() => rx.requests.some((r) => r.path === '/via-qstash'), 15_000, 'the QStash-forwarded delivery');
+      const enqueue = spans('hookrelay.enqueue').find((sp) => sp.attributes['hookrelay.operation_id'] === 'op-q')!;
+      const deliver = spans('hookrelay.deliver').find((sp) => sp.attributes['hookrelay.delivery_id'] === deliveryIds[0])!;
+      expect(deliver.attributes).toMatchObject({ 'hookrelay.transport': 'qstash', 'hookrelay.outcome': 'accepted_by_qstash' });
+      expect(deliver.spanContext().traceId).toBe(enqueue.spanContext().traceId);
+      const req = rx.requests.find((r) => r.path === '/via-qstash')!;
+      expect(String(req.headers.traceparent).split('-')[1]).toBe(enqueue.spanContext().traceId);
+    } finally {
+      await stack.cleanup();
+      await qstash.close();
+    }
+  }, 30_000);
 
   it('OTel: a decision webhook call is a hookrelay.decision span with its outcome, and its request carries traceparent', async () => {
     rx.setHandler({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision: 'deny', reason: 'policy' }) });

@@ -499,6 +499,35 @@ describe('run adapter: an application-owned session across runs (seed 003 …_fr
     expect(new Set(o.seen.map((s) => s.session))).toEqual(new Set(['conversation-42']));
   });
 
+  it('installed on a dispatcher, two runs of one operation in turn: each run’s evaluated tool calls join that run’s own session', async () => {
+    const o = observer();
+    const dispatcher = new HookDispatcher({ logger: silentLogger() });
+    const hooks = createAgentHooks({ interceptors: [o.interceptor], dispatcher });
+    const call = (id: string) => ({
+      toolCallId: id,
+      assistantMessageId: 'm',
+      identifier: 'search',
+      apiName: 'web',
+      args: { q: id },
+      callIndex: 0,
+      stepIndex: 0,
+      operationId: 'op-9',
+      executor: 'server' as const,
+    });
+    for (const sessionId of ['turn-1', 'turn-2']) {
+      const run = hooks.startRun({ input: sessionId, operationId: 'op-9', sessionId });
+      await run.ready;
+      if (sessionId === 'turn-1') dispatcher.register('op-9', []); // after startRun, as documented
+      expect(await dispatcher.evaluateToolCall('op-9', call(sessionId))).toMatchObject({ status: 'allow' });
+      await run.end();
+    }
+    dispatcher.unregister('op-9');
+    await dispatcher.close();
+    const tools = o.seen.filter((s) => s.point === 'pre_tool_call');
+    expect(tools.map((t) => t.session)).toEqual(['turn-1', 'turn-2']);
+    expect(tools.map((t) => t.sequence)).toEqual([2, 2]); // startup 0, input 1, the tool call 2 — in each run's session
+  });
+
   it('installed on a dispatcher, the tool calls the dispatcher evaluates for a run’s operation join the run’s session', async () => {
     const o = observer((ctx) => (ctx.interception_point === 'pre_tool_call' ? Verdict.transform('$target.q', 'safe') : Verdict.allow()));
     const dispatcher = new HookDispatcher({ logger: silentLogger() });
