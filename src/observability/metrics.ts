@@ -149,8 +149,8 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
       registers: [registry],
     }),
     finished: new Counter({
-      name: 'hookrelay_deliveries_finished_total',
-      help: 'Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed), each counted once; a QStash callback later is counted in hookrelay_qstash_callbacks_total',
+      name: 'hookrelay_deliveries_total',
+      help: 'Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed), each counted once (every try is in hookrelay_delivery_attempts_total; a later QStash callback in hookrelay_qstash_callbacks_total)',
       labelNames: ['outcome', 'transport'],
       registers: [registry],
     }),

@@ -127,6 +127,11 @@ describe('OTel: spans from dispatch to the receiver', () => {
     expect(first!.attributes).toMatchObject({ 'hookrelay.attempt': 1, 'hookrelay.outcome': 'retrying', 'http.response.status_code': 503, 'error.type': '503' });
     expect(second!.attributes).toMatchObject({ 'hookrelay.attempt': 2, 'hookrelay.outcome': 'delivered' });
     expect(first!.status.code).toBe(2); // ERROR
+    // The metrics say the same: the retry is an attempt, not a finished delivery.
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/hookrelay_delivery_attempts_total\{outcome="retrying",transport="fetch"\} [1-9]/);
+    expect(metrics).toMatch(/hookrelay_deliveries_total\{outcome="delivered",transport="fetch"\} [1-9]/);
+    expect(metrics).not.toMatch(/hookrelay_deliveries_total\{outcome="retrying"/);
   });
 
   it('OTel: a replay starts a new trace linked to the original; its attempt continues the replay trace', async () => {

@@ -42,11 +42,11 @@ describe('worker operations: HTTP server, retention, Postgres outages', () => {
       let metrics = '';
       await waitFor(async () => {
         metrics = await (await fetch(`${base}/metrics`)).text();
-        return /hookrelay_deliveries_finished_total\{outcome="delivered",transport="fetch"\} [1-9]/.test(metrics);
+        return /hookrelay_deliveries_total\{outcome="delivered",transport="fetch"\} [1-9]/.test(metrics);
       });
       expect(metrics).toMatch(/hookrelay_delivery_attempts_total\{outcome="delivered",transport="fetch"\} [1-9]/);
       expect(metrics).toMatch(/# HELP hookrelay_delivery_attempts_total Delivery attempts, every try counted \(retries included\)/);
-      expect(metrics).toMatch(/hookrelay_deliveries_finished_total\{outcome="delivered",transport="fetch"\} [1-9]/);
+      expect(metrics).toMatch(/hookrelay_deliveries_total\{outcome="delivered",transport="fetch"\} [1-9]/);
       expect(metrics).toMatch(/hookrelay_ledger_rows\{status="delivered"\} [1-9]/);
       expect(metrics).toMatch(/hookrelay_ledger_rows\{status="failed"\} 0/);
       expect(metrics).toMatch(/hookrelay_oldest_undelivered_age_seconds \d/);
