@@ -287,7 +287,7 @@ export class AgentRun {
       if (pending !== undefined) await judge(covered + pending, undefined);
       pending = event.text;
     }
-    const finishReason = assembly.response().finishReason;
+    const finishReason = assembly.effectiveFinishReason;
     if (assembly.chunks.length === 0) {
       // No text at all (a tool-only response): one ordinary emission, nothing to release.
       const ctx = b.postModelCall({ modelId, content: null, toolCalls: await this.#project('post_model_call', assembly.toolCalls, true), finishReason });

@@ -108,8 +108,13 @@ export class StreamAssembly {
   }
 
   /** Text-only streams carry a string; a stream that produced no text at all carries `null`, as a tool-only response does. */
-  response(finishReason?: string): ModelResponse {
+  /** The finish part's reason, else what a response with these tool calls defaults to. */
+  get effectiveFinishReason(): string {
+    return this.finishReason ?? defaultFinishReason(this.toolCalls);
+  }
+
+  response(): ModelResponse {
     const content = this.chunks.length === 0 ? null : this.text;
-    return { content, toolCalls: [...this.toolCalls], finishReason: finishReason ?? this.finishReason ?? defaultFinishReason(this.toolCalls) };
+    return { content, toolCalls: [...this.toolCalls], finishReason: this.effectiveFinishReason };
   }
 }

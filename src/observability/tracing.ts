@@ -126,4 +126,4 @@ export function redactedUrl(raw: string): string {
   }
 }
 
-export { ROOT_CONTEXT, context, trace };
+export { ROOT_CONTEXT, trace };
