@@ -80,6 +80,13 @@ export const deliveries = pgTable(
     /** W3C trace context (`traceparent`, then `\n` + `tracestate`) of the span that enqueued it; null without tracing. */
     traceContext: text('trace_context'),
     occurredAt: timestamp('occurred_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    /**
+     * Q3: when this generation gives up (its first attempt or first wait + the schedule + slack);
+     * set by the worker, null until then, and null for a row held by an operator's `--hold`.
+     */
+    deadlineAt: timestamp('deadline_at', { withTimezone: true, mode: 'date' }),
+    /** Why a `failed` row failed: the last attempt's class, or circuit_open / endpoint_busy / rate_limited / endpoint_disabled. */
+    failureReason: text('failure_reason'),
     ...timestamps,
     deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),
   },
@@ -106,6 +113,8 @@ export const endpoints = pgTable('endpoints', {
   /** `operator` or `auto` (no success for HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS). */
   disabledBy: text('disabled_by'),
   disabledReason: text('disabled_reason'),
+  /** Disabled with `--hold`: its deliveries are kept (held, no deadline) until an operator acts. */
+  hold: boolean('hold').notNull().default(false),
   /** Overrides HOOKRELAY_ENDPOINT_CONCURRENCY for this endpoint. */
   concurrency: integer('concurrency'),
   /** Deliveries per second across workers; a hook's own webhook.rateLimit wins when lower. */
