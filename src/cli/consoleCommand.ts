@@ -35,8 +35,10 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
       const logger = createLogger({ level: settings.LOG_LEVEL });
       const store = await openCliStore(settings);
       const operator = openOperatorQueue(settings);
-      const app = createConsole({ db: store.db, settings, operator, token, logger });
       const host = flags.host ?? DEFAULT_CONSOLE_HOST;
+      let port: number | undefined;
+      // Without HOOKRELAY_CONSOLE_ORIGIN, browser forms must come from the address it listens on.
+      const app = createConsole({ db: store.db, settings, operator, token, logger, listening: () => (port === undefined ? undefined : { host, port }) });
       const server = await startHttpServer({
         port: flags.port ?? DEFAULT_CONSOLE_PORT,
         host,
@@ -52,6 +54,7 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
       try {
         if (server.port === undefined)
           throw new CliUsageError(`could not listen on ${host}:${flags.port ?? DEFAULT_CONSOLE_PORT} (in use?): pick another with --port`);
+        port = server.port;
         process.stdout.write(
           `hookrelay console on http://${host.includes(':') ? `[${host}]` : host}:${server.port}/console (sign in with HOOKRELAY_CONSOLE_TOKEN); Ctrl-C stops it\n`,
         );

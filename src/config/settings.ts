@@ -8,6 +8,28 @@ const intFrom = (min: number) => z.coerce.number().int().min(min);
 /** An absolute http(s) URL (APP_URL, HOOKRELAY_PUBLIC_URL, QSTASH_URL are bases for HTTP requests). */
 const httpUrl = () => z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: 'must be an http(s) URL' });
 
+const DURATION_UNIT_S: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3_600, d: 86_400 };
+/** A duration (`90s`, `30m`, `12h`, `7d`, or bare seconds) between 1 minute and 30 days, read as seconds. */
+const consoleDuration = () =>
+  z
+    .string()
+    .regex(/^\s*\d{1,9}\s*[smhd]?\s*$/, { message: 'must be a duration such as 30m, 12h or 7d (or seconds)' })
+    .transform((v) => {
+      const m = /^\s*(\d+)\s*([smhd]?)\s*$/.exec(v) as RegExpExecArray;
+      return Number(m[1]) * (DURATION_UNIT_S[m[2] || 's'] as number);
+    })
+    .refine((s) => s >= 60 && s <= 30 * 86_400, { message: 'must be between 1m and 30d' });
+
+/** Why a HOOKRELAY_CONSOLE_ORIGIN value is not a bare http(s) origin, or undefined when it is. */
+export function consoleOriginProblem(v: string): string | undefined {
+  const rule = 'must be an http(s) origin such as https://console.example.com or http://127.0.0.1:8788 (no path, query or credentials)';
+  if (!URL.canParse(v)) return rule;
+  const u = new URL(v);
+  if (!/^https?:$/.test(u.protocol) || u.username !== '' || u.password !== '' || u.search !== '' || u.hash !== '' || u.pathname !== '/') return rule;
+  if (v.includes('?') || v.includes('#')) return rule;
+  return undefined;
+}
+
 /** SPEC §13: every variable, its default and its rule. One source of truth for the README table. */
 export const SettingsSchema = z.object({
   DATABASE_URL: z.string().url().optional(),
@@ -76,7 +98,7 @@ export const SettingsSchema = z.object({
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
     .default('true')
     .transform((v) => /^(true|1)$/i.test(v)),
-  /** W2: which variables hook templates may read (comma-separated names, `*` globs, `none`); hookrelay's own never. */
+  /** W2: which variables hook templates may read (comma-separated names, `*` globs, `none`); default `none` (deny by default); reserved names never. */
   HOOKRELAY_TEMPLATE_ENV: z
     .string()
     .default(DEFAULT_TEMPLATE_ENV)
@@ -89,6 +111,24 @@ export const SettingsSchema = z.object({
    * the token every request must carry (login form or `Authorization: Bearer`). Unset = no console.
    */
   HOOKRELAY_CONSOLE_TOKEN: z.string().min(16, { message: 'must be at least 16 characters (e.g. openssl rand -hex 24)' }).optional(),
+  /**
+   * The console's public origin (`scheme://host[:port]`, as the browser's address bar shows it):
+   * browser forms must come from it, and an https origin makes the session cookie `Secure`.
+   * Unset = the address the console listens on (`http://127.0.0.1:<port>`, also `localhost`).
+   */
+  HOOKRELAY_CONSOLE_ORIGIN: z
+    .string()
+    .transform((v, ctx) => {
+      const problem = consoleOriginProblem(v.trim());
+      if (!problem) return new URL(v.trim()).origin;
+      ctx.addIssue({ code: 'custom', message: problem });
+      return z.NEVER;
+    })
+    .optional(),
+  /** A console session ends after this long without a request (`30m`, `2h`, or seconds); 1 minute to 30 days. */
+  HOOKRELAY_CONSOLE_IDLE_TIMEOUT: consoleDuration().prefault('30m'),
+  /** A console session ends this long after sign-in, however busy (`12h`, `7d`, or seconds); 1 minute to 30 days. */
+  HOOKRELAY_CONSOLE_SESSION_MAX_AGE: consoleDuration().prefault('12h'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(D.DEFAULT_LOG_LEVEL),
   QSTASH_URL: httpUrl().optional(),
   QSTASH_TOKEN: z.string().optional(),

@@ -1,20 +1,15 @@
 /**
- * Console authentication: one operator token (HOOKRELAY_CONSOLE_TOKEN). A browser signs in once
- * with it and holds an HttpOnly, SameSite=Strict cookie derived from it (never the token
- * itself); API clients send `Authorization: Bearer <token>`. Every mutating request from a
- * cookie session also carries a CSRF value derived from the token and passes an Origin check.
- * Rotating the token signs every session out. Pure apart from HMAC.
+ * Console authentication, the pure parts: one operator token (HOOKRELAY_CONSOLE_TOKEN). A browser
+ * signs in once with it and then holds only a random session id in an HttpOnly, SameSite=Strict
+ * cookie (sessions.ts keeps the sessions in Redis); API clients send `Authorization: Bearer
+ * <token>`. Every mutating request from a cookie session also carries a CSRF value derived from
+ * that session's id and must come from the console's public origin (HOOKRELAY_CONSOLE_ORIGIN, or
+ * the address it listens on) — never judged by the request's own Host header.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
 export const SESSION_COOKIE = 'hookrelay_console';
-/** A session lasts 12 hours; then the operator signs in again. */
-export const SESSION_MAX_AGE_S = 12 * 60 * 60;
-
-function derive(token: string, purpose: string): string {
-  return createHmac('sha256', token).update(`hookrelay-console:${purpose}`).digest('base64url');
-}
 
 /** Constant-time comparison of two strings of any length. */
 export function sameSecret(a: string, b: string): boolean {
@@ -23,51 +18,56 @@ export function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(ha, hb);
 }
 
-export function sessionValue(token: string): string {
-  return derive(token, 'session');
+/** The CSRF value of one session: unguessable without its id, different for every session. */
+export function csrfValue(sessionId: string): string {
+  return createHmac('sha256', sessionId).update('hookrelay-console:csrf').digest('base64url');
 }
 
-export function csrfValue(token: string): string {
-  return derive(token, 'csrf');
+export function sessionCookie(sessionId: string, p: { maxAgeSeconds: number; secure: boolean }): string {
+  return `${SESSION_COOKIE}=${sessionId}; HttpOnly; SameSite=Strict; Path=/console; Max-Age=${p.maxAgeSeconds}${p.secure ? '; Secure' : ''}`;
 }
 
-export function sessionCookie(token: string, secure: boolean): string {
-  return `${SESSION_COOKIE}=${sessionValue(token)}; HttpOnly; SameSite=Strict; Path=/console; Max-Age=${SESSION_MAX_AGE_S}${secure ? '; Secure' : ''}`;
+export function clearedCookie(secure: boolean): string {
+  return `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/console; Max-Age=0${secure ? '; Secure' : ''}`;
 }
 
-export const CLEARED_COOKIE = `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/console; Max-Age=0`;
-
-function cookieOf(req: IncomingMessage, name: string): string | undefined {
+/** The session cookie's value as sent, or undefined. */
+export function sessionIdOf(req: IncomingMessage): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
   }
   return undefined;
 }
 
-export type Caller = { kind: 'bearer' } | { kind: 'session' } | { kind: 'anonymous' };
-
-/** Who is asking: a bearer token, a signed-in browser, or nobody. */
-export function callerOf(req: IncomingMessage, token: string): Caller {
+/** `ok` for the right bearer token, `wrong` for another, `none` without an Authorization bearer. */
+export function bearerOf(req: IncomingMessage, token: string): 'ok' | 'wrong' | 'none' {
   const auth = req.headers.authorization;
-  if (typeof auth === 'string' && auth.startsWith('Bearer ')) return sameSecret(auth.slice(7).trim(), token) ? { kind: 'bearer' } : { kind: 'anonymous' };
-  const cookie = cookieOf(req, SESSION_COOKIE);
-  return cookie !== undefined && sameSecret(cookie, sessionValue(token)) ? { kind: 'session' } : { kind: 'anonymous' };
+  if (typeof auth !== 'string' || !auth.startsWith('Bearer ')) return 'none';
+  return sameSecret(auth.slice(7).trim(), token) ? 'ok' : 'wrong';
+}
+
+const LOOPBACK_OR_ANY = new Set(['', '0.0.0.0', '::', '127.0.0.1', 'localhost', '::1']);
+
+/**
+ * The origins a browser may use when HOOKRELAY_CONSOLE_ORIGIN is unset: the address the console
+ * listens on. Bound to loopback or every interface, that is this machine's loopback names
+ * (`http://127.0.0.1:<port>`, `http://localhost:<port>`, `http://[::1]:<port>`); anything else
+ * must be configured (a proxy's https name, a LAN address seen through another name).
+ */
+export function defaultConsoleOrigins(host: string | undefined, port: number): string[] {
+  const h = (host ?? '').replace(/^\[|\]$/g, '');
+  if (LOOPBACK_OR_ANY.has(h)) return [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`];
+  return [new URL(`http://${h.includes(':') ? `[${h}]` : h}:${port}`).origin];
 }
 
 /**
- * A browser form may change something only from this origin: the Origin header (sent by every
- * current browser on POST) must name this host; absent, the Referer must. SameSite=Strict already
- * keeps the cookie off cross-site requests; this is the second lock.
+ * A browser form may change something only from the console's public origin: the Origin header
+ * (sent by every current browser on POST) must be one of `allowed`; absent, the Referer's origin
+ * must. SameSite=Strict already keeps the cookie off cross-site requests; this is the second lock.
  */
-export function sameOrigin(req: IncomingMessage): boolean {
-  const host = req.headers.host;
-  if (!host) return false;
+export function sameOrigin(req: IncomingMessage, allowed: readonly string[]): boolean {
   const origin = req.headers.origin ?? req.headers.referer;
-  if (typeof origin !== 'string' || origin === 'null') return false;
-  try {
-    return new URL(origin).host === host;
-  } catch {
-    return false;
-  }
+  if (typeof origin !== 'string' || origin === 'null' || !URL.canParse(origin)) return false;
+  return allowed.includes(new URL(origin).origin);
 }

@@ -7,9 +7,10 @@
  * queue only through the functions the CLI uses (store/*, queue/replay.ts, queue/endpointViews.ts).
  *
  * Security: it exists only with HOOKRELAY_CONSOLE_TOKEN; every request but the sign-in page and
- * the static assets needs the token (session cookie or bearer); every POST from a cookie session
- * needs the CSRF value and a same-origin Origin; a wrong or missing token is 401 and changes
- * nothing; every response carries a strict Content-Security-Policy (no inline script or style).
+ * the static assets needs a live server-side session (cookie, sessions.ts) or the bearer token;
+ * every POST from a cookie session needs the session's CSRF value and an Origin equal to the
+ * console's public origin; a wrong or missing credential is 401 and changes nothing; a bad query
+ * value is 400 (never 500); every response carries a strict Content-Security-Policy.
  */
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -33,7 +34,10 @@ import type { Db } from '../store/db.ts';
 import { deliveryStatuses, getDeliveryRow, listDeliveries, toDelivery, type DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { FilterInputError, deliveryFilterFrom, type FilterFields } from '../store/deliveryFilterInput.ts';
 import { attemptsPerMinute, ledgerStats, replayableStatuses } from '../store/replayRepo.ts';
-import { CLEARED_COOKIE, callerOf, csrfValue, sameOrigin, sameSecret, sessionCookie, type Caller } from './auth.ts';
+import { DEFAULT_QUEUE_PREFIX } from '../queue/types.ts';
+import { bearerOf, clearedCookie, csrfValue, defaultConsoleOrigins, sameOrigin, sameSecret, sessionCookie, sessionIdOf } from './auth.ts';
+import { ConsoleInputError, badTextProblem, parseDeliveryIdSegment, parseOverviewHours, textParam } from './queryInput.ts';
+import { createSessionStore, type Session, type SessionRedis, type SessionStore } from './sessions.ts';
 import {
   BASE,
   deliveriesPage,
@@ -78,7 +82,20 @@ export type ConsoleOptions = {
   logger: Logger;
   /** Queue-depth sampling for the overview chart (default on; tests may turn it off). */
   sampleQueue?: boolean;
+  /**
+   * Where the console listens, once it does (the port may be chosen at bind time): without
+   * HOOKRELAY_CONSOLE_ORIGIN, browser forms must come from this address.
+   */
+  listening?: () => { host?: string; port: number } | undefined;
+  /** Session store override (tests); default: Redis through the operator's queue connection. */
+  sessions?: SessionStore;
 };
+
+/** Who is asking: the bearer token, a signed-in browser (its live session), or nobody. */
+type Caller = { kind: 'bearer' } | { kind: 'session'; session: Session; csrf: string } | { kind: 'anonymous' };
+
+/** How long a session lookup waits for Redis before the request is answered 503. */
+const SESSION_REDIS_TIMEOUT_MS = 3_000;
 
 export type Console = {
   /** Handles a request under /console; false for any other path (the caller answers it). */
@@ -100,13 +117,14 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ASSET_DIR = path.resolve(HERE, '../../assets/console');
 const requireFromHere = createRequire(import.meta.url);
 
-const ASSETS: Record<string, { file: () => string; type: string }> = {
-  'console.js': { file: () => path.join(ASSET_DIR, 'console.js'), type: 'text/javascript; charset=utf-8' },
-  'console.css': { file: () => path.join(ASSET_DIR, 'console.css'), type: 'text/css; charset=utf-8' },
+/** The only files served: a Map, so a name such as `__proto__` or `constructor` is just unknown (404). */
+const ASSETS: ReadonlyMap<string, { file: () => string; type: string }> = new Map([
+  ['console.js', { file: () => path.join(ASSET_DIR, 'console.js'), type: 'text/javascript; charset=utf-8' }],
+  ['console.css', { file: () => path.join(ASSET_DIR, 'console.css'), type: 'text/css; charset=utf-8' }],
   // Charts: uPlot's prebuilt browser bundle, served from the installed package (no CDN).
-  'uplot.js': { file: () => requireFromHere.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
-  'uplot.css': { file: () => requireFromHere.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' },
-};
+  ['uplot.js', { file: () => requireFromHere.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' }],
+  ['uplot.css', { file: () => requireFromHere.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' }],
+]);
 
 function filterFields(q: URLSearchParams): DeliveryFilterForm {
   const f: DeliveryFilterForm = {};
@@ -117,13 +135,37 @@ function filterFields(q: URLSearchParams): DeliveryFilterForm {
   return f;
 }
 
+/** A filter form's values are text Postgres can store (no NUL, no control characters, bounded). */
+function filterProblem(f: DeliveryFilterForm): string | undefined {
+  for (const [k, v] of Object.entries(f)) {
+    const problem = badTextProblem(v, k);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
 function toFilterFields(f: DeliveryFilterForm): FilterFields {
   return { status: f.status, operation: f.operation, hook: f.hook, event: f.type, since: f.since, until: f.until };
 }
 
 export function createConsole(options: ConsoleOptions): Console {
   const { db, settings, operator, token, logger } = options;
-  const csrf = csrfValue(token);
+  const sessions =
+    options.sessions ??
+    createSessionStore({
+      redis: async () => (await operator.queue().client) as unknown as SessionRedis,
+      keyPrefix: `${settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX}:${settings.HOOKRELAY_QUEUE}:console:session:`,
+      token,
+      timeouts: { idleSeconds: settings.HOOKRELAY_CONSOLE_IDLE_TIMEOUT, maxAgeSeconds: settings.HOOKRELAY_CONSOLE_SESSION_MAX_AGE },
+    });
+  /** The origins browser forms may come from: the configured public origin, else where the console listens. */
+  const allowedOrigins = (): readonly string[] => {
+    if (settings.HOOKRELAY_CONSOLE_ORIGIN) return [settings.HOOKRELAY_CONSOLE_ORIGIN];
+    const at = options.listening?.();
+    return at ? defaultConsoleOrigins(at.host, at.port) : [];
+  };
+  // The cookie is Secure when the public origin is https (a proxy in front terminates TLS).
+  const secureCookie = () => settings.HOOKRELAY_CONSOLE_ORIGIN?.startsWith('https:') === true;
   const assetCache = new Map<string, Buffer>();
   const depth: Array<[number, number]> = [];
 
@@ -162,10 +204,38 @@ export function createConsole(options: ConsoleOptions): Console {
     return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
   }
 
-  /** A change needs the token; from a browser session also the CSRF value and this origin. */
+  /** Redis's answer within the timeout, else 503 (a session cannot be checked or made without it). */
+  async function withSessions<T>(work: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        work(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('timeout')), SESSION_REDIS_TIMEOUT_MS);
+        }),
+      ]);
+    } catch (err) {
+      logger.warn({ err }, 'console sessions: Redis did not answer');
+      throw new HttpError(503, 'console sign-in sessions live in Redis, which does not answer now: try again shortly (Authorization: Bearer still works)');
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Who is asking. A wrong bearer is anonymous even with a good cookie (the caller meant the bearer). */
+  async function callerOf(req: IncomingMessage): Promise<Caller> {
+    const bearer = bearerOf(req, token);
+    if (bearer !== 'none') return bearer === 'ok' ? { kind: 'bearer' } : { kind: 'anonymous' };
+    const id = sessionIdOf(req);
+    if (id === undefined || id === '') return { kind: 'anonymous' };
+    const session = await withSessions(() => sessions.touch(id));
+    return session ? { kind: 'session', session, csrf: csrfValue(session.id) } : { kind: 'anonymous' };
+  }
+
+  /** A change needs the token; from a browser session also the session's CSRF value and the public origin. */
   function assertMayChange(req: IncomingMessage, caller: Caller, form: URLSearchParams): void {
     if (caller.kind === 'anonymous') throw new HttpError(401, 'sign in with the console token');
-    if (caller.kind === 'session' && (!sameSecret(form.get('_csrf') ?? '', csrf) || !sameOrigin(req))) {
+    if (caller.kind === 'session' && (!sameSecret(form.get('_csrf') ?? '', caller.csrf) || !sameOrigin(req, allowedOrigins()))) {
       throw new HttpError(403, 'this form is stale or came from another site: reload the page and try again');
     }
   }
@@ -211,13 +281,13 @@ export function createConsole(options: ConsoleOptions): Console {
     return results;
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: { csrf?: string }): Promise<void> {
     const p = url.pathname.replace(/\/+$/, '') || BASE;
     const method = req.method ?? 'GET';
 
     if (method === 'GET' && p.startsWith(`${BASE}/assets/`)) {
       const name = p.slice(`${BASE}/assets/`.length);
-      const asset = ASSETS[name];
+      const asset = ASSETS.get(name);
       if (!asset) throw new HttpError(404, 'no such asset');
       let body = assetCache.get(name);
       if (!body) {
@@ -231,15 +301,25 @@ export function createConsole(options: ConsoleOptions): Console {
       if (method === 'GET') return send(res, 200, loginPage({ next }));
       if (method !== 'POST') throw new HttpError(405, 'method not allowed');
       const form = await readForm(req);
-      // Login CSRF: only a form from this origin may sign a browser in.
-      if (!sameOrigin(req) || !sameSecret(form.get('token') ?? '', token)) {
+      // Login CSRF: only a form from the console's public origin may sign a browser in.
+      if (!sameOrigin(req, allowedOrigins()) || !sameSecret(form.get('token') ?? '', token)) {
         return send(res, 401, loginPage({ next: safeNext(form.get('next')), error: 'Wrong token: nothing changed. Paste HOOKRELAY_CONSOLE_TOKEN exactly.' }));
       }
-      const secure = req.headers['x-forwarded-proto'] === 'https';
-      return redirect(res, safeNext(form.get('next')), { 'set-cookie': sessionCookie(token, secure) });
+      // A fresh random session for every sign-in; the one this browser held before (if any) ends.
+      const previous = sessionIdOf(req);
+      const session = await withSessions(async () => {
+        if (previous) await sessions.revoke(previous);
+        return sessions.create();
+      });
+      return redirect(res, safeNext(form.get('next')), {
+        'set-cookie': sessionCookie(session.id, { maxAgeSeconds: settings.HOOKRELAY_CONSOLE_SESSION_MAX_AGE, secure: secureCookie() }),
+      });
     }
 
-    const caller = callerOf(req, token);
+    const caller = await callerOf(req);
+    // Pages rendered for a session carry its CSRF value; a bearer caller's POSTs need none.
+    const csrf = caller.kind === 'session' ? caller.csrf : '';
+    if (caller.kind !== 'anonymous') ctx.csrf = csrf;
     if (caller.kind === 'anonymous') {
       if (p.startsWith(`${BASE}/api/`) || method !== 'GET')
         return sendJson(res, 401, { error: 'unauthorized: send the console token (Authorization: Bearer …) or sign in at /console/login' });
@@ -252,21 +332,27 @@ export function createConsole(options: ConsoleOptions): Console {
         return send(res, 200, overviewPage({ ...stats, now: new Date(), queue, hours: OVERVIEW_HOURS }, csrf));
       }
       if (p === `${BASE}/api/overview`) {
-        const hours = Math.min(24, Math.max(1, Number(url.searchParams.get('hours') ?? OVERVIEW_HOURS) || OVERVIEW_HOURS));
+        const hours = parseOverviewHours(url.searchParams.get('hours'), OVERVIEW_HOURS);
+        if (typeof hours === 'string') throw new HttpError(400, hours);
         const [outcomes, live] = await Promise.all([overviewSeries(hours), liveCounts()]);
         return sendJson(res, 200, { outcomes, depth: { t: depth.map((d) => d[0]), depth: depth.map((d) => d[1]) }, ...live });
       }
       if (p === `${BASE}/api/counts`) return sendJson(res, 200, await liveCounts());
       if (p === `${BASE}/api/statuses`) {
-        const ids = (url.searchParams.get('ids') ?? '').split(',').filter(Boolean).slice(0, 1000);
+        const ids = textParam(url.searchParams, 'ids', 64 * 1024)
+          .split(',')
+          .filter(Boolean)
+          .slice(0, 1000);
         return sendJson(res, 200, Object.fromEntries(await deliveryStatuses(db, ids)));
       }
       if (p === `${BASE}/deliveries`) {
         const f = filterFields(url.searchParams);
-        const before = url.searchParams.get('before') ?? undefined;
+        const before = textParam(url.searchParams, 'before') || undefined;
         const stats = await ledgerStats(db);
         let filter: DeliveryFilter;
         try {
+          const problem = filterProblem(f);
+          if (problem) throw new FilterInputError(problem);
           filter = deliveryFilterFrom(toFilterFields(f), (field) => (field === 'event' ? 'Event type' : field));
         } catch (err) {
           if (!(err instanceof FilterInputError)) throw err;
@@ -281,16 +367,19 @@ export function createConsole(options: ConsoleOptions): Console {
         );
       }
       if (p.startsWith(`${BASE}/deliveries/`)) {
-        const id = decodeURIComponent(p.slice(`${BASE}/deliveries/`.length));
+        const id = parseDeliveryIdSegment(p.slice(`${BASE}/deliveries/`.length));
+        if (typeof id !== 'string') throw new HttpError(400, id.problem);
         const d = await deliveryDetail(id);
         if (!d) return send(res, 404, messagePage('Not found', `No delivery ${id} in the ledger.`, csrf));
-        const flash = url.searchParams.get('replayed') === '1' ? 'Replay queued: the worker re-sends it with the same delivery id.' : undefined;
+        const flash = textParam(url.searchParams, 'replayed') === '1' ? 'Replay queued: the worker re-sends it with the same delivery id.' : undefined;
         return send(res, 200, deliveryPage(d, { csrf, replayable: replayableStatuses(false).includes(d.status), ...(flash ? { flash } : {}) }));
       }
       if (p === `${BASE}/replay`) {
         const f = filterFields(url.searchParams);
         f.status ??= 'failed';
         try {
+          const problem = filterProblem(f);
+          if (problem) throw new FilterInputError(problem);
           const ids = await replayCandidatesByFilter(
             db,
             deliveryFilterFrom(toFilterFields(f), (field) => field),
@@ -309,7 +398,7 @@ export function createConsole(options: ConsoleOptions): Console {
       }
       if (p === `${BASE}/endpoints`) {
         const { views, redisUp } = await listEndpointViews(db, operator, settings);
-        const flash = url.searchParams.get('done') ?? undefined;
+        const flash = textParam(url.searchParams, 'done') || undefined;
         return send(res, 200, endpointsPage({ views, redisUp, csrf, ...(flash ? { flash } : {}) }));
       }
       throw new HttpError(404, 'not found');
@@ -318,11 +407,20 @@ export function createConsole(options: ConsoleOptions): Console {
     if (method !== 'POST') throw new HttpError(405, 'method not allowed');
     const form = await readForm(req);
     assertMayChange(req, caller, form);
+    for (const [k, v] of form) {
+      const problem = badTextProblem(v, k, 1024 * 1024);
+      if (problem) throw new HttpError(400, problem);
+    }
 
-    if (p === `${BASE}/logout`) return redirect(res, `${BASE}/login`, { 'set-cookie': CLEARED_COOKIE });
+    if (p === `${BASE}/logout`) {
+      // Server-side: the session is gone, so the old cookie gets 401 wherever it is replayed.
+      if (caller.kind === 'session') await withSessions(() => sessions.revoke(caller.session.id));
+      return redirect(res, `${BASE}/login`, { 'set-cookie': clearedCookie(secureCookie()) });
+    }
     const one = /^\/console\/deliveries\/(.+)\/replay$/.exec(p);
     if (one) {
-      const id = decodeURIComponent(one[1] as string);
+      const id = parseDeliveryIdSegment(one[1] as string);
+      if (typeof id !== 'string') throw new HttpError(400, id.problem);
       const { candidates, skipped, unknown } = await replayCandidatesByIds(db, [id], false);
       if (unknown.length > 0) throw new HttpError(404, `no delivery ${id}`);
       if (candidates.length === 0)
@@ -346,11 +444,14 @@ export function createConsole(options: ConsoleOptions): Console {
       if (key === '') throw new HttpError(400, 'key is required');
       if (p.endsWith('/disable')) {
         const reason = (form.get('reason') ?? '').trim() || 'disabled from the console';
-        const changed = await disableEndpointByOperator(db, key, reason.slice(0, 200));
-        logger.info({ endpoint: key, changed }, 'console: endpoint disabled');
+        // `hold` (a checkbox) keeps its deliveries with no deadline until an operator acts (issue 25).
+        const hold = form.get('hold') === 'yes';
+        const changed = await disableEndpointByOperator(db, key, reason.slice(0, 200), hold);
+        logger.info({ endpoint: key, changed, hold }, 'console: endpoint disabled');
+        const kept = hold ? 'held until you enable it (hold)' : 'held, and failed at their deadlines unless you enable it first';
         return redirect(
           res,
-          `${BASE}/endpoints?done=${encodeURIComponent(changed ? `Disabled ${key}: workers hold its deliveries within a few seconds.` : `${key} was already disabled.`)}`,
+          `${BASE}/endpoints?done=${encodeURIComponent(changed ? `Disabled ${key}: within a few seconds its deliveries are ${kept}.` : hold ? `${key} was already disabled; now on hold.` : `${key} was already disabled.`)}`,
         );
       }
       const { changed, held } = await enableEndpointAndReset(db, operator, key);
@@ -370,20 +471,19 @@ export function createConsole(options: ConsoleOptions): Console {
 
   return {
     async handle(req, res) {
-      const url = new URL(req.url ?? '/', 'http://console.invalid');
+      const raw = req.url ?? '/';
+      if (!URL.canParse(raw, 'http://console.invalid')) return false;
+      const url = new URL(raw, 'http://console.invalid');
       if (url.pathname !== BASE && !url.pathname.startsWith(`${BASE}/`)) return false;
+      const ctx: { csrf?: string } = {};
       try {
-        await route(req, res, url);
-      } catch (err) {
+        await route(req, res, url, ctx);
+      } catch (caught) {
+        const err = caught instanceof ConsoleInputError ? new HttpError(400, caught.message) : caught;
         if (err instanceof HttpError) {
           const wantsJson = url.pathname.startsWith(`${BASE}/api/`) || err.status === 401;
           if (wantsJson) sendJson(res, err.status, { error: err.message });
-          else
-            send(
-              res,
-              err.status,
-              messagePage(err.status === 404 ? 'Not found' : 'Not done', err.message, callerOf(req, token).kind === 'anonymous' ? undefined : csrf),
-            );
+          else send(res, err.status, messagePage(err.status === 404 ? 'Not found' : err.status === 400 ? 'Bad request' : 'Not done', err.message, ctx.csrf));
         } else {
           logger.error({ err }, 'console request failed');
           if (!res.headersSent)

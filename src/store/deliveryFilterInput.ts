@@ -18,13 +18,23 @@ export type FilterFields = { status?: string; operation?: string; hook?: string;
 
 const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** ISO 8601, or relative to now (`15m`, `2h`, `3d`, `30s`). */
+/** A time the ledger can compare with: a valid date in years 1…9999 (Postgres and JS both hold it). */
+function storableTime(date: Date): boolean {
+  const year = date.getUTCFullYear();
+  return !Number.isNaN(date.getTime()) && year >= 1 && year <= 9999;
+}
+
+/** ISO 8601, or relative to now (`15m`, `2h`, `3d`, `30s`); a time outside years 1…9999 is refused. */
 export function parseTimeSpec(value: string, label: string, now: Date = new Date()): Date {
   const relative = /^(\d+)([smhd])$/.exec(value.trim());
-  if (relative) return new Date(now.getTime() - Number(relative[1]) * (UNIT_MS[relative[2] as string] as number));
+  if (relative) {
+    const date = new Date(now.getTime() - Number(relative[1]) * (UNIT_MS[relative[2] as string] as number));
+    if (storableTime(date)) return date;
+    throw new FilterInputError(`${label} reaches back too far (before year 1): use a smaller value or an ISO 8601 time (got "${value}")`);
+  }
   if (/^\d{4}-\d{2}-\d{2}/.test(value)) {
     const date = new Date(value);
-    if (!Number.isNaN(date.getTime())) return date;
+    if (storableTime(date)) return date;
   }
   throw new FilterInputError(`${label} must be an ISO 8601 time or a relative one like 15m, 2h, 3d (got "${value}")`);
 }

@@ -154,10 +154,19 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
 
     // The operator console on the same HTTP server, only when its token is set.
     let consoleHandler: RequestHandler | undefined;
+    // Known once the HTTP server listens (on every interface): the console's default public origin.
+    let httpPort: number | undefined;
     if (settings.HOOKRELAY_CONSOLE_TOKEN) {
       const [{ createConsole }, { openOperatorQueue }] = await Promise.all([import('../console/consoleHandler.ts'), import('../queue/operatorQueue.ts')]);
       const operator = openOperatorQueue({ ...settings, REDIS_URL: redis.url });
-      const consoleApp = createConsole({ db: store.db, settings, operator, token: settings.HOOKRELAY_CONSOLE_TOKEN, logger });
+      const consoleApp = createConsole({
+        db: store.db,
+        settings,
+        operator,
+        token: settings.HOOKRELAY_CONSOLE_TOKEN,
+        logger,
+        listening: () => (httpPort === undefined ? undefined : { port: httpPort }),
+      });
       stops.push(async () => {
         await consoleApp.close();
         await operator.close();
@@ -176,6 +185,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
       ...(consoleHandler ? { httpHandlers: [consoleHandler] } : {}),
     });
     stops.push(() => service.stop());
+    httpPort = service.httpPort;
 
     // `ready` only once Redis and Postgres both answer; until then one line says what is awaited.
     const readyFields = {

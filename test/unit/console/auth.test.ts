@@ -1,37 +1,55 @@
-/** console: the pure parts of the console's security — token checks, derived cookie and CSRF values, origin check, escaping. */
+/** console: the pure parts of the console's security — token checks, the session cookie, per-session CSRF values, origin check, escaping. */
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { callerOf, csrfValue, sameOrigin, sameSecret, sessionCookie, sessionValue } from '../../../src/console/auth.ts';
+import { bearerOf, csrfValue, defaultConsoleOrigins, sameOrigin, sameSecret, sessionCookie, sessionIdOf } from '../../../src/console/auth.ts';
 import { html, queryString } from '../../../src/console/html.ts';
 
 const TOKEN = 'console-token-0123456789';
+const SID = 'x'.repeat(43);
 const req = (headers: Record<string, string>) => ({ headers }) as unknown as IncomingMessage;
+const LOCAL = defaultConsoleOrigins(undefined, 8787);
 
 describe('console: authentication and CSRF values', () => {
-  it('console: the cookie and the CSRF value are derived from the token, differ from it and from each other', () => {
-    expect(sessionValue(TOKEN)).not.toContain(TOKEN);
-    expect(sessionValue(TOKEN)).not.toBe(csrfValue(TOKEN));
-    expect(sessionValue(TOKEN)).not.toBe(sessionValue(`${TOKEN}x`)); // rotating the token signs everyone out
-    expect(sessionCookie(TOKEN, false)).toMatch(/^hookrelay_console=[\w-]+; HttpOnly; SameSite=Strict; Path=\/console; Max-Age=43200$/);
-    expect(sessionCookie(TOKEN, true)).toMatch(/; Secure$/);
+  it('SEC-H5 console: the cookie carries only the session id; the CSRF value is derived from the session, not the token', () => {
+    expect(sessionCookie(SID, { maxAgeSeconds: 43_200, secure: false })).toBe(
+      `hookrelay_console=${SID}; HttpOnly; SameSite=Strict; Path=/console; Max-Age=43200`,
+    );
+    expect(sessionCookie(SID, { maxAgeSeconds: 60, secure: true })).toMatch(/; Max-Age=60; Secure$/);
+    expect(csrfValue(SID)).not.toBe(csrfValue('y'.repeat(43))); // per session
+    expect(csrfValue(SID)).not.toContain(SID);
+    expect(sessionIdOf(req({ cookie: `a=1; hookrelay_console=${SID}; b=2` }))).toBe(SID);
+    expect(sessionIdOf(req({ cookie: 'a=1' }))).toBeUndefined();
   });
 
-  it('console: a caller is a bearer, a session, or anonymous — a wrong bearer or cookie is anonymous', () => {
-    expect(callerOf(req({ authorization: `Bearer ${TOKEN}` }), TOKEN)).toEqual({ kind: 'bearer' });
-    expect(callerOf(req({ authorization: 'Bearer nope' }), TOKEN)).toEqual({ kind: 'anonymous' });
-    expect(callerOf(req({ cookie: `a=1; hookrelay_console=${sessionValue(TOKEN)}` }), TOKEN)).toEqual({ kind: 'session' });
-    expect(callerOf(req({ cookie: `hookrelay_console=${TOKEN}` }), TOKEN)).toEqual({ kind: 'anonymous' }); // the raw token is not a session
-    expect(callerOf(req({}), TOKEN)).toEqual({ kind: 'anonymous' });
+  it('console: a bearer is the token, a wrong one, or none', () => {
+    expect(bearerOf(req({ authorization: `Bearer ${TOKEN}` }), TOKEN)).toBe('ok');
+    expect(bearerOf(req({ authorization: 'Bearer nope' }), TOKEN)).toBe('wrong');
+    expect(bearerOf(req({ cookie: `hookrelay_console=${TOKEN}` }), TOKEN)).toBe('none');
+    expect(bearerOf(req({}), TOKEN)).toBe('none');
     expect(sameSecret('a', 'a')).toBe(true);
     expect(sameSecret('a', 'ab')).toBe(false);
   });
 
-  it('console: a change must come from the console’s own origin (Origin, else Referer); `null` and foreign origins are refused', () => {
-    expect(sameOrigin(req({ host: '127.0.0.1:8787', origin: 'http://127.0.0.1:8787' }))).toBe(true);
-    expect(sameOrigin(req({ host: '127.0.0.1:8787', referer: 'http://127.0.0.1:8787/console/endpoints' }))).toBe(true);
-    expect(sameOrigin(req({ host: '127.0.0.1:8787', origin: 'https://evil.example' }))).toBe(false);
-    expect(sameOrigin(req({ host: '127.0.0.1:8787', origin: 'null' }))).toBe(false);
-    expect(sameOrigin(req({ host: '127.0.0.1:8787' }))).toBe(false);
+  it('SEC-H5 console: a change must come from the public origin (Origin, else Referer) — never judged by the Host header', () => {
+    expect(sameOrigin(req({ host: '127.0.0.1:8787', origin: 'http://127.0.0.1:8787' }), LOCAL)).toBe(true);
+    expect(sameOrigin(req({ host: '127.0.0.1:8787', origin: 'http://localhost:8787' }), LOCAL)).toBe(true);
+    expect(sameOrigin(req({ host: '127.0.0.1:8787', referer: 'http://127.0.0.1:8787/console/endpoints' }), LOCAL)).toBe(true);
+    expect(sameOrigin(req({ host: '127.0.0.1:8787', origin: 'https://evil.example' }), LOCAL)).toBe(false);
+    expect(sameOrigin(req({ host: '127.0.0.1:8787', origin: 'null' }), LOCAL)).toBe(false);
+    expect(sameOrigin(req({ host: '127.0.0.1:8787' }), LOCAL)).toBe(false);
+    // The attacker controls Host: a matching Host/Origin pair from elsewhere is still refused.
+    expect(sameOrigin(req({ host: 'evil.example', origin: 'http://evil.example' }), LOCAL)).toBe(false);
+    expect(sameOrigin(req({ host: 'evil.example', origin: 'http://evil.example' }), ['https://console.example.com'])).toBe(false);
+    expect(sameOrigin(req({ host: '10.0.0.5', origin: 'https://console.example.com' }), ['https://console.example.com'])).toBe(true);
+    expect(sameOrigin(req({ origin: 'http://127.0.0.1:8787' }), ['https://console.example.com'])).toBe(false);
+    expect(sameOrigin(req({ origin: 'http://127.0.0.1:8788' }), LOCAL)).toBe(false); // another port is another origin
+  });
+
+  it('console: the default origins are the listening address (loopback names when bound to loopback or every interface)', () => {
+    expect(defaultConsoleOrigins('127.0.0.1', 8788)).toEqual(['http://127.0.0.1:8788', 'http://localhost:8788', 'http://[::1]:8788']);
+    expect(defaultConsoleOrigins('0.0.0.0', 8787)).toContain('http://127.0.0.1:8787');
+    expect(defaultConsoleOrigins('10.0.0.5', 8788)).toEqual(['http://10.0.0.5:8788']);
+    expect(defaultConsoleOrigins('fd00::5', 8788)).toEqual(['http://[fd00::5]:8788']);
   });
 
   it('console: interpolated values are escaped unless they are already HTML', () => {
