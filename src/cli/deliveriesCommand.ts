@@ -52,9 +52,19 @@ function summary(d: Delivery) {
     generation: d.generation,
     lastErrorClass: d.lastErrorClass,
     lastHttpStatus: d.lastHttpStatus,
+    failureReason: d.failureReason,
+    deadlineAt: d.deadlineAt?.toISOString() ?? null,
     createdAt: d.createdAt.toISOString(),
     deliveredAt: d.deliveredAt?.toISOString() ?? null,
   };
+}
+
+/** The LAST ERROR column: the class, its HTTP status, and the failure reason when it says more (a critical failure's cause). */
+function lastError(d: Delivery): string {
+  if (!d.lastErrorClass) return '-';
+  const status = d.lastHttpStatus ? ` ${d.lastHttpStatus}` : '';
+  const reason = d.failureReason && d.failureReason !== d.lastErrorClass ? ` (${d.failureReason})` : '';
+  return `${d.lastErrorClass}${status}${reason}`;
 }
 
 export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
@@ -62,13 +72,14 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
 
   addFilterOptions(deliveries.command('list').description('list deliveries, newest first'))
     .option('--limit <n>', `at most this many rows (default ${DEFAULT_LIST_LIMIT})`, (v) => parsePositiveInt(v, '--limit'))
+    .option('--critical', "only critical failures: `fallback: 'none'` deliveries that failed for good (Q4), whatever the reason")
     .option('--json', 'a JSON array, one delivery per line ([] when none match)')
     .addHelpText(
       'after',
-      '\nExamples:\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay deliveries list --operation op_123 --json | jq -r ".[].id"',
+      '\nExamples:\n  hookrelay deliveries list --status failed --since 2h\n  hookrelay deliveries list --critical\n  hookrelay deliveries list --operation op_123 --json | jq -r ".[].id"',
     )
-    .action(async (flags: FilterFlags & { json?: boolean }) => {
-      const filter = toFilter(flags);
+    .action(async (flags: FilterFlags & { json?: boolean; critical?: boolean }) => {
+      const filter: DeliveryFilter = { ...toFilter(flags), ...(flags.critical ? { critical: true } : {}) };
       // Loaded on use: the store and queue clients stay out of `hookrelay --help`.
       const [{ withContext }, { listDeliveries }] = await Promise.all([import('./context.ts'), import('../store/deliveriesRepo.ts')]);
       await withContext(async (ctx) => {
@@ -88,7 +99,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
               d.hookId,
               d.operationId,
               String(d.attemptCount),
-              d.lastErrorClass ? `${d.lastErrorClass}${d.lastHttpStatus ? ` ${d.lastHttpStatus}` : ''}` : '-',
+              lastError(d),
               iso(d.createdAt),
             ]),
           ),
@@ -114,6 +125,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
         const lines = [
           `${d.id}  ${d.status}  ${d.eventType} → ${d.hookId} (${d.transport})`,
           `operation ${d.operationId}  generation ${d.generation}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,
+          `deadline ${iso(d.deadlineAt)}${d.status === 'failed' ? `  failed: ${lastError(d)}` : ''}`,
           '',
           d.attempts.length === 0
             ? 'no attempts yet'

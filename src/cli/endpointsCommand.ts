@@ -11,7 +11,7 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
     .description('endpoint isolation: breaker state, in-flight vs cap, failures; disable, enable, limits')
     .addHelpText(
       'after',
-      '\nAn endpoint is a webhook URL\'s origin + path, or the key its hook names (webhook.endpoint).\n\nExamples:\n  hookrelay endpoints list\n  hookrelay endpoints show https://hooks.example.com/agent\n  hookrelay endpoints disable https://hooks.example.com/agent --reason "customer asked"\n  hookrelay endpoints enable https://hooks.example.com/agent --replay',
+      '\nAn endpoint is a webhook URL\'s origin + path, or the key its hook names (webhook.endpoint).\n\nExamples:\n  hookrelay endpoints list\n  hookrelay endpoints show https://hooks.example.com/agent\n  hookrelay endpoints disable https://hooks.example.com/agent --reason "customer asked"\n  hookrelay endpoints disable https://hooks.example.com/agent --hold --reason "migration: keep everything"\n  hookrelay endpoints enable https://hooks.example.com/agent --replay',
     );
 
   endpoints
@@ -37,14 +37,17 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
 
   endpoints
     .command('disable')
-    .description('stop delivering to the endpoint: its deliveries are held in the ledger (status held), not attempted, never dropped')
+    .description(
+      'stop delivering to the endpoint: its deliveries are held (status held), not attempted, and fail at their deadlines; with --hold they are kept until you act',
+    )
     .argument('<key>', 'endpoint key')
     .option('--reason <text>', 'why (shown by list and show)', 'disabled by an operator')
+    .option('--hold', 'keep every delivery held, with no deadline, until you enable the endpoint and replay them (also on an endpoint already disabled)')
     .option('--json', 'one JSON object')
-    .action(async (key: string, flags: JsonFlag & { reason: string }) => {
+    .action(async (key: string, flags: JsonFlag & { reason: string; hold?: boolean }) => {
       const { disableEndpointCommand } = await import('./endpointsRun.ts');
       const { withContext } = await import('./context.ts');
-      await withContext((ctx) => disableEndpointCommand(ctx, key, flags.reason, flags.json === true));
+      await withContext((ctx) => disableEndpointCommand(ctx, key, flags.reason, flags.json === true, flags.hold === true));
     });
 
   endpoints

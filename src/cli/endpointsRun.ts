@@ -28,7 +28,7 @@ export async function listEndpoints(ctx: CliContext, json: boolean): Promise<voi
       ['ENDPOINT', 'STATE', 'IN FLIGHT', 'LIMIT/CAP', 'RATE/S', 'FAILS', 'WINDOW FAIL/ALL', 'LAST SUCCESS', 'LAST FAILURE', 'HELD'],
       views.map((v) => [
         v.key,
-        v.state,
+        v.hold ? 'disabled (hold)' : v.state,
         dash(v.inFlight),
         v.cap === 0 ? 'none' : `${v.limit ?? v.cap}/${v.cap}`,
         dash(v.rateLimit),
@@ -55,7 +55,14 @@ export async function showEndpoint(ctx: CliContext, key: string, json: boolean):
     `in flight ${dash(v.inFlight)}, limit ${v.cap === 0 ? 'none (no cap)' : `${v.limit ?? v.cap} of cap ${v.cap}`}   rate limit ${v.rateLimit === null ? 'none' : `${v.rateLimit}/s`}`,
     `consecutive failures ${dash(v.consecutiveFailures)}   window ${v.windowAttempts === null ? '-' : `${v.windowFailures} failed of ${v.windowAttempts}`}`,
     `last success ${v.lastSuccessAt ?? '-'}   last failure ${v.lastFailureAt ?? '-'}   failing since ${v.failingSince ?? '-'}`,
-    ...(v.disabledAt ? [`disabled ${v.disabledAt} by ${v.disabledBy ?? '?'}: ${v.disabledReason ?? ''}`] : []),
+    ...(v.disabledAt
+      ? [
+          `disabled ${v.disabledAt} by ${v.disabledBy ?? '?'}: ${v.disabledReason ?? ''}`,
+          v.hold
+            ? `hold: its ${v.held} held deliveries are kept (no deadline) until you act: hookrelay endpoints enable ${v.key} --replay`
+            : `its ${v.held} held deliveries fail at their deadlines (disable with --hold to keep them)`,
+        ]
+      : []),
     '',
     Object.keys(counts).length === 0
       ? 'no deliveries in the ledger'
@@ -67,14 +74,21 @@ export async function showEndpoint(ctx: CliContext, key: string, json: boolean):
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-export async function disableEndpointCommand(ctx: CliContext, key: string, reason: string, json: boolean): Promise<void> {
-  const changed = await disableEndpointByOperator(ctx.store.db, key, reason);
+export async function disableEndpointCommand(ctx: CliContext, key: string, reason: string, json: boolean, hold = false): Promise<void> {
+  const changed = await disableEndpointByOperator(ctx.store.db, key, reason, hold);
   const policy = await getEndpointPolicy(ctx.store.db, key);
-  if (json) return printJson({ key, disabled: true, changed, disabledAt: iso(policy?.disabledAt), reason: policy?.disabledReason ?? reason });
+  const held = policy?.hold === true;
+  if (json)
+    return printJson({ key, disabled: true, changed, hold: held, disabledAt: iso(policy?.disabledAt), reason: policy?.disabledReason ?? reason });
+  const keeps = held
+    ? `held with no deadline until you act (--hold); enable it with: hookrelay endpoints enable ${key} --replay`
+    : `held, and failed at their deadlines unless you enable it first: hookrelay endpoints enable ${key} --replay (disable with --hold to keep them)`;
   process.stdout.write(
     changed
-      ? `disabled ${key}: workers hold its deliveries (status held) within a few seconds; enable it with: hookrelay endpoints enable ${key} --replay\n`
-      : `${key} was already disabled (${policy?.disabledBy ?? '?'}: ${policy?.disabledReason ?? ''}); nothing changed\n`,
+      ? `disabled ${key}: within a few seconds workers stop delivering to it; its deliveries are ${keeps}\n`
+      : hold
+        ? `${key} was already disabled (${policy?.disabledBy ?? '?'}: ${policy?.disabledReason ?? ''}); now on hold: its deliveries are ${keeps}\n`
+        : `${key} was already disabled (${policy?.disabledBy ?? '?'}: ${policy?.disabledReason ?? ''}); nothing changed\n`,
   );
 }
 

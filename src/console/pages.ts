@@ -311,14 +311,14 @@ ${p.redisUp ? '' : html`<p class="error" role="alert">Redis did not answer: brea
         ? html`<tr><td colspan="10" class="empty">No endpoints yet: a worker records one the first time it delivers to it.</td></tr>`
         : p.views.map(
             (v) => html`<tr data-endpoint="${v.key}">
-<td><code>${v.key}</code></td><td>${badge(v.state)}${v.state === 'open' && v.openUntil ? html` <span class="hint">until ${v.openUntil}</span>` : ''}${v.disabledReason ? html` <span class="hint">${v.disabledBy}: ${v.disabledReason}</span>` : ''}</td>
+<td><code>${v.key}</code></td><td>${badge(v.state)}${v.state === 'open' && v.openUntil ? html` <span class="hint">until ${v.openUntil}</span>` : ''}${v.hold ? html` <span class="badge hold" title="its deliveries are kept, with no deadline, until an operator acts">hold</span>` : ''}${v.disabledReason ? html` <span class="hint">${v.disabledBy}: ${v.disabledReason}</span>` : ''}</td>
 <td>${v.inFlight ?? '?'} / ${v.cap === 0 ? '—' : (v.limit ?? v.cap)} / ${v.cap === 0 ? 'no cap' : v.cap}</td>
 <td>${v.rateLimit === null ? '—' : `${v.rateLimit}/s`}</td><td>${pct(v)}</td><td>${v.consecutiveFailures ?? '?'}</td>
 <td>${v.lastSuccessAt ?? '—'}</td><td>${v.lastFailureAt ?? '—'}</td><td>${v.held}</td>
 <td>${
               v.state === 'disabled'
                 ? html`<form method="post" action="${BASE}/endpoints/enable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${v.key}"><label><input type="checkbox" name="replay" value="yes" checked> replay held</label> <button type="submit">Enable</button></form>`
-                : html`<form method="post" action="${BASE}/endpoints/disable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${v.key}"><input name="reason" placeholder="reason" required> <button type="submit">Disable</button></form>`
+                : html`<form method="post" action="${BASE}/endpoints/disable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${v.key}"><input name="reason" placeholder="reason" required> <label title="keep its deliveries, with no deadline, until you act"><input type="checkbox" name="hold" value="yes"> hold</label> <button type="submit">Disable</button></form>`
             }</td></tr>`,
           )
     }</tbody>

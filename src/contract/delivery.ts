@@ -17,6 +17,14 @@ export const DELIVERY_ERROR_CLASSES = [
   'ssrf_blocked',
   'payload_too_large',
   'CriticalHookDeliveryError',
+  /** D10: an event a local-mode dispatch could not send (EventValidationError). */
+  'invalid_event',
+  /** A local-mode send that failed inside hookrelay (a bug, logged), not at the receiver. */
+  'internal_error',
+  'circuit_open',
+  'endpoint_busy',
+  'rate_limited',
+  'endpoint_disabled',
 ] as const;
 export type DeliveryErrorClass = (typeof DELIVERY_ERROR_CLASSES)[number];
 
@@ -56,5 +64,9 @@ export const DeliverySchema = z.object({
   createdAt: z.date(),
   updatedAt: z.date(),
   deliveredAt: z.date().nullable(),
+  /** Q3: when this generation gives up — its first attempt (or first wait) + the schedule + slack; null before a worker took it, and while held by `--hold`. */
+  deadlineAt: z.date().nullable(),
+  /** Why a `failed` row failed: the last attempt's class, or `circuit_open`, `endpoint_busy`, `rate_limited`, `endpoint_disabled` (the deadline passed while it waited). */
+  failureReason: z.string().nullable(),
 });
 export type Delivery = z.infer<typeof DeliverySchema>;

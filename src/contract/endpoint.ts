@@ -43,4 +43,9 @@ export type EndpointGuard = {
   isOpen(key: string): boolean;
   /** Feed one decision round trip's outcome to the shared breaker (fire and forget). */
   record(key: string, ok: boolean): void;
+  /**
+   * Which opening of the endpoint `isOpen` is answering about: a number that changes each time it
+   * opens (or is disabled) again; undefined while closed. Lets a caller say something once per opening.
+   */
+  opening?(key: string): number | undefined;
 };

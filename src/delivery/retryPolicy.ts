@@ -53,6 +53,22 @@ export function nextDelayMs(input: NextDelayInput): number | undefined {
   return Math.round(Math.min(delay, MAX_RETRY_DELAY_MS));
 }
 
+/**
+ * Q3 (issue 25): fixed part of a delivery's deadline slack — the attempts' own time (a webhook
+ * timeout each) and queue latency, on top of the schedule's largest jitter.
+ */
+export const DEADLINE_SLACK_MS = 30_000;
+
+/**
+ * How long a delivery may take from its first attempt (or first wait behind its endpoint) to its
+ * last: the sum of the schedule, plus the most jitter can add (20 %), plus DEADLINE_SLACK_MS.
+ * Past it the delivery is `failed`, whether or not its endpoint let it try.
+ */
+export function deadlineBudgetMs(scheduleSeconds: readonly number[] = DEFAULT_RETRY_SCHEDULE_SECONDS): number {
+  const sumMs = scheduleSeconds.reduce((total, s) => total + s * MS_PER_SECOND, 0);
+  return Math.round(sumMs * (1 + JITTER_RATIO)) + DEADLINE_SLACK_MS;
+}
+
 /** Parses HOOKRELAY_RETRY_SCHEDULE (comma-separated non-negative seconds); unset → the default. */
 export function parseRetrySchedule(value: string | undefined): number[] {
   if (value === undefined || value.trim() === '') return [...DEFAULT_RETRY_SCHEDULE_SECONDS];

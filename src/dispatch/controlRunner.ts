@@ -8,6 +8,9 @@ import type { SendContext } from './sendContext.ts';
 
 export type ControlRunner = (hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined) => Promise<ToolCallWebhookResult>;
 
+/** Bound on the (endpoint, control) pairs remembered for the once-per-opening warning. */
+const MAX_WARNED = 10_000;
+
 /** Codes that say nothing about the receiver (a local problem or a cancel): not fed to the breaker. */
 const NOT_THE_ENDPOINT = new Set<ControlErrorCode>(['configuration', 'ssrf_blocked', 'circuit_open']);
 
@@ -18,6 +21,20 @@ const NOT_THE_ENDPOINT = new Set<ControlErrorCode>(['configuration', 'ssrf_block
  * receiver known to be down — and each round trip's outcome feeds the shared breaker.
  */
 export function createControlRunner(send: SendContext, payloads: WebhookPayloadBuilder, guard?: EndpointGuard): ControlRunner {
+  // Issue 25: which (endpoint, control) was told about which opening, so the warning is said once per opening.
+  const warned = new Map<string, number>();
+  const warnSkipped = (endpoint: string, hook: ControlHook): void => {
+    if (hook.webhook?.onError === 'block') return;
+    const opening = guard?.opening?.(endpoint) ?? 0;
+    const id = `${endpoint}\u0000${hook.id}`;
+    if (warned.get(id) === opening) return;
+    if (warned.size >= MAX_WARNED) warned.clear();
+    warned.set(id, opening);
+    send.logger.warn(
+      { hookId: hook.id, hookType: hook.type, endpoint, onError: 'continue' },
+      "decision webhook's endpoint circuit is open: with onError 'continue' its tool calls are allowed without asking it until the breaker closes",
+    );
+  };
   const keys = new WeakMap<object, string>();
   const keyOf = (webhook: NonNullable<ControlHook['webhook']>): string => {
     let key = keys.get(webhook);
@@ -29,7 +46,10 @@ export function createControlRunner(send: SendContext, payloads: WebhookPayloadB
   };
   return async (hook, event, signal) => {
     const endpoint = guard && hook.webhook ? keyOf(hook.webhook) : undefined;
-    if (guard && endpoint !== undefined && guard.isOpen(endpoint)) return { status: 'error', code: 'circuit_open' };
+    if (guard && endpoint !== undefined && guard.isOpen(endpoint)) {
+      warnSkipped(endpoint, hook);
+      return { status: 'error', code: 'circuit_open' };
+    }
     const result =
       activeTracer() === undefined
         ? await sendControl(send, payloads, hook, event, signal, undefined)

@@ -70,6 +70,9 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
   });
   const asked = new Map<string, number>();
   let open = new Set<string>();
+  // Each time an endpoint enters the open set it gets a new number (a warning is said once per opening).
+  const openings = new Map<string, number>();
+  let openingCount = 0;
   let refreshing: Promise<void> | undefined;
   let closed = false;
 
@@ -91,6 +94,8 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
           if (until !== null && until.getTime() > Date.now()) next.add(s.key);
         }
         for (const p of policies) if (p.disabledAt) next.add(p.key);
+        for (const key of next) if (!open.has(key)) openings.set(key, ++openingCount);
+        for (const key of openings.keys()) if (!next.has(key)) openings.delete(key);
         open = next;
       } catch (error) {
         // Redis or Postgres away: keep the last answers (a decision still has its own timeout).
@@ -127,6 +132,9 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
           }
         })
         .catch((error: unknown) => logger.debug({ err: error }, 'could not record a decision outcome'));
+    },
+    opening(key) {
+      return open.has(key) ? openings.get(key) : undefined;
     },
     refresh,
     async close() {

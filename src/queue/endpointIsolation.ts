@@ -85,7 +85,7 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
   const transition = (key: string, to: 'open' | 'half_open' | 'closed'): void => {
     options.metrics?.endpointTransitions.inc({ to });
     const log = { endpoint: key, to };
-    if (to === 'open') options.logger.warn(log, 'endpoint circuit opened; its deliveries wait (not attempted) until a probe succeeds');
+    if (to === 'open') options.logger.warn(log, 'endpoint circuit opened; its deliveries wait (not attempted) until a probe succeeds, or fail at their deadlines');
     else options.logger.info(log, to === 'closed' ? 'endpoint circuit closed; deliveries resume' : 'endpoint circuit half-open; one probe delivery goes out');
   };
 
@@ -93,7 +93,11 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
     const hours = Math.round((options.gate.policy.autoDisableMs / 3_600_000) * 100) / 100;
     if (await disableEndpoint(options.db, key, 'auto', `no successful delivery for ${hours} h`)) {
       options.metrics?.endpointTransitions.inc({ to: 'disabled' });
-      options.logger.warn({ endpoint: key, hours }, 'endpoint disabled automatically; its deliveries are held (enable it with `hookrelay endpoints enable`)');
+      // Never a silent hold: its deliveries are held with their deadlines and fail there (Q3, issue 25).
+      options.logger.warn(
+        { endpoint: key, hours },
+        'endpoint disabled automatically; its deliveries are held and fail at their deadlines (enable it with `hookrelay endpoints enable`)',
+      );
       await refresh();
     }
   };

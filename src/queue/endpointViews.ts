@@ -36,6 +36,8 @@ export type EndpointView = {
   disabledAt: string | null;
   disabledBy: string | null;
   disabledReason: string | null;
+  /** Disabled with `--hold`: its held deliveries are kept with no deadline until an operator acts. */
+  hold: boolean;
   held: number;
 };
 
@@ -71,6 +73,7 @@ export function endpointView(
     disabledAt: policy?.disabledAt?.toISOString() ?? null,
     disabledBy: policy?.disabledBy ?? null,
     disabledReason: policy?.disabledReason ?? null,
+    hold: policy?.hold === true,
     held,
   };
 }
@@ -102,9 +105,12 @@ export async function getEndpointView(
   return { view: endpointView(settings, key, snapshot ?? undefined, policy, counts.held ?? 0, redisUp), deliveries: counts, redisUp };
 }
 
-/** Operator disable: workers hold the endpoint's deliveries within their refresh interval. */
-export function disableEndpointByOperator(db: Db, key: string, reason: string): Promise<boolean> {
-  return disableEndpoint(db, key, 'operator', reason);
+/**
+ * Operator disable: workers hold the endpoint's deliveries within their refresh interval; they
+ * keep their deadlines (and fail there) unless `hold` keeps them until an operator acts.
+ */
+export function disableEndpointByOperator(db: Db, key: string, reason: string, hold = false): Promise<boolean> {
+  return disableEndpoint(db, key, 'operator', reason, hold);
 }
 
 /**

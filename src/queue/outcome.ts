@@ -1,12 +1,15 @@
 /**
  * Q3/Q4: what one attempt's result means for the ledger. Pure: the processor does the I/O.
+ * The schedule is also a promise in time (issue 25): a retry that would start after the
+ * delivery's deadline is moved to the deadline (the last attempt), or, when the receiver's
+ * Retry-After forbids that or the deadline has passed, the delivery fails now.
  */
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 import { nextDelayMs } from '../delivery/retryPolicy.ts';
 import type { NotificationResult } from '../delivery/deliver.ts';
-import type { AttemptOutcome, ClaimedDelivery } from '../store/deliveriesRepo.ts';
+import { CRITICAL_ERROR_CLASS, type AttemptOutcome, type ClaimedDelivery } from '../store/deliveriesRepo.ts';
 
-export const CRITICAL_ERROR_CLASS = 'CriticalHookDeliveryError';
+export { CRITICAL_ERROR_CLASS };
 
 export type AttemptDecision =
   | { kind: 'delivered' | 'accepted_by_qstash'; outcome: AttemptOutcome }
@@ -19,6 +22,8 @@ export type DecideInput = {
   startedAt: Date;
   scheduleSeconds: readonly number[];
   nowMs: number;
+  /** Q3: when this delivery gives up (ms); none → only the schedule's length bounds it. */
+  deadlineAtMs?: number;
   random?: () => number;
 };
 
@@ -37,13 +42,14 @@ export function decideOutcome(input: DecideInput): AttemptDecision {
     responseExcerpt: result.ok ? (result.responseExcerpt ?? null) : null,
     generation: claimed.generation,
   };
-  const base = { id: claimed.id, attempt, lastHttpStatus: result.httpStatus ?? null };
+  const deadlineAt = input.deadlineAtMs !== undefined ? new Date(input.deadlineAtMs) : null;
+  const base = { id: claimed.id, attempt, lastHttpStatus: result.httpStatus ?? null, deadlineAt };
 
   if (result.ok) {
     const kind = result.transport === 'qstash' ? 'accepted_by_qstash' : 'delivered';
     return { kind, outcome: { ...base, status: kind, lastErrorClass: null, nextAttemptAt: null } };
   }
-  const delayMs = result.permanent
+  let delayMs = result.permanent
     ? undefined
     : nextDelayMs({
         attempt: attemptNo,
@@ -51,6 +57,13 @@ export function decideOutcome(input: DecideInput): AttemptDecision {
         ...(result.retryAfterMs !== undefined ? { retryAfterMs: result.retryAfterMs } : {}),
         ...(input.random ? { random: input.random } : {}),
       });
+  const deadline = input.deadlineAtMs;
+  if (delayMs !== undefined && deadline !== undefined) {
+    const left = deadline - input.nowMs;
+    // The deadline passed (this was the last attempt), or the receiver asked to wait past it: fail now.
+    if (left <= 0 || (result.retryAfterMs !== undefined && result.retryAfterMs > left)) delayMs = undefined;
+    else delayMs = Math.min(delayMs, left);
+  }
   if (delayMs !== undefined) {
     return {
       kind: 'retry',
@@ -64,6 +77,12 @@ export function decideOutcome(input: DecideInput): AttemptDecision {
     critical: result.critical,
     errorClass: result.errorClass,
     ...(result.httpStatus !== undefined ? { httpStatus: result.httpStatus } : {}),
-    outcome: { ...base, status: 'failed', lastErrorClass: result.critical ? CRITICAL_ERROR_CLASS : result.errorClass, nextAttemptAt: null },
+    outcome: {
+      ...base,
+      status: 'failed',
+      lastErrorClass: result.critical ? CRITICAL_ERROR_CLASS : result.errorClass,
+      nextAttemptAt: null,
+      failureReason: result.errorClass,
+    },
   };
 }

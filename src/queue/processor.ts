@@ -12,6 +12,10 @@
  * - retryable failure → row `retrying`, job moved to delayed until the next attempt (Q3);
  * - final failure → row `failed`, job fails (removed: the ledger is the record); a fallback 'none'
  *   hook raises CriticalHookDeliveryError and flags its operation (Q4) — never completed silently.
+ *
+ * Q3 deadline (issue 25): a generation's clock starts at its first attempt or first wait behind
+ * its endpoint; waiting (open breaker, busy cap, rate limit) counts against it, and a delivery
+ * still waiting at its deadline is `failed` with the reason, attempted or not.
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { ParsedSerializedHook } from '../contract/hook.ts';
@@ -29,8 +33,11 @@ import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import { buildDeliveryBody } from '../payload/deliveryBody.ts';
 import type { Db } from '../store/db.ts';
 import type { ClaimedDelivery } from '../store/deliveriesRepo.ts';
+import { failWaitingDelivery, startDeliveryDeadline, type WaitFailureReason } from '../store/deliveriesRepo.ts';
 import { holdDelivery } from '../store/endpointsRepo.ts';
+import { deadlineBudgetMs } from '../delivery/retryPolicy.ts';
 import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
+import type { DeferReason } from './endpointGate.ts';
 import type { EndpointIsolation } from './endpointIsolation.ts';
 import { createHookCache, type HookCache } from './hookCache.ts';
 import type { InFlightTracker } from './inFlightTracker.ts';
@@ -58,7 +65,7 @@ export type ProcessorDeps = {
   qstashRetries?: number;
   /** The environment header templates resolve from: this process's, at send time (W2). */
   env: Record<string, string | undefined>;
-  /** HOOKRELAY_TEMPLATE_ENV of this worker, parsed (W2); default `*` (every name but hookrelay's own). */
+  /** HOOKRELAY_TEMPLATE_ENV of this worker, parsed (W2); default `none` (no template resolves). */
   templateEnv?: TemplateEnvPattern;
   appUrl?: string;
   signingSecrets: readonly string[];
@@ -92,13 +99,19 @@ type AttemptTarget = {
   generation: number;
   /** The enqueueing (or replaying) span's W3C trace context, stored with the delivery. */
   trace: string | undefined;
+  /** Q3: this generation's deadline (ms), once its clock started. */
+  deadlineAtMs: number | undefined;
 };
+
+/** Q3: the reason a delivery that waited past its deadline failed with. */
+const WAIT_REASONS: Record<DeferReason, WaitFailureReason> = { open: 'circuit_open', probing: 'circuit_open', busy: 'endpoint_busy', rate: 'rate_limited' };
 
 export type DeliveryProcessor = (job: Job<DeliveryJobData>, token?: string) => Promise<void>;
 
 export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor {
   const hooks = createHookCache();
   const leaseMarginMs = deps.leaseMarginMs ?? 30_000;
+  const budgetMs = deadlineBudgetMs(deps.scheduleSeconds);
   return async (job, token) => {
     const data = job.data;
     const deliveryId = data?.deliveryId ?? job.id;
@@ -108,6 +121,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     const target = fromJob ? targetFromJob(deliveryId, data.generation, data.attempt!, hooks) : await targetFromLedger(deps, deliveryId, hooks);
     // Already delivered, failed or accepted (or unknown): never sent again.
     if (!target) return;
+    if (typeof data?.deadlineAt === 'number' && data.generation === target.generation) target.deadlineAtMs ??= data.deadlineAt;
 
     const trackKey = `${job.id}:${job.attemptsStarted}`;
     const leaseMs = hookTimeoutMs(target.hook) + leaseMarginMs;
@@ -123,10 +137,17 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
         starts: job.attemptsStarted,
       });
       if (admission.kind === 'hold') {
-        const held = await deps.gate.run(() => holdDelivery(deps.db, target.id, target.generation, endpoint));
+        // Held keeps its deadline (the reconciler fails it there) unless an operator disabled with --hold.
+        const deadline = new Date(target.deadlineAtMs ?? Date.now() + budgetMs);
+        const { result: held, kept } = await deps.gate.run(() => holdDelivery(deps.db, target.id, target.generation, endpoint, deadline));
         if (held === 'held') {
           deps.metrics?.endpointHeld.inc();
-          deps.logger.warn({ deliveryId, hookId: target.hookId, endpoint }, 'endpoint disabled; delivery held (replay it after `hookrelay endpoints enable`)');
+          deps.logger.warn(
+            { deliveryId, hookId: target.hookId, endpoint, ...(kept ? {} : { deadlineAt: deadline.toISOString() }) },
+            kept
+              ? 'endpoint disabled with --hold; delivery held until an operator acts (`hookrelay endpoints enable --replay`)'
+              : 'endpoint disabled; delivery held until its deadline, then failed (replay it after `hookrelay endpoints enable`)',
+          );
         }
         if (held !== 'enabled') return;
         // Enabled since this worker last looked: pick up the new policy and run the job again shortly.
@@ -137,7 +158,18 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
       }
       if (admission.kind === 'defer') {
         if (!token) throw new Error('delivery job has no lock token; cannot defer it');
-        await job.moveToDelayed(Math.round(admission.atMs), token);
+        const now = Date.now();
+        let deadline = target.deadlineAtMs;
+        if (deadline === undefined) {
+          // First wait of this generation: its clock starts now, kept in the ledger (worker restarts, Redis loss) and the job.
+          const stored = await deps.gate.run(() => startDeliveryDeadline(deps.db, target.id, target.generation, new Date(now + budgetMs)));
+          if (stored === undefined) return; // no longer waiting (finished or replayed meanwhile)
+          deadline = stored.getTime();
+          await job.updateData({ ...data, deliveryId, generation: target.generation, deadlineAt: deadline });
+        }
+        if (now >= deadline) return failWaiting(deps, target, WAIT_REASONS[admission.reason]);
+        // Never sleep past the deadline: the job wakes there to fail if its endpoint still says wait.
+        await job.moveToDelayed(Math.round(Math.min(admission.atMs, deadline)), token);
         throw new DelayedError();
       }
     }
@@ -154,7 +186,9 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     }
     // Freed at once (another job may take the slot), awaited once the outcome is written.
     const settled = endpoint !== undefined ? deps.isolation?.settle(endpoint, trackKey, result) : undefined;
-    const decision = decideOutcome({ claimed: target, result, startedAt, scheduleSeconds: deps.scheduleSeconds, nowMs: Date.now() });
+    // The first attempt of a generation starts its clock (stored with the outcome).
+    const deadlineAtMs = target.deadlineAtMs ?? startedAt.getTime() + budgetMs;
+    const decision = decideOutcome({ claimed: target, result, startedAt, scheduleSeconds: deps.scheduleSeconds, nowMs: Date.now(), deadlineAtMs });
     if (span !== undefined) endDeliverSpan(span, result, decision.outcome.status);
     // Q4: flag the operation before the row says `failed`, so whoever sees the final status also
     // sees the flag (and a crash in between leaves the row retryable, never failed-but-unflagged).
@@ -183,7 +217,10 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
           await job.updateData({
             ...data,
             attempt: { ...data.attempt, attemptCount: target.attemptCount + 1, generationAttemptCount: target.generationAttemptCount + 1 },
+            deadlineAt: deadlineAtMs,
           });
+        } else if (data?.deadlineAt !== deadlineAtMs) {
+          await job.updateData({ ...data, deliveryId, generation: target.generation, deadlineAt: deadlineAtMs });
         }
         await job.moveToDelayed(Date.now() + decision.delayMs, token);
         throw new DelayedError();
@@ -237,6 +274,7 @@ function targetFromJob(id: string, generation: number, data: DeliveryJobAttempt,
     generationAttemptCount: data.generationAttemptCount,
     generation,
     trace: data.trace,
+    deadlineAtMs: undefined,
   };
 }
 
@@ -261,7 +299,31 @@ function targetFromRow(row: ClaimedDelivery, hooks: HookCache): AttemptTarget {
     generationAttemptCount: row.generationAttemptCount,
     generation: row.generation,
     trace: row.traceContext ?? undefined,
+    deadlineAtMs: row.deadlineAt?.getTime(),
   };
+}
+
+/**
+ * Q3/Q4: the deadline passed while the endpoint kept the delivery waiting (no attempt now). The
+ * row is `failed` with the reason; a `fallback: 'none'` one is a critical failure: its operation
+ * flagged, counted, logged at error level and raised (the job fails, never completes silently).
+ */
+async function failWaiting(deps: ProcessorDeps, target: AttemptTarget, reason: WaitFailureReason): Promise<never | undefined> {
+  const critical = target.hook?.webhook.fallback === 'none';
+  const failed = await deps.gate.run(() => failWaitingDelivery(deps.db, { id: target.id, generation: target.generation, reason, critical }));
+  // Already finished or replayed by someone else: nothing of ours to report.
+  if (!failed) return undefined;
+  const transport = target.hook?.webhook.delivery ?? 'fetch';
+  deps.metrics?.finished.inc({ outcome: 'failed', transport });
+  const log = { deliveryId: target.id, hookId: target.hookId, operationId: target.operationId, reason, attempts: target.generationAttemptCount };
+  if (!critical) {
+    deps.logger.warn(log, 'delivery failed: its deadline passed while its endpoint kept it waiting; replayable from the ledger');
+    throw new UnrecoverableError(`delivery failed: ${reason}`);
+  }
+  deps.metrics?.criticalFailures.inc();
+  const error = new CriticalHookDeliveryError([{ hookId: target.hookId, cause: new WebhookDeliveryFailure(reason) }]);
+  deps.logger.error({ ...log, errorClass: reason, err: error }, 'critical webhook delivery failed at its deadline; operation flagged');
+  throw error;
 }
 
 /** One delivery attempt; never throws (every problem is a typed failure). */

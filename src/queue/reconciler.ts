@@ -3,13 +3,16 @@
  * no live BullMQ job (Redis lost its data, a producer could not reach Redis, a job was dropped
  * after too many stalls) are re-enqueued with the same id. Keyset pages, bounded per run; the
  * cursor carries over to the next run so a large backlog is walked in slices.
+ *
+ * Each pass also fails the held rows whose deadline passed (Q3, issue 25: held for a disabled
+ * endpoint is not a hiding place, unless an operator disabled it with `--hold`).
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
-import { findDueDeliveries, type DueDelivery } from '../store/deliveriesRepo.ts';
+import { failExpiredHeldDeliveries, findDueDeliveries, type DueDelivery } from '../store/deliveriesRepo.ts';
 import { addDeliveryJobs } from './jobs.ts';
 import type { DeliveryJobData } from './types.ts';
 
@@ -58,6 +61,25 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     });
   };
 
+  /** Held rows past their deadline → failed (`endpoint_disabled`); critical ones counted and logged at error level. */
+  const failExpiredHeld = async (): Promise<void> => {
+    for (let done = 0; done < maxRows; ) {
+      const failed = await failExpiredHeldDeliveries(options.db, pageRows);
+      done += failed.length;
+      for (const f of failed) {
+        const log = { deliveryId: f.id, hookId: f.hookId, operationId: f.operationId, endpoint: f.endpointKey, reason: 'endpoint_disabled' };
+        options.metrics?.finished.inc({ outcome: 'failed', transport: f.transport });
+        if (f.critical) {
+          options.metrics?.criticalFailures.inc();
+          options.logger.error({ ...log, errorClass: 'CriticalHookDeliveryError' }, 'critical webhook delivery failed at its deadline (endpoint disabled); operation flagged');
+        } else {
+          options.logger.warn(log, 'delivery failed at its deadline: its endpoint stayed disabled; replayable from the ledger');
+        }
+      }
+      if (failed.length < pageRows) break;
+    }
+  };
+
   const pass = async (): Promise<number> => {
     let seen = 0;
     let requeued = 0;
@@ -86,6 +108,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       options.metrics?.reconciled.inc(requeued);
       options.logger.info({ requeued }, 'reconciler re-enqueued deliveries that had no live job');
     }
+    await failExpiredHeld();
     return requeued;
   };
 

@@ -19,7 +19,13 @@ export const DELIVERY_JOB_NAME = 'deliver';
  * the worker's hot path never reads the ledger; a job the reconciler or a replay re-adds carries
  * only the id and generation, and its worker reads the row (as it does for a stalled re-run).
  */
-export type DeliveryJobData = { deliveryId: string; generation: number; attempt?: DeliveryJobAttempt };
+export type DeliveryJobData = {
+  deliveryId: string;
+  generation: number;
+  attempt?: DeliveryJobAttempt;
+  /** Q3: this generation's deadline (ms since the epoch), once a worker started its clock; the ledger row keeps it too. */
+  deadlineAt?: number;
+};
 
 /**
  * Job data "at rest" in Redis: the hook config exactly as the ledger stores it (header templates
@@ -88,7 +94,7 @@ export type HookProducerOptions = {
   logger?: Logger;
   /** Where defaults are read from (default `process.env`, read when the producer is created). */
   env?: Record<string, string | undefined>;
-  /** W2: which variables hook templates may read; default `HOOKRELAY_TEMPLATE_ENV`, else `*`. */
+  /** W2: which variables hook templates may read; default `HOOKRELAY_TEMPLATE_ENV`, else `none`. */
   templateEnv?: string;
 };
 

@@ -3,6 +3,10 @@ import { rowsOf, type Db } from './db.ts';
 import { deliveries } from './schema.ts';
 import type { Delivery, DeliveryAttempt, DeliveryStatus } from '../contract/delivery.ts';
 import type { HookType } from '../contract/hookTypes.ts';
+import { storageCall } from '../contract/storageError.ts';
+
+/** Q4: the error class a `fallback: 'none'` delivery that failed for good is recorded with. */
+export const CRITICAL_ERROR_CLASS = 'CriticalHookDeliveryError';
 
 /** Q1: `dlv_<ULID>` ids, generated in one place for the producer, the dispatcher and decisions. */
 export { newDeliveryId } from '../contract/deliveryId.ts';
@@ -47,12 +51,14 @@ export function toDelivery(row: Row): Delivery {
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     deliveredAt: row.deliveredAt,
+    deadlineAt: row.deadlineAt,
+    failureReason: row.failureReason,
   };
 }
 
 /**
  * One multi-row INSERT. Rows whose (idempotency key, hook) already exist are skipped (Q1a);
- * returns the ids actually inserted.
+ * returns the ids actually inserted. A failure is a StorageError (never the statement's parameters).
  */
 export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Promise<string[]> {
   if (rows.length === 0) return [];
@@ -73,13 +79,15 @@ export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Pr
       trace_context: r.traceContext ?? null,
     })),
   );
-  const result = await db.execute(sql`
+  const result = await storageCall('insert deliveries', () =>
+    db.execute(sql`
     INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at)
     SELECT r.id, r.operation_id, r.event_type, r.hook_id, r.hook, r.transport, r.payload, r.occurred_at, r.idempotency_key, r.endpoint_key, r.trace_context, 'queued', r.occurred_at
       FROM json_to_recordset(${batch}::json)
         AS r(id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text)
     ON CONFLICT DO NOTHING
-    RETURNING id`);
+    RETURNING id`),
+  );
   return rowsOf<{ id: string }>(result).map((r) => r.id);
 }
 
@@ -122,6 +130,8 @@ export type DeliveryFilter = {
   limit?: number;
   /** Keyset pagination: only ids strictly below this one (ids sort by creation time). */
   beforeId?: string;
+  /** Q4: only `fallback: 'none'` deliveries that failed for good (error class CriticalHookDeliveryError). */
+  critical?: boolean;
 };
 
 export function deliveryFilterWhere(filter: DeliveryFilter): SQL | undefined {
@@ -136,6 +146,7 @@ export function deliveryFilterWhere(filter: DeliveryFilter): SQL | undefined {
   if (filter.since) parts.push(gte(deliveries.createdAt, filter.since));
   if (filter.until) parts.push(lte(deliveries.createdAt, filter.until));
   if (filter.beforeId) parts.push(sql`${deliveries.id} < ${filter.beforeId}`);
+  if (filter.critical) parts.push(and(eq(deliveries.status, 'failed'), eq(deliveries.lastErrorClass, CRITICAL_ERROR_CLASS))!);
   return parts.length ? and(...parts) : undefined;
 }
 
@@ -191,6 +202,8 @@ export type ClaimedDelivery = {
   occurredAt: Date;
   /** The stored trace context of the enqueueing span (null without tracing). */
   traceContext: string | null;
+  /** Q3: this generation's deadline, once a worker started its clock (null before). */
+  deadlineAt: Date | null;
 };
 
 type ClaimRow = {
@@ -205,6 +218,7 @@ type ClaimRow = {
   generation: number;
   occurred_at: Date | string;
   trace_context: string | null;
+  deadline_at: Date | string | null;
 };
 
 /**
@@ -213,12 +227,14 @@ type ClaimRow = {
  */
 export async function loadClaimableDeliveries(db: Db, ids: readonly string[]): Promise<ClaimedDelivery[]> {
   if (ids.length === 0) return [];
-  const result = await db.execute(sql`
-    SELECT d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at, d.trace_context,
+  const result = await storageCall('load deliveries', () =>
+    db.execute(sql`
+    SELECT d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at, d.trace_context, d.deadline_at,
            ${generationAttemptCount}
       FROM deliveries AS d
      WHERE d.id = ANY(${sql.param([...ids])}::text[])
-       AND d.status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])`);
+       AND d.status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])`),
+  );
   return rowsOf<ClaimRow>(result).map(toClaimed);
 }
 
@@ -235,6 +251,7 @@ function toClaimed(r: ClaimRow): ClaimedDelivery {
     generation: Number(r.generation),
     occurredAt: r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at),
     traceContext: r.trace_context ?? null,
+    deadlineAt: r.deadline_at === null || r.deadline_at === undefined ? null : r.deadline_at instanceof Date ? r.deadline_at : new Date(r.deadline_at),
   };
 }
 
@@ -248,7 +265,8 @@ export type InFlightMark = { id: string; generation: number; attemptCount: numbe
  */
 export async function markDeliveriesInFlight(db: Db, marks: readonly InFlightMark[]): Promise<void> {
   if (marks.length === 0) return;
-  await db.execute(sql`
+  await storageCall('mark deliveries in flight', () =>
+    db.execute(sql`
     UPDATE deliveries AS d
        SET status = 'in_flight',
            lease_expires_at = now() + make_interval(secs => v.lease_ms / 1000.0),
@@ -262,7 +280,8 @@ export async function markDeliveriesInFlight(db: Db, marks: readonly InFlightMar
      WHERE d.id = v.id
        AND d.generation = v.generation
        AND d.attempt_count = v.attempt_count
-       AND d.status IN ('queued', 'retrying')`);
+       AND d.status IN ('queued', 'retrying')`),
+  );
 }
 
 /** The result of one attempt, as the ledger records it. */
@@ -273,6 +292,10 @@ export type AttemptOutcome = {
   lastErrorClass: string | null;
   lastHttpStatus: number | null;
   nextAttemptAt: Date | null;
+  /** Q3: the generation's deadline; kept when the row already has one. */
+  deadlineAt?: Date | null;
+  /** Why a `failed` outcome failed (the attempt's class); null otherwise. */
+  failureReason?: string | null;
 };
 
 /**
@@ -283,7 +306,8 @@ export type AttemptOutcome = {
  */
 export async function recordAttemptOutcomes(db: Db, outcomes: readonly AttemptOutcome[]): Promise<void> {
   if (outcomes.length === 0) return;
-  await db.execute(sql`
+  await storageCall('record attempt outcomes', () =>
+    db.execute(sql`
     UPDATE deliveries AS d
        SET status = CASE
              WHEN d.generation <> v.generation THEN d.status
@@ -297,6 +321,8 @@ export async function recordAttemptOutcomes(db: Db, outcomes: readonly AttemptOu
            next_attempt_at = CASE WHEN d.generation = v.generation THEN v.next_attempt_at ELSE d.next_attempt_at END,
            lease_expires_at = CASE WHEN d.generation = v.generation THEN NULL ELSE d.lease_expires_at END,
            delivered_at = CASE WHEN v.status = 'delivered' AND d.generation = v.generation THEN coalesce(d.delivered_at, now()) ELSE d.delivered_at END,
+           deadline_at = CASE WHEN d.generation = v.generation THEN coalesce(d.deadline_at, v.deadline_at) ELSE d.deadline_at END,
+           failure_reason = CASE WHEN d.generation = v.generation AND d.status <> 'delivered' THEN v.failure_reason ELSE d.failure_reason END,
            updated_at = now()
       FROM unnest(
              ${sql.param(outcomes.map((o) => o.id))}::text[],
@@ -305,13 +331,136 @@ export async function recordAttemptOutcomes(db: Db, outcomes: readonly AttemptOu
              ${sql.param(outcomes.map((o) => JSON.stringify(o.attempt)))}::jsonb[],
              ${sql.param(outcomes.map((o) => o.lastErrorClass))}::text[],
              ${sql.param(outcomes.map((o) => o.lastHttpStatus))}::int[],
-             ${sql.param(outcomes.map((o) => (o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null)))}::timestamptz[]
-           ) AS v(id, generation, status, attempt, last_error_class, last_http_status, next_attempt_at)
-     WHERE d.id = v.id`);
+             ${sql.param(outcomes.map((o) => (o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null)))}::timestamptz[],
+             ${sql.param(outcomes.map((o) => (o.deadlineAt ? o.deadlineAt.toISOString() : null)))}::timestamptz[],
+             ${sql.param(outcomes.map((o) => o.failureReason ?? null))}::text[]
+           ) AS v(id, generation, status, attempt, last_error_class, last_http_status, next_attempt_at, deadline_at, failure_reason)
+     WHERE d.id = v.id`),
+  );
+}
+
+/**
+ * The last resort for an outcome that cannot be written (its text refused by Postgres even
+ * alone): the row is marked `failed` with `reason` as its error class and a minimal attempt, so
+ * the reconciler never re-sends it. Applies only while the row is still unfinished in this
+ * generation (and, given `attemptCount`, still at that count). Returns whether it changed the row.
+ */
+export async function failUnwritableDelivery(db: Db, input: { id: string; generation: number; attemptCount?: number; reason: string }): Promise<boolean> {
+  const attempt = {
+    attempt: 0, // numbered by the UPDATE
+    at: new Date().toISOString(),
+    transport: 'fetch',
+    outcome: 'failed',
+    errorClass: input.reason,
+    httpStatus: null,
+    durationMs: 0,
+    responseExcerpt: null,
+    generation: input.generation,
+  };
+  const result = await storageCall('fail an unwritable delivery', () =>
+    db.execute(sql`
+    UPDATE deliveries AS d
+       SET status = 'failed',
+           attempt_count = d.attempt_count + 1,
+           attempts = d.attempts || jsonb_build_array(${numbered(sql`${JSON.stringify(attempt)}::jsonb`)}),
+           last_error_class = ${input.reason}::text,
+           next_attempt_at = NULL,
+           lease_expires_at = NULL,
+           updated_at = now()
+     WHERE d.id = ${input.id}
+       AND d.generation = ${input.generation}
+       AND (${input.attemptCount ?? null}::int IS NULL OR d.attempt_count = ${input.attemptCount ?? null}::int)
+       AND d.status IN ('queued', 'retrying', 'in_flight')
+    RETURNING d.id`),
+  );
+  return rowsOf<{ id: string }>(result).length > 0;
+}
+
+/**
+ * Q3: starts a generation's deadline clock when it first waits behind its endpoint (no attempt
+ * has stored one yet). Returns the deadline the row keeps — an earlier one if another run set it;
+ * undefined when the row is no longer waiting in this generation.
+ */
+export async function startDeliveryDeadline(db: Db, id: string, generation: number, deadlineAt: Date): Promise<Date | undefined> {
+  const result = await db.execute(sql`
+    UPDATE deliveries SET deadline_at = coalesce(deadline_at, ${deadlineAt.toISOString()}::timestamptz)
+     WHERE id = ${id} AND generation = ${generation} AND status IN ('queued', 'retrying', 'in_flight')
+    RETURNING deadline_at`);
+  const raw = rowsOf<{ deadline_at: Date | string | null }>(result)[0]?.deadline_at;
+  return raw === null || raw === undefined ? undefined : new Date(raw);
+}
+
+/** Q3: why a delivery's deadline passed without an attempt (its endpoint kept it waiting). */
+export const WAIT_FAILURE_REASONS = ['circuit_open', 'endpoint_busy', 'rate_limited', 'endpoint_disabled'] as const;
+export type WaitFailureReason = (typeof WAIT_FAILURE_REASONS)[number];
+
+/**
+ * Q3/Q4: a delivery whose deadline passed while it waited is `failed` with the reason (no attempt
+ * recorded). A critical one (`fallback: 'none'`) is recorded with error class
+ * CriticalHookDeliveryError and flags its operation (created if missing) in the same statement.
+ * Applies only to a row still waiting in this generation; returns whether it did.
+ */
+export async function failWaitingDelivery(db: Db, input: { id: string; generation: number; reason: string; critical: boolean }): Promise<boolean> {
+  const errorClass = input.critical ? CRITICAL_ERROR_CLASS : input.reason;
+  const result = await db.execute(sql`
+    WITH failed AS (
+      UPDATE deliveries
+         SET status = 'failed', last_error_class = ${errorClass}, failure_reason = ${input.reason},
+             next_attempt_at = NULL, lease_expires_at = NULL, updated_at = now()
+       WHERE id = ${input.id} AND generation = ${input.generation} AND status IN ('queued', 'retrying', 'in_flight', 'held')
+      RETURNING operation_id),
+    flagged AS (
+      INSERT INTO operations (id, critical_delivery_failure)
+      SELECT operation_id, true FROM failed WHERE ${input.critical}
+      ON CONFLICT (id) DO UPDATE SET critical_delivery_failure = true, updated_at = now()
+      RETURNING id)
+    SELECT (SELECT count(*) FROM failed)::int AS failed, (SELECT count(*) FROM flagged)::int AS flagged`);
+  return Number(rowsOf<{ failed: number }>(result)[0]?.failed ?? 0) > 0;
+}
+
+/** A held row failed at its deadline by the sweep. */
+export type ExpiredHeld = { id: string; operationId: string; hookId: string; endpointKey: string | null; transport: string; critical: boolean };
+
+/**
+ * Q3 (issue 25): held rows are not a hiding place. A row held for a disabled endpoint keeps its
+ * deadline; past it the row is `failed` (reason `endpoint_disabled`), unless its endpoint is
+ * disabled with `--hold` (the operator keeps everything until they act). Critical rows flag their
+ * operation in the same statement. At most `limit` rows per call.
+ */
+export async function failExpiredHeldDeliveries(db: Db, limit: number): Promise<ExpiredHeld[]> {
+  const result = await db.execute(sql`
+    WITH due AS (
+      SELECT d.id FROM deliveries AS d
+       WHERE d.status = 'held' AND d.deadline_at IS NOT NULL AND d.deadline_at <= now()
+         AND NOT EXISTS (SELECT 1 FROM endpoints AS e WHERE e.key = d.endpoint_key AND e.disabled_at IS NOT NULL AND e.hold)
+       ORDER BY d.deadline_at
+       LIMIT ${limit}
+       FOR UPDATE SKIP LOCKED),
+    failed AS (
+      UPDATE deliveries AS d
+         SET status = 'failed',
+             last_error_class = CASE WHEN d.hook->'webhook'->>'fallback' = 'none' THEN ${CRITICAL_ERROR_CLASS} ELSE 'endpoint_disabled' END,
+             failure_reason = 'endpoint_disabled', next_attempt_at = NULL, updated_at = now()
+        FROM due WHERE d.id = due.id AND d.status = 'held'
+      RETURNING d.id, d.operation_id, d.hook_id, d.endpoint_key, d.transport, (d.hook->'webhook'->>'fallback' = 'none') AS critical),
+    flagged AS (
+      INSERT INTO operations (id, critical_delivery_failure)
+      SELECT DISTINCT operation_id, true FROM failed WHERE critical
+      ON CONFLICT (id) DO UPDATE SET critical_delivery_failure = true, updated_at = now()
+      RETURNING id)
+    SELECT f.id, f.operation_id, f.hook_id, f.endpoint_key, f.transport, coalesce(f.critical, false) AS critical, (SELECT count(*) FROM flagged)::int AS flagged FROM failed AS f`);
+  return rowsOf<{ id: string; operation_id: string; hook_id: string; endpoint_key: string | null; transport: string; critical: boolean }>(result).map((r) => ({
+    id: r.id,
+    operationId: r.operation_id,
+    hookId: r.hook_id,
+    endpointKey: r.endpoint_key,
+    transport: r.transport,
+    critical: r.critical === true,
+  }));
 }
 
 /** A row the reconciler may have to re-enqueue. */
-export type DueDelivery = { id: string; generation: number };
+export type DueDelivery = { id: string; generation: number; attemptCount: number };
 
 /**
  * Q2: rows that are due and may have lost their job — queued/retrying whose next attempt is due
@@ -319,16 +468,22 @@ export type DueDelivery = { id: string; generation: number };
  * rows whose lease expired. Keyset pagination by id.
  */
 export async function findDueDeliveries(db: Db, options: { afterId: string; limit: number; graceMs: number }): Promise<DueDelivery[]> {
-  const result = await db.execute(sql`
-    SELECT id, generation FROM deliveries
+  const result = await storageCall('find due deliveries', () =>
+    db.execute(sql`
+    SELECT id, generation, attempt_count FROM deliveries
      WHERE id > ${options.afterId}
        AND ((status IN ('queued', 'retrying')
              AND next_attempt_at <= now()
              AND updated_at <= now() - make_interval(secs => ${options.graceMs / 1000}::float8))
          OR (status = 'in_flight' AND lease_expires_at <= now()))
      ORDER BY id
-     LIMIT ${options.limit}`);
-  return rowsOf<{ id: string; generation: number }>(result).map((r) => ({ id: r.id, generation: Number(r.generation) }));
+     LIMIT ${options.limit}`),
+  );
+  return rowsOf<{ id: string; generation: number; attempt_count: number }>(result).map((r) => ({
+    id: r.id,
+    generation: Number(r.generation),
+    attemptCount: Number(r.attempt_count),
+  }));
 }
 
 /**
@@ -383,7 +538,8 @@ export type QStashCallbackUpdate = {
  */
 export async function recordQStashCallback(db: Db, update: QStashCallbackUpdate): Promise<{ operationId: string } | undefined> {
   const status = update.kind === 'attempt_failed' ? null : update.kind;
-  const result = await db.execute(sql`
+  const result = await storageCall('record a qstash callback', () =>
+    db.execute(sql`
     UPDATE deliveries AS d
        SET status = coalesce(${status}::text, d.status),
            attempt_count = d.attempt_count + 1,
@@ -396,7 +552,8 @@ export async function recordQStashCallback(db: Db, update: QStashCallbackUpdate)
      WHERE d.id = ${update.id}
        AND d.generation = ${update.generation}
        AND d.status IN ('accepted_by_qstash', 'in_flight', 'queued', 'retrying')
-    RETURNING d.operation_id`);
+    RETURNING d.operation_id`),
+  );
   const row = rowsOf<{ operation_id: string }>(result)[0];
   return row ? { operationId: row.operation_id } : undefined;
 }

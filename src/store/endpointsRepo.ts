@@ -11,6 +11,8 @@ export type EndpointPolicy = {
   disabledAt: Date | null;
   disabledBy: 'operator' | 'auto' | null;
   disabledReason: string | null;
+  /** Disabled with `--hold`: deliveries kept (held, no deadline) until an operator acts. */
+  hold: boolean;
   concurrency: number | null;
   rateLimit: number | null;
 };
@@ -21,6 +23,7 @@ function toPolicy(r: typeof endpoints.$inferSelect): EndpointPolicy {
     disabledAt: r.disabledAt,
     disabledBy: r.disabledBy === 'operator' || r.disabledBy === 'auto' ? r.disabledBy : null,
     disabledReason: r.disabledReason,
+    hold: r.hold === true && r.disabledAt !== null,
     concurrency: r.concurrency,
     rateLimit: r.rateLimit,
   };
@@ -31,22 +34,34 @@ export async function listEndpointPolicies(db: Db): Promise<EndpointPolicy[]> {
   return rows.map(toPolicy);
 }
 
-/** Disables the endpoint; an endpoint already disabled keeps its first reason. True when this call disabled it. */
-export async function disableEndpoint(db: Db, key: string, by: 'operator' | 'auto', reason: string): Promise<boolean> {
+/**
+ * Disables the endpoint; an endpoint already disabled keeps its first reason. True when this call
+ * disabled it. `hold` (operators only) keeps its deliveries held with no deadline until an operator
+ * acts; asked of an endpoint already disabled, it turns hold on (and clears the deadlines of the
+ * rows already held for it). Auto-disable never holds.
+ */
+export async function disableEndpoint(db: Db, key: string, by: 'operator' | 'auto', reason: string, hold = false): Promise<boolean> {
+  const keep = hold && by === 'operator';
   const result = await db.execute(sql`
-    INSERT INTO endpoints (key, disabled_at, disabled_by, disabled_reason)
-    VALUES (${key}, now(), ${by}, ${reason})
+    INSERT INTO endpoints (key, disabled_at, disabled_by, disabled_reason, hold)
+    VALUES (${key}, now(), ${by}, ${reason}, ${keep})
     ON CONFLICT (key) DO UPDATE
-       SET disabled_at = now(), disabled_by = EXCLUDED.disabled_by, disabled_reason = EXCLUDED.disabled_reason, updated_at = now()
+       SET disabled_at = now(), disabled_by = EXCLUDED.disabled_by, disabled_reason = EXCLUDED.disabled_reason, hold = EXCLUDED.hold, updated_at = now()
      WHERE endpoints.disabled_at IS NULL
     RETURNING key`);
-  return rowsOf(result).length > 0;
+  const changed = rowsOf(result).length > 0;
+  if (keep) {
+    await db.execute(sql`
+      WITH ep AS (UPDATE endpoints SET hold = true, updated_at = now() WHERE key = ${key} AND disabled_at IS NOT NULL RETURNING key)
+      UPDATE deliveries SET deadline_at = NULL, updated_at = now() WHERE status = 'held' AND endpoint_key IN (SELECT key FROM ep)`);
+  }
+  return changed;
 }
 
 /** True when the endpoint was disabled and now is not. */
 export async function enableEndpoint(db: Db, key: string): Promise<boolean> {
   const result = await db.execute(sql`
-    UPDATE endpoints SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL, updated_at = now()
+    UPDATE endpoints SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL, hold = false, updated_at = now()
      WHERE key = ${key} AND disabled_at IS NOT NULL
     RETURNING key`);
   return rowsOf(result).length > 0;
@@ -70,21 +85,30 @@ export async function getEndpointPolicy(db: Db, key: string): Promise<EndpointPo
 }
 
 /**
- * Parks a delivery whose endpoint is disabled: status `held`, no attempt recorded, nothing else
- * changed — only while the endpoint is still disabled (a worker's cached policy may be seconds
- * old) and only for a row still waiting in this generation (a replayed or finished row is left).
+ * Parks a delivery whose endpoint is disabled: status `held`, no attempt recorded — only while the
+ * endpoint is still disabled (a worker's cached policy may be seconds old) and only for a row
+ * still waiting in this generation (a replayed or finished row is left). The row keeps its
+ * deadline (`deadlineAt` when it has none yet; the reconciler fails it there, Q3) unless the
+ * endpoint was disabled with `--hold`: then it has none and waits for an operator. `kept` says which.
  */
-export async function holdDelivery(db: Db, id: string, generation: number, key: string): Promise<'held' | 'enabled' | 'not_waiting'> {
+export async function holdDelivery(
+  db: Db,
+  id: string,
+  generation: number,
+  key: string,
+  deadlineAt: Date,
+): Promise<{ result: 'held' | 'enabled' | 'not_waiting'; kept: boolean }> {
   const result = await db.execute(sql`
-    WITH ep AS (SELECT 1 FROM endpoints WHERE key = ${key} AND disabled_at IS NOT NULL),
+    WITH ep AS (SELECT hold FROM endpoints WHERE key = ${key} AND disabled_at IS NOT NULL),
          held AS (
-           UPDATE deliveries SET status = 'held', endpoint_key = ${key}, lease_expires_at = NULL, next_attempt_at = NULL, updated_at = now()
+           UPDATE deliveries SET status = 'held', endpoint_key = ${key}, lease_expires_at = NULL, next_attempt_at = NULL, updated_at = now(),
+                  deadline_at = CASE WHEN (SELECT bool_or(hold) FROM ep) THEN NULL ELSE coalesce(deadline_at, ${deadlineAt.toISOString()}::timestamptz) END
             WHERE id = ${id} AND generation = ${generation} AND status IN ('queued', 'retrying', 'in_flight') AND EXISTS (SELECT 1 FROM ep)
            RETURNING id)
-    SELECT (SELECT count(*) FROM ep)::int AS disabled, (SELECT count(*) FROM held)::int AS held`);
-  const row = rowsOf<{ disabled: number; held: number }>(result)[0];
-  if (!row || Number(row.disabled) === 0) return 'enabled';
-  return Number(row.held) > 0 ? 'held' : 'not_waiting';
+    SELECT (SELECT count(*) FROM ep)::int AS disabled, (SELECT count(*) FROM held)::int AS held, coalesce((SELECT bool_or(hold) FROM ep), false) AS kept`);
+  const row = rowsOf<{ disabled: number; held: number; kept: boolean }>(result)[0];
+  if (!row || Number(row.disabled) === 0) return { result: 'enabled', kept: false };
+  return { result: Number(row.held) > 0 ? 'held' : 'not_waiting', kept: row.kept === true };
 }
 
 /** Held deliveries per endpoint key (for `endpoints list`). */

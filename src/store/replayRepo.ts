@@ -12,7 +12,7 @@ export function replayableStatuses(includeAccepted: boolean): string[] {
 }
 
 /**
- * Q10: move the rows back to `queued` under a new generation (a new QStash deduplication id, Q7)
+ * Q10: move the rows back to `queued` under a new generation (its own deadline, Q3) (a new QStash deduplication id, Q7)
  * with a fresh attempt budget (the retry schedule counts the new generation's attempts; the
  * row's `attempt_count` keeps counting every attempt); the id — and so `webhook-id` — stays. One conditional UPDATE:
  * a row that has since been delivered, or that an earlier (interrupted) replay already took, is
@@ -25,6 +25,7 @@ export async function claimForReplay(db: Db, ids: readonly string[], includeAcce
     UPDATE deliveries
        SET status = 'queued', generation = generation + 1,
            next_attempt_at = now(), lease_expires_at = NULL, updated_at = now(),
+           deadline_at = NULL, failure_reason = NULL,
            trace_context = COALESCE(${traceContext ?? null}::text, trace_context)
      WHERE id = ANY(${sql.param([...ids])}::text[])
        AND status = ANY(${sql.param(replayableStatuses(includeAccepted))}::text[])
