@@ -1,0 +1,302 @@
+import { randomUUID } from 'node:crypto';
+import type { JsonValue } from '../contract/agentHooks.ts';
+import type { HookEventOf } from '../contract/events.ts';
+import type { HookType } from '../contract/hookTypes.ts';
+import type { ToolCallResult } from '../contract/toolContext.ts';
+import type { AgentHooks, StartRunOptions } from '../interception/agentHooks.ts';
+import type { AdmittedInput, AgentRun, ModelCaller, ModelCallResult, NativeMessage, RunEnd } from '../interception/agentRun.ts';
+import { InterceptionBlocked, ToolError } from '../interception/errors.ts';
+
+/**
+ * The framework-neutral half of the integrations (`hookrelay/ai-sdk`, `hookrelay/openai-agents`):
+ * one AGENT-HOOKS-0.1 run (the run adapter) plus the LobeHub lifecycle events of the same
+ * operation, dispatched to the dispatcher's registered hooks. The framework halves only translate
+ * shapes. Loads no framework, no BullMQ, no pg: a queue-mode dispatcher brings its own.
+ */
+
+/** What the integrations need of a dispatcher (`HookDispatcher` is one); its mode decides local or durable delivery. */
+export type LifecycleDispatcher = {
+  dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>): Promise<void>;
+  dispatchBeforeToolCall(operationId: string, event: Record<string, unknown>): Promise<{ isMocked: true; result: ToolCallResult } | null>;
+};
+
+export type IntegrationOptions = {
+  /** The AGENT-HOOKS-0.1 bundle (`createAgentHooks`) whose interceptors judge the eight points. Install it on no dispatcher: the integration is the run. */
+  hooks: AgentHooks;
+  /** Lifecycle events (beforeStep, afterStep, beforeToolCall mocks, afterToolCall, onToolCallError, onError, onComplete) go to its registered hooks; a queue-mode dispatcher enqueues them (durable delivery by the worker). */
+  dispatcher?: LifecycleDispatcher;
+};
+
+export type IntegrationRunOptions = {
+  /** The request entering the agent: `input` is judged, and the admitted input is what the framework is given. */
+  input: StartRunOptions['input'];
+  /** Ties the interception session and the lifecycle events together; default a random UUID. */
+  operationId?: string;
+  /** The interception session id; default the operation id (`<operationId>#<n>` for a later run of it in this process). */
+  sessionId?: string;
+  /** `agent_startup`'s `tools_registered`; default the bundle's `tools`. */
+  tools?: string[];
+  /** Cancels the run (pass the same signal to the framework call); an aborted run ends `cancelled`. */
+  signal?: AbortSignal;
+  /** Receives each released text chunk (the run adapter's `onRelease`). */
+  onRelease?: (text: string) => void | Promise<void>;
+  /** Correlation fields copied onto every lifecycle event. */
+  event?: { userId?: string; agentId?: string; topicId?: string; metadata?: Record<string, unknown> };
+};
+
+/** How a run ended, as the framework reported it. */
+export type RunFinish = { status: 'completed' } | { status: 'error'; error: unknown } | { status: 'cancelled' };
+
+/** A tool call as the framework hands it back to the model: a result, or an error result (a deny, a thrown tool). */
+export type BridgedToolResult = { kind: 'result'; value: JsonValue } | { kind: 'error'; content: JsonValue; message: string; reason?: string };
+
+export type BridgedModelCall = {
+  result: ModelCallResult;
+  /** True when this response was the final answer and `output` judged it (its content is the output as transformed). */
+  final: boolean;
+  /** An `output` deny held instead of thrown (`holdOutputDeny`): the framework trips its own guardrail with it. */
+  outputBlocked?: InterceptionBlocked;
+};
+
+const sessionsSeen = new WeakMap<AgentHooks, Map<string, number>>();
+
+function isAbort(error: unknown, signal: AbortSignal | undefined): boolean {
+  if (signal?.aborted === true) return true;
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+}
+
+function errorText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** One framework run under AGENT-HOOKS-0.1, with the operation's lifecycle events. */
+export class RunBridge {
+  readonly operationId: string;
+  readonly run: AgentRun;
+  readonly #hooks: AgentHooks;
+  readonly #dispatcher: LifecycleDispatcher | undefined;
+  readonly #signal: AbortSignal | undefined;
+  readonly #base: { operationId: string; [key: string]: unknown };
+  #step = 0;
+  #calls = 0;
+  #outputDone = false;
+  #output: JsonValue | undefined;
+  #failure: unknown;
+  #sink: ((text: string) => void) | undefined;
+  #finished: Promise<RunEnd> | undefined;
+
+  constructor(options: IntegrationOptions, run: IntegrationRunOptions) {
+    if (options === null || typeof options !== 'object' || typeof options.hooks?.startRun !== 'function')
+      throw new TypeError('options.hooks must be an AGENT-HOOKS-0.1 bundle (createAgentHooks)');
+    if (run === null || typeof run !== 'object') throw new TypeError('startRun(options): options must be an object with `input`');
+    if (run.operationId !== undefined && (typeof run.operationId !== 'string' || run.operationId === ''))
+      throw new TypeError('operationId must be a non-empty string');
+    this.#hooks = options.hooks;
+    this.#dispatcher = options.dispatcher;
+    this.#signal = run.signal;
+    this.operationId = run.operationId ?? randomUUID();
+    this.#base = { ...(run.event ?? {}), operationId: this.operationId };
+    const onRelease = run.onRelease;
+    this.run = options.hooks.startRun({
+      input: run.input,
+      sessionId: run.sessionId ?? this.#sessionIdFor(this.operationId),
+      ...(run.tools !== undefined ? { tools: run.tools } : {}),
+      ...(run.signal !== undefined ? { signal: run.signal } : {}),
+      onRelease: async (text) => {
+        this.#sink?.(text);
+        await onRelease?.(text);
+      },
+    });
+  }
+
+  /** The first run of an operation in this process is its session; a later one gets `#n` (sequences never restart under one id). */
+  #sessionIdFor(operationId: string): string {
+    let seen = sessionsSeen.get(this.#hooks);
+    if (seen === undefined) sessionsSeen.set(this.#hooks, (seen = new Map()));
+    const n = seen.get(operationId) ?? 0;
+    seen.set(operationId, n + 1);
+    return n === 0 ? operationId : `${operationId}#${n}`;
+  }
+
+  /** The admitted input (`agent_startup` and `input` permitted; a transform applied). */
+  get ready(): Promise<AdmittedInput> {
+    return this.run.ready;
+  }
+
+  get streaming(): 'buffered' | 'incremental' {
+    return this.#hooks.streaming;
+  }
+
+  get sessionId(): string {
+    return this.run.sessionId;
+  }
+
+  /** The final answer as `output` left it, once judged. */
+  get output(): JsonValue | undefined {
+    return this.#output;
+  }
+
+  get outputJudged(): boolean {
+    return this.#outputDone;
+  }
+
+  /** The first failure of the run (a deny that blocked it, a model or stream error), if any. */
+  get failure(): unknown {
+    return this.#failure ?? this.run.blocked;
+  }
+
+  /** Where released text goes while a model call streams incrementally (one call at a time). */
+  setSink(sink: ((text: string) => void) | undefined): void {
+    this.#sink = sink;
+  }
+
+  /** Remember a failure the framework may swallow (a stream error), so the run cannot end `completed`. */
+  noteFailure(error: unknown): void {
+    this.#failure ??= error;
+  }
+
+  async beforeStep(stepIndex = this.#step): Promise<void> {
+    this.#step = stepIndex;
+    await this.#dispatch('beforeStep', { ...this.#base, stepIndex });
+  }
+
+  async afterStep(stepIndex: number, step: { content?: unknown; toolCalls?: unknown[]; toolResults?: unknown[]; usage?: unknown }): Promise<void> {
+    await this.#dispatch('afterStep', { ...this.#base, stepIndex, ...step });
+    this.#step = stepIndex + 1;
+  }
+
+  /**
+   * One model call through `pre_model_call` / `post_model_call`. A response without tool calls is
+   * the final answer: `output` judges it here, before anything of it reaches the caller, and the
+   * result carries the output as transformed.
+   */
+  async modelCall(
+    messages: readonly NativeMessage[],
+    call: ModelCaller,
+    options: { modelId?: string; holdOutputDeny?: boolean } = {},
+  ): Promise<BridgedModelCall> {
+    try {
+      const result = await this.run.modelCall(messages, call, options.modelId !== undefined ? { modelId: options.modelId } : {});
+      if (result.toolCalls.length > 0 || this.#outputDone) return { result, final: false };
+      try {
+        const content = await this.judgeOutput(result);
+        return { result: { ...result, content }, final: true };
+      } catch (err) {
+        if (options.holdOutputDeny === true && err instanceof InterceptionBlocked) return { result, final: true, outputBlocked: err };
+        throw err;
+      }
+    } catch (err) {
+      this.noteFailure(err);
+      throw err;
+    }
+  }
+
+  /** `output` over the final answer (once per run); returns it as transformed. Throws `InterceptionBlocked` on a deny. */
+  async judgeOutput(answer: unknown): Promise<JsonValue> {
+    this.#outputDone = true;
+    try {
+      const content = await this.run.output(answer);
+      this.#output = content;
+      return content;
+    } catch (err) {
+      this.noteFailure(err);
+      throw err;
+    }
+  }
+
+  /**
+   * One tool call: `pre_tool_call`, then the operation's `beforeToolCall` (local handlers may mock
+   * the result; webhooks are notified), the tool (or the mock), `post_tool_call`, then
+   * `afterToolCall` / `onToolCallError`. A deny is an error result for the model, never the blocked payload.
+   */
+  async toolCall(
+    call: { id?: string; name: string; args: Record<string, unknown> },
+    exec: (args: Record<string, unknown>) => unknown,
+  ): Promise<BridgedToolResult> {
+    const stepIndex = this.#step;
+    const callIndex = this.#calls++;
+    const toolCallId = call.id ?? `${call.name}-${callIndex}`;
+    const context = {
+      ...this.#base,
+      toolCallId,
+      assistantMessageId: `${this.operationId}:step-${stepIndex}`,
+      identifier: call.name,
+      apiName: call.name,
+      callIndex,
+      stepIndex,
+      executor: 'server' as const,
+    };
+    let mocked = false;
+    let lifecycleError: unknown;
+    const outcome = await this.run.toolCall({ id: toolCallId, name: call.name, args: call.args }, async (args) => {
+      if (this.#dispatcher !== undefined) {
+        let mock: { result: ToolCallResult } | null = null;
+        try {
+          mock = await this.#dispatcher.dispatchBeforeToolCall(this.operationId, { ...context, args });
+          await this.#dispatcher.dispatch(this.operationId, 'beforeToolCall', { ...context, args });
+        } catch (err) {
+          lifecycleError = err; // a critical hook failed: not the tool's failure (rethrown below)
+        }
+        if (mock !== null) {
+          mocked = true;
+          if (mock.result.success === false) throw new ToolError(mock.result.content ?? mock.result.error ?? null, 'mocked tool failure');
+          return mock.result.content;
+        }
+      }
+      return exec(args);
+    });
+    if (lifecycleError !== undefined) throw lifecycleError;
+    if (outcome.status === 'blocked') {
+      return { kind: 'error', content: outcome.content, message: JSON.stringify(outcome.content), reason: outcome.reason };
+    }
+    const result = { content: outcome.result, success: !outcome.isError };
+    if (outcome.isError) {
+      await this.#dispatch('onToolCallError', { ...context, args: outcome.args, error: outcome.result });
+      return { kind: 'error', content: outcome.result, message: errorText(outcome.result) };
+    }
+    await this.#dispatch('afterToolCall', { ...context, args: outcome.args, result, mocked });
+    return { kind: 'result', value: outcome.result };
+  }
+
+  /**
+   * End the run once: `agent_shutdown` (`completed`, `error` after any failure or block,
+   * `cancelled` after an abort), then `onError` (on an error) and `onComplete`. Idempotent: the
+   * first ending wins (a framework may report an error and then its end).
+   */
+  finish(how: RunFinish): Promise<RunEnd> {
+    this.#finished ??= this.#finish(how);
+    return this.#finished;
+  }
+
+  async #finish(how: RunFinish): Promise<RunEnd> {
+    let status: 'completed' | 'error' | 'cancelled' = how.status;
+    let error: unknown = how.status === 'error' ? how.error : undefined;
+    if (status === 'error' && isAbort(error, this.#signal)) status = 'cancelled';
+    if (status === 'completed' && this.#signal?.aborted === true) status = 'cancelled';
+    if (status === 'completed' && (this.#failure !== undefined || this.run.blocked !== undefined)) {
+      status = 'error';
+      error = this.#failure ?? this.run.blocked;
+    }
+    this.#sink = undefined;
+    const end = await this.run.end(status);
+    if (status === 'error') {
+      await this.#dispatch('onError', {
+        ...this.#base,
+        errorMessage: error instanceof Error ? error.message : String(error),
+        errorType: error instanceof Error ? error.name : typeof error,
+      });
+    }
+    const reason = status === 'completed' ? 'done' : status === 'cancelled' ? 'interrupted' : 'error';
+    await this.#dispatch('onComplete', {
+      ...this.#base,
+      reason,
+      status: end.outcome,
+      ...(this.#output !== undefined && end.outcome === 'completed' ? { lastAssistantContent: this.#output } : {}),
+    });
+    return end;
+  }
+
+  async #dispatch<T extends HookType>(type: T, event: HookEventOf<T>): Promise<void> {
+    if (this.#dispatcher !== undefined) await this.#dispatcher.dispatch(this.operationId, type, event);
+  }
+}
