@@ -37,7 +37,8 @@ const emitter = new InterceptionEmitter({
         : Verdict.allow(),
     'policy-service': createRemoteInterceptor(
       { url: policyUrl, headers: { authorization: 'Bearer ${POLICY_TOKEN}' }, allowedEnvVars: ['POLICY_TOKEN'] },
-      { fetchTransport: transport, env: { POLICY_TOKEN: 'example-token' } },
+      // Templates read only the names the operator allows (HOOKRELAY_TEMPLATE_ENV, default none).
+      { fetchTransport: transport, env: { POLICY_TOKEN: 'example-token' }, templateEnv: 'POLICY_TOKEN' },
     ),
   },
   recordSink: (r) => {

@@ -2,22 +2,43 @@
  * W2: which environment variables a `${NAME}` header template may read.
  *
  * Two rules, both checked at registration and again at send time:
- * - hookrelay's own variables are never a template source, whoever wrote the hook (static);
- *   the `AGENT_HOOK_WEBHOOK_*` ones only for the environment hooks built from them (E3);
+ * - reserved names are never a template source, whoever wrote the hook and whatever the operator
+ *   allows (static): hookrelay's own variables and those its SDKs read (Postgres, Redis, QStash,
+ *   OpenTelemetry, Node) and the cloud credential families; the `AGENT_HOOK_WEBHOOK_*` ones only
+ *   for the environment hooks built from them (E3);
  * - the operator's allow pattern `HOOKRELAY_TEMPLATE_ENV` (comma-separated names with `*` globs,
- *   `none` for no templates at all) says which other names caller hooks may use. Default `*`.
+ *   `*` for every other name) says which other names caller hooks may use. Default `none`:
+ *   deny by default, an operator opts names in.
  */
 import { HookrelayError } from './hookrelayError.ts';
 
-/** Variables hookrelay reads for its own configuration (connection strings, keys, secrets). */
-export const RESERVED_TEMPLATE_VARIABLES: readonly string[] = ['DATABASE_URL', 'REDIS_URL'];
-export const RESERVED_TEMPLATE_PREFIXES: readonly string[] = ['QSTASH_', 'HOOKRELAY_', 'AGENT_HOOK_WEBHOOK_'];
+/** Exact names never templatable: connection strings and the Node runtime's own options. */
+export const RESERVED_TEMPLATE_VARIABLES: readonly string[] = ['DATABASE_URL', 'REDIS_URL', 'NODE_OPTIONS'];
+/**
+ * Families never templatable: `PG*` (node-postgres reads PGPASSWORD, PGHOST, ...), `REDIS*`,
+ * `QSTASH*` (the QStash SDK), `HOOKRELAY_*`, `OTEL_*` (the OpenTelemetry SDK: exporter headers
+ * carry credentials), `AGENT_HOOK_WEBHOOK_*` (E1) and the cloud credential families.
+ */
+export const RESERVED_TEMPLATE_PREFIXES: readonly string[] = [
+  'PG',
+  'REDIS',
+  'QSTASH',
+  'HOOKRELAY_',
+  'OTEL_',
+  'AGENT_HOOK_WEBHOOK_',
+  'AWS_',
+  'GOOGLE_',
+  'AZURE_',
+];
+/** The reserved names as an operator reads them (messages and docs). */
+export const RESERVED_TEMPLATE_SUMMARY =
+  'DATABASE_URL, NODE_OPTIONS, PG*, REDIS*, QSTASH*, HOOKRELAY_*, OTEL_*, AGENT_HOOK_WEBHOOK_*, AWS_*, GOOGLE_*, AZURE_*';
 /** The environment hooks' own variables (E1): a source for those hooks alone. */
 export const ENV_HOOK_VARIABLE_PREFIX = 'AGENT_HOOK_WEBHOOK_';
 
 export const TEMPLATE_ENV_VARIABLE = 'HOOKRELAY_TEMPLATE_ENV';
-/** Every name except the reserved ones: hooks written before the pattern existed keep working. */
-export const DEFAULT_TEMPLATE_ENV = '*';
+/** Deny by default: no template resolves until the operator lists names or a pattern (`*` for every unreserved name). */
+export const DEFAULT_TEMPLATE_ENV = 'none';
 const NO_TEMPLATES = 'none';
 const PATTERN_ENTRY = /^[A-Z_*][A-Z0-9_*]*$/;
 
@@ -51,7 +72,7 @@ export function templateEnvPatternProblem(raw: string): string | undefined {
 }
 
 /**
- * Parses `HOOK_*,BILLING_TOKEN` style patterns. Unset or blank = the default (`*`); `none` = no
+ * Parses `HOOK_*,BILLING_TOKEN` style patterns. Unset or blank = the default (`none`); `none` = no
  * template may resolve. An entry that can only ever match reserved names is an error: it would
  * silently do nothing, and the operator most likely meant to expose a secret that stays closed.
  */
@@ -76,7 +97,7 @@ export function parseTemplateEnvPattern(raw: string | undefined): TemplateEnvPat
     const onlyReserved = entry.includes('*') ? RESERVED_TEMPLATE_PREFIXES.some((p) => literalPrefix.startsWith(p)) : isReservedTemplateVariable(entry);
     if (onlyReserved) {
       throw new TemplateEnvPatternError(
-        `${TEMPLATE_ENV_VARIABLE}: ${which} names only hookrelay's own variables (DATABASE_URL, REDIS_URL, QSTASH_*, HOOKRELAY_*, AGENT_HOOK_WEBHOOK_*), which are never template sources`,
+        `${TEMPLATE_ENV_VARIABLE}: ${which} names only reserved variables (${RESERVED_TEMPLATE_SUMMARY}), which are never template sources`,
       );
     }
     if (entry.includes('*')) globs.push(new RegExp(`^${entry.replaceAll('*', '[A-Z0-9_]*')}$`));
@@ -89,20 +110,21 @@ export function templateEnvAllows(pattern: TemplateEnvPattern, name: string): bo
   return pattern.exact.has(name) || pattern.globs.some((g) => g.test(name));
 }
 
-/** The default pattern (`*`), shared. */
+/** The default pattern (`none`), shared: what a caller that passes no pattern gets. */
 export const DEFAULT_TEMPLATE_ENV_PATTERN: TemplateEnvPattern = parseTemplateEnvPattern(DEFAULT_TEMPLATE_ENV);
 
 export type TemplateSourceOptions = {
-  /** The operator's pattern; default `*` (every name but the reserved ones). */
+  /** The operator's pattern; default `none` (no name). */
   pattern?: TemplateEnvPattern;
   /** An environment hook built from `AGENT_HOOK_WEBHOOK_*` (E3): may read those variables (other names follow the rules of any hook). */
   environmentHook?: boolean;
 };
 
-/** The static rule: hookrelay's own variables are never a source (environment hooks may read theirs). */
+/** The static rule: reserved names are never a source, whatever the pattern (environment hooks may read theirs). */
 export function reservedTemplateSourceProblem(name: string, environmentHook = false): string | undefined {
   if (environmentHook && name.startsWith(ENV_HOOK_VARIABLE_PREFIX)) return undefined;
-  if (isReservedTemplateVariable(name)) return `${name} is one of hookrelay's own variables and can never be a template source`;
+  if (isReservedTemplateVariable(name))
+    return `${name} is one of hookrelay's own variables (reserved: ${RESERVED_TEMPLATE_SUMMARY}) and can never be a template source`;
   return undefined;
 }
 

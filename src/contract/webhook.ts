@@ -51,6 +51,25 @@ export function templateNames(value: string): string[] {
   return [...value.matchAll(TEMPLATE_PATTERN)].map((m) => m[1] ?? '');
 }
 
+/** Why a value's templates are malformed (W2), the same words at every entry; the text itself is never echoed. */
+export const MALFORMED_TEMPLATE_MESSAGE =
+  'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$) or is malformed (unterminated, empty or nested): write ${NAME}';
+
+/**
+ * W2: true when a `${` in the value does not open a well-formed `${NAME}` — unterminated
+ * (`${DATABASE_URL`), empty (`${}`), not a name (`${1X}`) or nested (`${${A}}`). Such a value is
+ * refused at registration and again before anything resolves at send time.
+ */
+export function hasMalformedTemplate(value: string): boolean {
+  let malformed = false;
+  // A space where each template was, so the removal cannot join a `$` and a `{` into a new `${`.
+  const rest = value.replace(TEMPLATE_PATTERN, (_match, name: string) => {
+    if (!ENV_VAR_NAME.test(name)) malformed = true;
+    return ' ';
+  });
+  return malformed || rest.includes('${');
+}
+
 /**
  * W1: an http(s) URL without credentials, or a path starting with exactly one `/`
  * (resolved against APP_URL at send time).
@@ -146,16 +165,10 @@ function templateRules(
     if (problem) ctx.addIssue({ code: 'custom', path: ['allowedEnvVars', index], message: problem });
   }
   for (const [name, value] of Object.entries(w.headers ?? {})) {
+    // Never echo a malformed template: its text may be a pasted secret.
+    if (hasMalformedTemplate(value)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: MALFORMED_TEMPLATE_MESSAGE });
     for (const variable of templateNames(value)) {
-      // Echo the name only when it is a variable name: text inside a malformed template may be a secret.
-      if (!ENV_VAR_NAME.test(variable)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['headers', name],
-          message: 'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$) listed in allowedEnvVars',
-        });
-        continue;
-      }
+      if (!ENV_VAR_NAME.test(variable)) continue; // reported above
       const reserved = reservedTemplateSourceProblem(variable, environmentHook);
       if (reserved) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template: ${reserved}` });
       else if (!allowed.has(variable))

@@ -31,7 +31,7 @@ export type ExecuteToolCallWebhookInput = {
   webhook: WebhookConfig;
   payload: string;
   env: Record<string, string | undefined>;
-  /** HOOKRELAY_TEMPLATE_ENV, parsed (W2); default `*`. */
+  /** HOOKRELAY_TEMPLATE_ENV, parsed (W2); default `none`. */
   templateEnv?: TemplateEnvPattern;
   /** An environment hook (E3): only it may read `AGENT_HOOK_WEBHOOK_*` (W2). */
   environmentHook?: boolean;

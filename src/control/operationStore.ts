@@ -2,10 +2,10 @@ import type { AgentHook, ParsedSerializedHook, SerializedHook } from '../contrac
 import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './operationErrors.ts';
 import { serializeHook } from '../contract/hook.ts';
 import { withoutEnvHookIds } from '../contract/hookTypes.ts';
-import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import { readSettings } from '../config/settings.ts';
+import { resolveTemplateEnv } from '../config/templateEnv.ts';
 import { CriticalHookDeliveryError, type CriticalFailure } from '../contract/criticalError.ts';
 import { storeOf, type Store } from '../store/db.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
@@ -74,7 +74,7 @@ function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string |
 export function createOperationStore(options: OperationStoreOptions = {}): OperationStore {
   // Read once, with the settings schema; explicit options win.
   const settings = readSettings(['DATABASE_URL', 'HOOKRELAY_DATA_DIR', 'HOOKRELAY_TEMPLATE_ENV'], process.env);
-  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? settings.HOOKRELAY_TEMPLATE_ENV);
+  const templateEnv = resolveTemplateEnv(options.templateEnv, settings);
   let opened: Promise<Store> | undefined;
   const owned = options.store === undefined;
   const getStore = (): Promise<Store> => {

@@ -35,7 +35,7 @@ export type OperationStoreOptions = {
   databaseUrl?: string;
   /** An already-open store (tests, or a process that owns one). Not closed by `close()`. */
   store?: StoreHandle;
-  /** W2: which variables hook templates may read; default HOOKRELAY_TEMPLATE_ENV (read now), else `*`. */
+  /** W2: which variables hook templates may read; default HOOKRELAY_TEMPLATE_ENV (read now), else `none`. */
   templateEnv?: string;
 };
 

@@ -32,7 +32,7 @@ export type DeliverNotificationInput = {
   generation: number;
   /** Environment that header templates resolve from (W2). */
   env: Record<string, string | undefined>;
-  /** HOOKRELAY_TEMPLATE_ENV, parsed (W2); default `*` (every name but hookrelay's own). */
+  /** HOOKRELAY_TEMPLATE_ENV, parsed (W2); default `none` (no template resolves). */
   templateEnv?: TemplateEnvPattern;
   /** An environment hook built from `AGENT_HOOK_WEBHOOK_*` (E3): only it may read those variables (W2). */
   environmentHook?: boolean;

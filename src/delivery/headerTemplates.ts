@@ -6,7 +6,15 @@
  * operator's HOOKRELAY_TEMPLATE_ENV allows it, and only from the given environment. Errors name
  * the header and the variable, never a value and never the text of a malformed template.
  */
-import { ENV_VAR_NAME, hasUnsafeHeaderValue, headerNameProblem, TEMPLATE_PATTERN, UNSAFE_HEADER_VALUE_MESSAGE } from '../contract/webhook.ts';
+import {
+  ENV_VAR_NAME,
+  hasMalformedTemplate,
+  hasUnsafeHeaderValue,
+  headerNameProblem,
+  MALFORMED_TEMPLATE_MESSAGE,
+  TEMPLATE_PATTERN,
+  UNSAFE_HEADER_VALUE_MESSAGE,
+} from '../contract/webhook.ts';
 import { templateSourceProblem, type TemplateEnvPattern } from '../contract/templateSources.ts';
 import { DeliveryConfigError } from './errors.ts';
 
@@ -17,7 +25,7 @@ export const JSON_CONTENT_TYPE = 'application/json';
 export const USER_AGENT_HEADER = 'user-agent';
 
 export type ResolveHeaderOptions = {
-  /** The operator's HOOKRELAY_TEMPLATE_ENV, parsed; default `*` (every name but hookrelay's own). */
+  /** The operator's HOOKRELAY_TEMPLATE_ENV, parsed; default `none` (no template resolves). */
   templateEnv?: TemplateEnvPattern;
   /** An environment hook built by hookrelay from `AGENT_HOOK_WEBHOOK_*` (E3): may read those variables. */
   environmentHook?: boolean;
@@ -45,6 +53,8 @@ export function resolveHeaderTemplates(
     if (Object.hasOwn(resolved, name) || dropped.has(name))
       throw new DeliveryConfigError(`${label} is given more than once (header names are case-insensitive)`);
     if (typeof template !== 'string') throw new DeliveryConfigError(`${label} must be a string`);
+    // Job data from an older producer may carry `${DATABASE_URL` (unterminated): refused before anything resolves.
+    if (hasMalformedTemplate(template)) throw new DeliveryConfigError(`${label}: ${MALFORMED_TEMPLATE_MESSAGE}`);
     const value = template.replace(TEMPLATE_PATTERN, (_match, variable: string) => {
       // The text of a malformed template may be a pasted secret: never echoed.
       if (!ENV_VAR_NAME.test(variable)) throw new DeliveryConfigError(`${label}: contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$)`);

@@ -1,12 +1,15 @@
 import { z } from 'zod';
 import { readSettings } from '../config/settings.ts';
 import type { AgentContext, Verdict } from '../contract/agentHooks.ts';
-import { parseTemplateEnvPattern, reservedTemplateSourceProblem, templateSourceProblem } from '../contract/templateSources.ts';
+import { reservedTemplateSourceProblem, templateSourceProblem } from '../contract/templateSources.ts';
+import { resolveTemplateEnv } from '../config/templateEnv.ts';
 import {
   checkWebhookUrl,
   ENV_VAR_NAME,
+  hasMalformedTemplate,
   hasUnsafeHeaderValue,
   headerNameProblem,
+  MALFORMED_TEMPLATE_MESSAGE,
   MAX_TIMEOUT_SECONDS,
   templateNames,
   UNSAFE_HEADER_VALUE_MESSAGE,
@@ -19,6 +22,7 @@ import { resolveHeaderTemplates } from './headerTemplates.ts';
 import { resolveWebhookUrl } from './resolveUrl.ts';
 import { parseSigningSecrets, signatureHeaders } from './signing.ts';
 import { HookrelayError } from '../contract/hookrelayError.ts';
+import { HookConfigError } from '../contract/errors.ts';
 import { parseJsonLossless } from '../interception/losslessJson.ts';
 
 /** I3: the response cap of a remote verdict, as for decision webhooks. */
@@ -54,11 +58,11 @@ export const RemoteInterceptorConfigSchema = z
       const nameProblem = headerNameProblem(name);
       if (nameProblem) ctx.addIssue({ code: 'custom', path: ['headers', name], message: nameProblem });
       if (hasUnsafeHeaderValue(value)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: UNSAFE_HEADER_VALUE_MESSAGE });
+      // The text of a malformed template may be a pasted secret: never echoed.
+      if (hasMalformedTemplate(value)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: MALFORMED_TEMPLATE_MESSAGE });
       for (const v of templateNames(value)) {
-        // The text of a malformed template may be a pasted secret: never echoed.
-        if (!ENV_VAR_NAME.test(v))
-          ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'contains a template that is not a variable name (^[A-Z_][A-Z0-9_]*$)' });
-        else if (reservedTemplateSourceProblem(v))
+        if (!ENV_VAR_NAME.test(v)) continue; // reported above
+        if (reservedTemplateSourceProblem(v))
           ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template: ${reservedTemplateSourceProblem(v)}` });
         else if (!allowed.has(v)) ctx.addIssue({ code: 'custom', path: ['headers', name], message: `template \${${v}} is not listed in allowedEnvVars` });
       }
@@ -71,7 +75,7 @@ export type RemoteInterceptorDeps = {
   fetchTransport?: FetchTransport;
   /** Where templates and HOOKRELAY_SIGNING_SECRETS are read from, at send time (W2). Default `process.env`. */
   env?: Record<string, string | undefined>;
-  /** W2: the operator's allow pattern; default `env.HOOKRELAY_TEMPLATE_ENV` (read now), else `*`. */
+  /** W2: the operator's allow pattern; default `env.HOOKRELAY_TEMPLATE_ENV` (read now), else `none`. */
   templateEnv?: string;
   /** Base for a relative `url`; default `env.APP_URL`. */
   appUrl?: string;
@@ -91,15 +95,20 @@ export class RemoteInterceptorError extends HookrelayError {
  * non-JSON body throws (`interceptor_failed`); its own bound expiring is `interceptor_timeout`.
  */
 export function createRemoteInterceptor(config: RemoteInterceptorConfig, options: RemoteInterceptorDeps = {}): Interceptor {
-  const parsed = RemoteInterceptorConfigSchema.parse(config);
+  // A typed HookConfigError naming each field (and variable names, never values), as `register` throws.
+  const label = { id: typeof (config as { name?: unknown })?.name === 'string' ? (config as { name: string }).name : 'remote' };
+  const result = RemoteInterceptorConfigSchema.safeParse(config);
+  if (!result.success) throw HookConfigError.fromZod(label, undefined, result.error);
+  const parsed = result.data;
   const env = options.env ?? process.env;
   // Read once, with the settings schema; only templates and signing secrets stay live (W2).
   const settings = readSettings(['HOOKRELAY_TEMPLATE_ENV', 'APP_URL', 'HOOKRELAY_ALLOWED_CIDRS'], env);
-  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? settings.HOOKRELAY_TEMPLATE_ENV);
-  for (const variable of parsed.allowedEnvVars ?? []) {
+  const templateEnv = resolveTemplateEnv(options.templateEnv, settings);
+  const sourceIssues = (parsed.allowedEnvVars ?? []).flatMap((variable, i) => {
     const problem = templateSourceProblem(variable, { pattern: templateEnv });
-    if (problem) throw new RemoteInterceptorError(`allowedEnvVars: ${problem}`);
-  }
+    return problem ? [{ path: `allowedEnvVars[${i}]`, message: problem }] : [];
+  });
+  if (sourceIssues.length > 0) throw new HookConfigError(label.id, undefined, sourceIssues);
   const deps = {
     env,
     appUrl: options.appUrl ?? settings.APP_URL,

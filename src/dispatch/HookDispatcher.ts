@@ -4,10 +4,10 @@ import type { HookEventOf } from '../contract/events.ts';
 import { type AgentHook, isControlHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
 import { type HookType, isHookType } from '../contract/hookTypes.ts';
 import { matchesHook } from '../contract/matcher.ts';
-import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import { loadEnvHooks } from '../config/envHooks.ts';
 import { readSettings } from '../config/settings.ts';
+import { resolveTemplateEnv } from '../config/templateEnv.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
 import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
@@ -56,7 +56,7 @@ export type HookDispatcherOptions = {
   allowedCidrs?: string;
   /**
    * W2: which variables hook templates may read (`HOOK_*,BILLING_TOKEN`; `*` globs; `none`);
-   * default HOOKRELAY_TEMPLATE_ENV read at construction, else `*`. hookrelay's own variables never.
+   * default HOOKRELAY_TEMPLATE_ENV read at construction, else `none`. hookrelay's own variables never.
    */
   templateEnv?: string;
   /** Local-mode QStash publisher; default built from QSTASH_URL / QSTASH_TOKEN at send time. */
@@ -101,7 +101,7 @@ export class HookDispatcher {
     const env = options.env ?? process.env;
     this.#env = env;
     // W2: an invalid pattern fails construction (TemplateEnvPatternError names the variable).
-    const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? env.HOOKRELAY_TEMPLATE_ENV);
+    const templateEnv = resolveTemplateEnv(options.templateEnv, env);
     if (this.mode === 'queue' && !options.producer && !defaults.createProducer) {
       throw new TypeError(
         "queue mode needs a producer: pass `producer: createHookProducer()` (from 'hookrelay/queue'), or construct the dispatcher from the 'hookrelay' entry",

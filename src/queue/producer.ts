@@ -9,7 +9,7 @@ import { EventValidationError } from '../contract/errors.ts';
 import { IngestEventSchema, serializeEventJson } from '../contract/events.ts';
 import { isControlHook, type ParsedSerializedHook } from '../contract/hook.ts';
 import { isHookType } from '../contract/hookTypes.ts';
-import { parseTemplateEnvPattern, type TemplateEnvPattern } from '../contract/templateSources.ts';
+import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import { assertTemplateSources, parseSerializedHooks } from '../contract/validate.ts';
 import { matchesHook } from '../contract/matcher.ts';
 import { silentLogger } from '../observability/logger.ts';
@@ -22,6 +22,7 @@ import { addDeliveryJobs, withTimeout } from './jobs.ts';
 import { assertPayloadWithinCap } from './payloadCap.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { assertQueuePrefixFits, readSettings } from '../config/settings.ts';
+import { resolveTemplateEnv } from '../config/templateEnv.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
 import { activeTracer, inSpan, serializeTraceContext, SpanKind, type Span } from '../observability/tracing.ts';
 import {
@@ -78,7 +79,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   const maxPayloadBytes = options.maxPayloadBytes ?? settings.HOOKRELAY_MAX_PAYLOAD_BYTES;
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
   // W2: an invalid pattern fails here (TemplateEnvPatternError names the variable).
-  const templateEnv = parseTemplateEnvPattern(options.templateEnv ?? settings.HOOKRELAY_TEMPLATE_ENV);
+  const templateEnv = resolveTemplateEnv(options.templateEnv, settings);
   const queuePrefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
   // Redis Cluster: the prefix must be a hash tag (one slot per queue); refused here, not at the first enqueue.
   if (!options.redis) assertQueuePrefixFits(queuePrefix, settings.HOOKRELAY_REDIS_CLUSTER);

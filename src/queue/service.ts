@@ -7,7 +7,7 @@ import { setMaxListeners } from 'node:events';
 import { Queue, type Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { SettingsError, signingSecrets, type Settings } from '../config/settings.ts';
-import { parseTemplateEnvPattern } from '../contract/templateSources.ts';
+import { resolveTemplateEnv } from '../config/templateEnv.ts';
 import { FetchTransport } from '../delivery/fetchTransport.ts';
 import { isMissingPackage, QSTASH_PACKAGE } from '../delivery/lazyQStashPublisher.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
@@ -141,7 +141,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     fetchTransport,
     ...(qstash ? { qstash } : {}),
     env: options.env ?? process.env,
-    templateEnv: parseTemplateEnvPattern(settings.HOOKRELAY_TEMPLATE_ENV),
+    templateEnv: resolveTemplateEnv(undefined, settings),
     ...(settings.APP_URL !== undefined ? { appUrl: settings.APP_URL } : {}),
     signingSecrets: signingSecrets(settings),
     scheduleSeconds: settings.retryScheduleSeconds,

@@ -42,6 +42,7 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
     // its breaker would open and they would wait instead (test/e2e/endpointIsolation.test.ts).
     HOOKRELAY_ENDPOINT_ISOLATION: 'false',
     CLI_TOKEN: SECRET,
+    HOOKRELAY_TEMPLATE_ENV: 'CLI_TOKEN', // SEC-H2: templates are denied unless listed
     LOG_LEVEL: 'warn',
     ...extra,
   });
@@ -84,7 +85,7 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
       okById.set(id, (okById.get(id) ?? 0) + 1);
       return { status: 204 };
     });
-    producer = createHookProducer({ store: t.store, redisUrl: REDIS_URL, queueName, env: {} });
+    producer = createHookProducer({ store: t.store, redisUrl: REDIS_URL, queueName, env: { HOOKRELAY_TEMPLATE_ENV: 'CLI_TOKEN' } });
     worker = spawn(process.execPath, [BIN, 'worker'], { cwd: ROOT, env: env(), stdio: ['ignore', 'ignore', 'inherit'] });
   }, 60_000);
 

@@ -49,6 +49,7 @@ describe('console: the operator console in Chromium', () => {
     HOOKRELAY_BREAKER_FAILURES: '100', // the failing phase must not open the breaker: replay is the subject here
     HOOKRELAY_CONSOLE_TOKEN: TOKEN,
     HOOK_SECRET: SECRET,
+    HOOKRELAY_TEMPLATE_ENV: 'HOOK_SECRET', // SEC-H2: templates are denied unless listed
   };
   const shot = async (page: Page, name: string) => {
     if (!SHOTS) return;

@@ -41,7 +41,7 @@ describe('worker process (e2e)', () => {
     db = await createTestStore('e2e_worker');
     rx = await startReceiver({ status: 200 });
     queue = `e2e-worker-${randomBytes(4).toString('hex')}`;
-    producer = createHookProducer({ store: db.store, redisUrl: TEST_REDIS_URL, queueName: queue, env: {} });
+    producer = createHookProducer({ store: db.store, redisUrl: TEST_REDIS_URL, queueName: queue, env: { HOOKRELAY_TEMPLATE_ENV: 'HOOK_TOKEN' } });
   });
   afterAll(async () => {
     await producer.close();
@@ -114,7 +114,8 @@ describe('worker process (e2e)', () => {
         { id: 'secret-q', type: 'onComplete', webhook: { ...webhook('/secret-q'), delivery: 'qstash' } },
       ],
     });
-    const worker = spawnWorker(workerEnv(db, queue, { HOOK_TOKEN: token, LOG_LEVEL: 'debug' }));
+    // SEC-H2: templates are denied by default; this worker's operator lists HOOK_TOKEN.
+    const worker = spawnWorker(workerEnv(db, queue, { HOOK_TOKEN: token, HOOKRELAY_TEMPLATE_ENV: 'HOOK_TOKEN', LOG_LEVEL: 'debug' }));
     try {
       await worker.ready();
       await waitFor(

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parseTemplateEnvPattern } from '../../../src/contract/templateSources.ts';
 import { WebhookConfigSchema, type WebhookConfigInput } from '../../../src/contract/webhook.ts';
 import { deliverNotification, type DeliverNotificationInput } from '../../../src/delivery/deliver.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
@@ -56,6 +57,7 @@ describe('deliverNotification', () => {
       deliveryId: DELIVERY_ID,
       generation: 2,
       env: { HOOK_TOKEN: TOKEN },
+      templateEnv: parseTemplateEnvPattern('HOOK_TOKEN'), // SEC-H2: the default allows no template
       signingSecrets: [SECRET],
       fetchTransport: transport,
       logger: createLogger({ level: 'debug', destination: { write: (line: string) => void logLines.push(line) } }),

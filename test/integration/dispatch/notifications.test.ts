@@ -271,7 +271,7 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
   });
 
   it('W1b: a value with CR/LF after template expansion is a configuration error: nothing is sent', async () => {
-    const d = make({ env: { INJECT: 'a\r\nx-evil: 1' } });
+    const d = make({ env: { INJECT: 'a\r\nx-evil: 1' }, templateEnv: 'INJECT' });
     d.register(OP, [
       { id: 'inj', type: 'onComplete', webhook: { url: at('/inj'), headers: { 'x-v': '${INJECT}' }, allowedEnvVars: ['INJECT'], fallback: 'none' } },
     ]);
@@ -290,7 +290,7 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
   });
 
   it('W2: an allow-listed variable unset at send time is a configuration error: nothing is sent', async () => {
-    const d = make();
+    const d = make({ templateEnv: 'MISSING_TOKEN' });
     d.register(OP, [
       {
         id: 'tpl',
@@ -403,7 +403,7 @@ describe('E1–E4: environment hooks over a real socket', () => {
 
   it('W2: a caller template rotates too (resolved from the current env at send time)', async () => {
     const env: Record<string, string | undefined> = { CALLER_TOKEN: 'caller-1' };
-    const d = make({ env });
+    const d = make({ env, templateEnv: 'CALLER_TOKEN' });
     d.register(OP, [{ id: 'c', type: 'onComplete', webhook: { url: at('/c'), headers: { 'x-token': '${CALLER_TOKEN}' }, allowedEnvVars: ['CALLER_TOKEN'] } }]);
     await d.dispatch(OP, 'onComplete', { operationId: OP });
     env.CALLER_TOKEN = 'caller-2';
@@ -483,7 +483,7 @@ describe('W2: secrets never leak', () => {
       AGENT_HOOK_WEBHOOK_TOKEN: ENV_SECRET,
       AGENT_HOOK_WEBHOOK_EVENTS: 'onComplete',
     };
-    const d = make({ env, logger });
+    const d = make({ env, logger, templateEnv: 'MY_TOKEN' });
     const auth = { headers: { authorization: 'Bearer ${MY_TOKEN}' }, allowedEnvVars: ['MY_TOKEN'] };
     d.register(OP, [
       { id: 'ok', type: 'onComplete', webhook: { url: at('/ok'), ...auth } },

@@ -217,6 +217,6 @@ describe('W2 template sources: local mode', () => {
   it('W2 template sources: an invalid HOOKRELAY_TEMPLATE_ENV fails construction naming the variable', () => {
     expect(() => new HookDispatcher({ env: { HOOKRELAY_TEMPLATE_ENV: 'hook_*' } })).toThrow(TemplateEnvPatternError);
     expect(() => new HookDispatcher({ env: {}, templateEnv: 'DATABASE_URL' })).toThrow(/HOOKRELAY_TEMPLATE_ENV/);
-    expect(parseTemplateEnvPattern(undefined).source).toBe('*');
+    expect(parseTemplateEnvPattern(undefined).source).toBe('none'); // SEC-H2: deny by default
   });
 });

@@ -11,7 +11,8 @@ describe('I3: remote interceptors over a real socket', () => {
   let receiver: Receiver;
   let transport: FetchTransport;
   const records: InterceptionRecord[] = [];
-  const env: Record<string, string | undefined> = { REMOTE_TOKEN: TOKEN };
+  // SEC-H2: templates are denied by default; the operator allows the one this suite reads.
+  const env: Record<string, string | undefined> = { REMOTE_TOKEN: TOKEN, HOOKRELAY_TEMPLATE_ENV: 'REMOTE_TOKEN' };
 
   beforeAll(async () => {
     receiver = await startReceiver();
@@ -149,6 +150,7 @@ describe('I3: remote interceptors over a real socket', () => {
   it('I3: configured like a webhook: `timeout` in seconds, transport and env from the process by default', async () => {
     vi.stubEnv('HOOKRELAY_ALLOWED_CIDRS', '127.0.0.1/32');
     vi.stubEnv('REMOTE_TOKEN', TOKEN);
+    vi.stubEnv('HOOKRELAY_TEMPLATE_ENV', 'REMOTE_TOKEN');
     try {
       const remote = createRemoteInterceptor({
         url: `${receiver.url}/verdict`,

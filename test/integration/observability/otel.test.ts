@@ -46,6 +46,7 @@ describe('OTel: spans from dispatch to the receiver', () => {
     HOOKRELAY_SHUTDOWN_TIMEOUT_MS: '1000',
     HOOKRELAY_BREAKER_FAILURES: '100',
     HOOK_SECRET: SECRET,
+    HOOKRELAY_TEMPLATE_ENV: 'HOOK_SECRET', // SEC-H2: templates are denied unless listed
   };
   const hookFor = (path: string) => ({
     id: `h-${path}`,

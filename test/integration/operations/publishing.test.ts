@@ -26,7 +26,7 @@ function dispatcher(env: Env = {}): HookDispatcher {
 
 beforeAll(async () => {
   t = await createTestStore('ops_p');
-  ops = createOperationStore({ store: t.store });
+  ops = createOperationStore({ store: t.store, templateEnv: 'K' }); // SEC-H2: templates are denied unless listed
   rx = await startReceiver(ALLOW);
   envR = await startReceiver({ status: 204 });
 });

@@ -17,11 +17,13 @@ let envR: Receiver;
 let d: HookDispatcher;
 const hookToken = `hook-secret-${randomBytes(12).toString('hex')}`;
 const envToken = `env-secret-${randomBytes(12).toString('hex')}`;
-const env: Env = { HOOK_TOKEN: hookToken, AGENT_HOOK_WEBHOOK_TOKEN: envToken };
+/** SEC-H2: templates are denied by default; the operator lists the two this suite reads. */
+const TEMPLATE_ENV = 'HOOK_TOKEN,ROTATED_TOKEN';
+const env: Env = { HOOK_TOKEN: hookToken, AGENT_HOOK_WEBHOOK_TOKEN: envToken, HOOKRELAY_TEMPLATE_ENV: TEMPLATE_ENV };
 
 beforeAll(async () => {
   t = await createTestStore('ops_s');
-  ops = createOperationStore({ databaseUrl: t.url });
+  ops = createOperationStore({ databaseUrl: t.url, templateEnv: TEMPLATE_ENV });
   rx = await startReceiver((req) => (req.path === '/control' ? ALLOW : { status: 204 }));
   envR = await startReceiver(ALLOW);
   setEnvHooks(env, `${envR.url}/env`, { events: 'afterToolCall,onComplete' });

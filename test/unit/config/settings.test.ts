@@ -65,7 +65,7 @@ describe('§13: defaults', () => {
       HOOKRELAY_HTTP_PORT: 8787,
       HOOKRELAY_RETENTION_DAYS: 30,
       HOOKRELAY_MIGRATE: true,
-      HOOKRELAY_TEMPLATE_ENV: '*',
+      HOOKRELAY_TEMPLATE_ENV: 'none',
       LOG_LEVEL: 'info',
       retryScheduleSeconds: [5, 300, 1800, 7200, 18000, 36000, 36000],
     });

@@ -19,7 +19,7 @@ describe('W2 template sources: the reserved names', () => {
     'AGENT_HOOK_WEBHOOK_TOKEN',
   ])('W2 template sources: %s is reserved', (name) => expect(isReservedTemplateVariable(name)).toBe(true));
 
-  it.each(['HOOK_TOKEN', 'DATABASE_URL_RO', 'APP_DATABASE_URL', 'QSTASHX', 'HOOKRELAYS', 'AGENT_HOOK_TOKEN'])('W2 template sources: %s is not', (name) =>
+  it.each(['HOOK_TOKEN', 'DATABASE_URL_RO', 'APP_DATABASE_URL', 'MY_QSTASH_TOKEN', 'HOOKRELAYS', 'AGENT_HOOK_TOKEN', 'APP_PGPASSWORD', 'NODE_ENV'])('W2 template sources: %s is not', (name) =>
     expect(isReservedTemplateVariable(name)).toBe(false),
   );
 
@@ -34,13 +34,18 @@ describe('W2 template sources: the reserved names', () => {
 });
 
 describe('W2 template sources: HOOKRELAY_TEMPLATE_ENV', () => {
-  it('W2 template sources: unset or blank means "*": every name but the reserved ones', () => {
+  it('SEC-H2 template sources: unset or blank means "none" (deny by default); "*" is every name but the reserved ones', () => {
     for (const raw of [undefined, '', '   ']) {
       const p = parseTemplateEnvPattern(raw);
-      expect(p.source).toBe('*');
-      expect(templateEnvAllows(p, 'ANYTHING_AT_ALL')).toBe(true);
-      expect(templateSourceProblem('HOOKRELAY_SIGNING_SECRETS', { pattern: p })).toBeDefined();
+      expect(p.source).toBe('none');
+      expect(templateEnvAllows(p, 'ANYTHING_AT_ALL')).toBe(false);
+      expect(templateSourceProblem('HOOK_TOKEN', { pattern: p })).toMatch(/HOOK_TOKEN is not allowed by HOOKRELAY_TEMPLATE_ENV/);
+      expect(templateSourceProblem('HOOK_TOKEN')).toMatch(/HOOK_TOKEN is not allowed by HOOKRELAY_TEMPLATE_ENV/);
     }
+    const all = parseTemplateEnvPattern('*');
+    expect(templateEnvAllows(all, 'ANYTHING_AT_ALL')).toBe(true);
+    expect(templateSourceProblem('ANYTHING_AT_ALL', { pattern: all })).toBeUndefined();
+    expect(templateSourceProblem('HOOKRELAY_SIGNING_SECRETS', { pattern: all })).toBeDefined();
   });
 
   it('W2 template sources: names and * globs, comma-separated, trimmed; nothing else matches', () => {

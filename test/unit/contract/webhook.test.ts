@@ -521,8 +521,8 @@ describe("W2 template sources: hookrelay's own variables are never a template so
     expect(paths(rejects(WebhookConfigSchema, wh({ allowedEnvVars: ['DATABASE_URL'] })))).toEqual(['allowedEnvVars.0']);
   });
 
-  it('W2 template sources: names that only look alike are ordinary (DATABASE_URL_2, MY_REDIS_URL, QSTASH without _)', () => {
-    for (const name of ['DATABASE_URL_2', 'MY_REDIS_URL', 'QSTASH', 'HOOKRELAY', 'AGENT_HOOK_TOKEN']) {
+  it('W2 template sources: names that only look alike are ordinary (DATABASE_URL_2, MY_REDIS_URL, MY_QSTASH_TOKEN, HOOKRELAY without _)', () => {
+    for (const name of ['DATABASE_URL_2', 'MY_REDIS_URL', 'MY_QSTASH_TOKEN', 'HOOKRELAY', 'AGENT_HOOK_TOKEN', 'APP_PGPASSWORD', 'MY_OTEL_TOKEN']) {
       accepts(WebhookConfigSchema, wh({ headers: { a: `\${${name}}` }, allowedEnvVars: [name] }));
     }
   });

@@ -105,7 +105,7 @@ describe('HookDispatcher: registration and ordering', () => {
   });
 
   it('D3: only the webhook config is serialized (handlers do not survive); matcher and fallback survive', () => {
-    const d = local();
+    const d = local({ templateEnv: 'TOKEN' }); // SEC-H2: templates are denied unless the operator lists them
     d.register(OP, [
       {
         id: 'dual',
