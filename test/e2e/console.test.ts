@@ -220,6 +220,36 @@ describe('console: the operator console in Chromium', () => {
     await context.close();
   }, 90_000);
 
+  it('SEC-H5 console: sign-out in Chromium revokes the session server-side — the copied cookie replayed afterwards gets 401', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/console/login`);
+    await page.fill('input[name="token"]', TOKEN);
+    await Promise.all([page.waitForURL(`${base}/console`), page.click('button[type="submit"]')]);
+    const [cookie] = (await context.cookies(`${base}/console`)).filter((c) => c.name === 'hookrelay_console');
+    expect(cookie?.httpOnly).toBe(true);
+    expect(cookie?.sameSite).toBe('Strict');
+    expect(cookie?.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(cookie?.value).not.toContain(TOKEN);
+    const copied = `hookrelay_console=${cookie?.value}`;
+    expect((await fetch(`${base}/console/deliveries`, { headers: { cookie: copied } })).status).toBe(200); // live before sign-out
+
+    await Promise.all([page.waitForURL(`${base}/console/login`), page.click('form.logout button[type="submit"]')]);
+    expect((await context.cookies(`${base}/console`)).filter((c) => c.name === 'hookrelay_console')).toEqual([]);
+    // The copy still exists outside the browser; the server no longer knows it.
+    for (const p of ['/console', '/console/deliveries', '/console/api/counts']) {
+      expect((await fetch(`${base}${p}`, { headers: { cookie: copied } })).status, p).toBe(401);
+    }
+    // Put back into a fresh browser it is still no session: the sign-in page, 401.
+    const replay = await browser.newContext();
+    await replay.addCookies([{ name: 'hookrelay_console', value: cookie?.value ?? '', url: `${base}/console` }]);
+    const again = await replay.newPage();
+    expect((await again.goto(`${base}/console/deliveries`))?.status()).toBe(401);
+    expect(await again.locator('input[name="token"]').count()).toBe(1);
+    await replay.close();
+    await context.close();
+  }, 60_000);
+
   it('console: no page shows a resolved secret (templates only)', async () => {
     const pages = [
       '/console',
