@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_WEBHOOK_TIMEOUT_SECONDS } from './defaults.ts';
 import { MAX_ENDPOINT_KEY_LENGTH } from './endpoint.ts';
 import { isControlHookType } from './hookTypes.ts';
+import { canonicalQStashDestination, qstashDestinationProblem } from './qstashDestination.ts';
 import { reservedTemplateSourceProblem } from './templateSources.ts';
 
 /** Largest timeout in seconds: setTimeout's 2^31-1 ms ceiling (W1). */
@@ -105,6 +106,13 @@ const TimeoutSchema = z
   .refine((t) => t <= MAX_TIMEOUT_SECONDS, { message: `must be at most ${MAX_TIMEOUT_SECONDS} seconds` });
 
 /**
+ * W1: how deeply a hook `body` may nest objects and arrays. A body is static configuration merged
+ * into every payload (whose own limit is MAX_EVENT_DEPTH, 256); 64 levels is far beyond any real
+ * body and keeps validation, storage and delivery far from exhausting a stack.
+ */
+export const MAX_BODY_DEPTH = 64;
+
+/**
  * The body is merged into a JSON payload and persisted with the hook (B1, L2), so it must be
  * plain JSON data. Returns the path and problem of the first non-JSON value, if any (a function,
  * symbol, bigint, non-finite number, class instance or cycle would otherwise be lost or throw
@@ -115,6 +123,8 @@ function jsonProblem(value: unknown, path: (string | number)[], ancestors: Set<o
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, message: 'must be a finite number (JSON data only)' };
   if (typeof value !== 'object') return { path, message: `must be JSON data (got ${typeof value})` };
   if (ancestors.has(value)) return { path, message: 'must not contain a cycle' };
+  // Checked before descending: the recursion (and every later JSON.stringify) stays bounded.
+  if (ancestors.size >= MAX_BODY_DEPTH) return { path, message: `must not nest objects/arrays more than ${MAX_BODY_DEPTH} levels deep` };
   const proto = Object.getPrototypeOf(value) as unknown;
   if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) return { path, message: 'must be JSON data (plain objects and arrays only)' };
   ancestors.add(value);
@@ -213,8 +223,24 @@ function webhookConfigSchema(environmentHook: boolean) {
     } else if (w.onError === 'block') {
       ctx.addIssue({ code: 'custom', path: ['onError'], message: "'block' requires responseHandling 'toolCall'" });
     }
+    if (w.delivery === 'qstash') {
+      const problem = qstashUrlProblem(w.url);
+      if (problem) ctx.addIssue({ code: 'custom', path: ['url'], message: problem });
+    }
     templateRules(w, ctx, environmentHook);
   });
+}
+
+/**
+ * Q5/Q7: a qstash hook's URL must stay one destination inside `/v2/publish/` (no dot segments,
+ * userinfo, query or fragment; see qstashDestination.ts). A relative URL is checked as a path
+ * here and again, resolved against APP_URL, before each publish.
+ */
+function qstashUrlProblem(url: string): string | undefined {
+  if (checkWebhookUrl(url) !== undefined) return undefined; // the URL rule already reported it
+  if (url.startsWith('/')) return qstashDestinationProblem(url);
+  const checked = canonicalQStashDestination(url);
+  return checked.ok ? undefined : checked.problem;
 }
 
 /** The webhook config (W1), strict: unknown keys are rejected; combinations per W1a; templates per W2. */

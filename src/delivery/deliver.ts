@@ -3,6 +3,7 @@
  * webhook once: resolve URL and headers (configuration errors before any attempt, D7), sign
  * (Q1/Q6), then QStash with at most one fetch fallback (D7/Q7) or a direct fetch (W3/W4).
  */
+import { canonicalQStashDestination, qstashDestinationProblem } from '../contract/qstashDestination.ts';
 import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
 import { timeoutMs } from '../contract/webhook.ts';
@@ -127,7 +128,25 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
   const attemptTimeoutMs = timeoutMs(webhook);
 
   if (webhook.delivery === 'qstash') {
-    const check = await input.fetchTransport.checkDestination(url, trusted);
+    // Q5/Q7: re-checked on every attempt (job data and ledger rows are not trusted to have passed
+    // registration): the raw URL, then the resolved one as the SDK will paste it into
+    // /v2/publish/. A refusal is permanent and never falls back: nothing is sent anywhere.
+    const rawProblem = qstashDestinationProblem(webhook.url);
+    const destination = rawProblem !== undefined ? { ok: false as const, problem: rawProblem } : canonicalQStashDestination(url);
+    if (!destination.ok) {
+      return {
+        ok: false,
+        errorClass: 'configuration',
+        permanent: true,
+        critical,
+        transport: 'qstash',
+        fellBack: false,
+        detail: destination.problem,
+        durationMs: elapsed(),
+      };
+    }
+    // The SSRF check sees the normalised destination: exactly the string QStash is given.
+    const check = await input.fetchTransport.checkDestination(destination.destination, trusted);
     if (!check.ok) {
       return {
         ok: false,
@@ -141,7 +160,7 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
     }
     const published: QStashPublishResult = input.qstash
       ? await input.qstash.publish({
-          destination: url,
+          destination: destination.destination,
           body: input.payload,
           headers: signed(),
           timeoutMs: attemptTimeoutMs,

@@ -22,6 +22,7 @@
  *   deadline is enforced by racing it (the abandoned request is left to finish on its own).
  */
 import { Client, QstashError } from '@upstash/qstash';
+import { canonicalQStashDestination } from '../contract/qstashDestination.ts';
 import { startDeadline } from './deadline.ts';
 import type { QStashPublisher, QStashPublishRequest, QStashPublishResult } from './types.ts';
 
@@ -63,8 +64,8 @@ export function createQStashPublisher(options: QStashPublisherOptions = {}): QSt
 
   return {
     async publish(req: QStashPublishRequest): Promise<QStashPublishResult> {
-      if (client === undefined) return CONFIGURATION;
-      const prepared = prepare(req, defaultRetries);
+      if (client === undefined || baseUrl === undefined) return CONFIGURATION;
+      const prepared = prepare(req, defaultRetries, baseUrl);
       if (prepared === undefined) return CONFIGURATION;
 
       const deadline = startDeadline(publishTimeoutMs, req.signal);
@@ -75,7 +76,7 @@ export function createQStashPublisher(options: QStashPublisherOptions = {}): QSt
         return { ok: false, errorClass: 'timeout' };
       }
       const publishing = client.publish({
-        url: req.destination,
+        url: prepared.destination,
         body: req.body,
         headers: prepared.headers,
         method: 'POST',
@@ -105,11 +106,14 @@ export function createQStashPublisher(options: QStashPublisherOptions = {}): QSt
   };
 }
 
-type Prepared = { headers: Record<string, string>; retries: number; timeoutSeconds: number };
+type Prepared = { destination: string; headers: Record<string, string>; retries: number; timeoutSeconds: number };
 
 /** Validates the request (a config error is raised before any attempt, D7) and builds the headers. */
-function prepare(req: QStashPublishRequest, defaultRetries: number): Prepared | undefined {
-  if (!isHttpUrl(req.destination)) return undefined;
+function prepare(req: QStashPublishRequest, defaultRetries: number, baseUrl: string): Prepared | undefined {
+  // Q5/Q7: the request the SDK builds must land on exactly <base>/v2/publish/<destination>:
+  // dot segments, a query, userinfo, … are refused; the canonical form is what is published.
+  const destination = canonicalQStashDestination(req.destination, baseUrl);
+  if (!destination.ok) return undefined;
   if (req.callbackUrl !== undefined && !isHttpUrl(req.callbackUrl)) return undefined;
   if (req.failureCallbackUrl !== undefined && !isHttpUrl(req.failureCallbackUrl)) return undefined;
   // QStash rejects ':' in deduplication ids with 400; it would never succeed on retry.
@@ -131,7 +135,7 @@ function prepare(req: QStashPublishRequest, defaultRetries: number): Prepared | 
   }
   // `Upstash-Timeout` is sent as `${n}s` without rounding; whole seconds, rounded up, never 0.
   const timeoutSeconds = Math.max(1, Math.ceil(req.timeoutMs / 1000));
-  return { headers, retries, timeoutSeconds };
+  return { destination: destination.destination, headers, retries, timeoutSeconds };
 }
 
 function toSuccess(response: unknown): QStashPublishResult {

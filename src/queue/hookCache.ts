@@ -4,6 +4,7 @@
  * cache starts over (a config that stops recurring costs one parse more, never memory).
  */
 import type { ParsedSerializedHook } from '../contract/hook.ts';
+import { HookConfigError } from '../contract/errors.ts';
 import { parseSerializedHook } from '../contract/validate.ts';
 
 export const HOOK_CACHE_ENTRIES = 1_000;
@@ -13,6 +14,8 @@ export type HookCache = {
   parse(json: string): ParsedSerializedHook | undefined;
   /** The same for a hook already decoded (a ledger row's jsonb). */
   parseValue(value: unknown): ParsedSerializedHook | undefined;
+  /** Why a stored hook (JSON text or decoded) does not validate: field paths and rules, never values. */
+  problem(stored: unknown): string;
 };
 
 export function createHookCache(maxEntries = HOOK_CACHE_ENTRIES): HookCache {
@@ -37,8 +40,27 @@ export function createHookCache(maxEntries = HOOK_CACHE_ENTRIES): HookCache {
     entries.set(json, parsed);
     return parsed;
   };
+  // Only on the failure path (a permanent configuration failure), so it parses again rather than caching errors.
+  const problem = (stored: unknown): string => {
+    let value = stored;
+    if (typeof stored === 'string') {
+      try {
+        value = JSON.parse(stored);
+      } catch {
+        return 'stored hook is not JSON';
+      }
+    }
+    try {
+      parseSerializedHook(value, undefined, { allowEnvironmentIds: true });
+      return 'stored hook no longer validates';
+    } catch (error) {
+      if (!(error instanceof HookConfigError)) return 'stored hook no longer validates';
+      return `stored hook no longer validates: ${error.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`;
+    }
+  };
   return {
     parse,
     parseValue: (value) => validate(value),
+    problem,
   };
 }

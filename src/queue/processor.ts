@@ -91,6 +91,8 @@ type AttemptTarget = {
   hookId: string;
   /** undefined when the stored hook no longer validates (a permanent configuration failure). */
   hook: ParsedSerializedHook | undefined;
+  /** Why `hook` is undefined (field paths and rules, never values). */
+  hookProblem?: string;
   /** undefined when the row's payload is gone (pruned by retention). */
   body: string | undefined;
   emailUserId: string | undefined;
@@ -229,7 +231,8 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
         const log = { deliveryId, hookId: target.hookId, operationId: target.operationId, attempt: decision.outcome.attempt.attempt };
         if (!decision.critical) {
           deps.logger.warn(
-            { ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus },
+            // `detail` names a rule, field or variable, never a value or remote text.
+            { ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus, ...(result.ok ? {} : { detail: result.detail }) },
             'delivery failed for good; replayable from the ledger',
           );
           throw new UnrecoverableError(`delivery failed: ${decision.errorClass}`);
@@ -237,7 +240,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
         deps.metrics?.criticalFailures.inc();
         const error = new CriticalHookDeliveryError([{ hookId: target.hookId, cause: new WebhookDeliveryFailure(decision.errorClass, decision.httpStatus) }]);
         deps.logger.error(
-          { ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus, err: error },
+          { ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus, ...(result.ok ? {} : { detail: result.detail }), err: error },
           'critical webhook delivery failed for good; operation flagged',
         );
         throw error;
@@ -268,6 +271,7 @@ function targetFromJob(id: string, generation: number, data: DeliveryJobAttempt,
     operationId: data.operationId,
     hookId: hook?.id ?? '(invalid)',
     hook,
+    ...(hook === undefined ? { hookProblem: hooks.problem(data.hook) } : {}),
     body: data.body,
     emailUserId: data.emailUserId,
     attemptCount: data.attemptCount,
@@ -293,6 +297,7 @@ function targetFromRow(row: ClaimedDelivery, hooks: HookCache): AttemptTarget {
     operationId: row.operationId,
     hookId: row.hookId,
     hook,
+    ...(hook === undefined ? { hookProblem: hooks.problem(row.hook) } : {}),
     body: built?.body,
     emailUserId: built?.emailUserId,
     attemptCount: row.attemptCount,
@@ -329,7 +334,7 @@ async function failWaiting(deps: ProcessorDeps, target: AttemptTarget, reason: W
 /** One delivery attempt; never throws (every problem is a typed failure). */
 async function attempt(deps: ProcessorDeps, target: AttemptTarget, span: Span | undefined): Promise<NotificationResult> {
   const hook = target.hook;
-  if (!hook) return configurationFailure('stored hook no longer validates', false);
+  if (!hook) return configurationFailure(target.hookProblem ?? 'stored hook no longer validates', false);
   // Environment hooks are the operator's own targets (Q5): not subject to the SSRF guard, and the
   // only hooks that may read AGENT_HOOK_WEBHOOK_* (W2) — but only while the URL is still the one
   // this worker's environment names, so a stored row carrying a reserved id buys neither.

@@ -32,7 +32,8 @@ afterEach(async () => {
 
 function request(overrides: Partial<QStashPublishRequest> = {}): QStashPublishRequest {
   return {
-    destination: `${receiver.url}/hooks/agent?tenant=t1&x=2`,
+    // SEC-H1: a QStash destination has no query (it would become the API request's query).
+    destination: `${receiver.url}/hooks/agent`,
     body: JSON.stringify({ event: 'beforeToolCall', n: 1 }),
     headers: {
       'content-type': 'application/json',
@@ -62,7 +63,7 @@ describe('QStash transport against the local QStash server (real @upstash/qstash
     await qstash.waitFor(() => receiver.requests.length === 1);
     const delivered = receiver.requests[0];
     expect(delivered.method).toBe('POST');
-    expect(delivered.url).toBe('/hooks/agent?tenant=t1&x=2');
+    expect(delivered.url).toBe('/hooks/agent');
     expect(delivered.body).toBe(req.body);
     expect(delivered.headers).toMatchObject({
       'content-type': 'application/json',
@@ -87,7 +88,7 @@ describe('QStash transport against the local QStash server (real @upstash/qstash
     expect(qstash.publishRequestCount()).toBe(1);
     const sent = qstash.requests[0];
     expect(sent.method).toBe('POST');
-    expect(sent.path).toBe(`/v2/publish/${receiver.url}/hooks/agent?tenant=t1&x=2`);
+    expect(sent.path).toBe(`/v2/publish/${receiver.url}/hooks/agent`);
     expect(sent.headers).toMatchObject({
       authorization: `Bearer ${qstash.token}`,
       'content-type': 'application/json',

@@ -93,7 +93,8 @@ describe('durable delivery: QStash path', () => {
 
   it('Q7: publishes with dedup id <deliveryId>-<generation>; deliveries carry webhook-* headers and verify with Receiver and standardwebhooks', async () => {
     const worker = await stack.startWorker({ QSTASH_URL: qstash.url, QSTASH_TOKEN: qstash.token, HOOKRELAY_SIGNING_SECRETS: signing });
-    const hooks = [fetchHook('q', `${rx.url}/q?x=1`, { delivery: 'qstash' })];
+    // SEC-H1: no query on a QStash destination (it would land in the API request's query).
+    const hooks = [fetchHook('q', `${rx.url}/q`, { delivery: 'qstash' })];
     const { deliveryIds } = await stack.producer.enqueueMany(
       Array.from({ length: 20 }, (_, i) => ({ operationId: `op-${i}`, type: 'onComplete' as const, event: { n: i }, hooks })),
     );

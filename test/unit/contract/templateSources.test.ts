@@ -19,8 +19,9 @@ describe('W2 template sources: the reserved names', () => {
     'AGENT_HOOK_WEBHOOK_TOKEN',
   ])('W2 template sources: %s is reserved', (name) => expect(isReservedTemplateVariable(name)).toBe(true));
 
-  it.each(['HOOK_TOKEN', 'DATABASE_URL_RO', 'APP_DATABASE_URL', 'MY_QSTASH_TOKEN', 'HOOKRELAYS', 'AGENT_HOOK_TOKEN', 'APP_PGPASSWORD', 'NODE_ENV'])('W2 template sources: %s is not', (name) =>
-    expect(isReservedTemplateVariable(name)).toBe(false),
+  it.each(['HOOK_TOKEN', 'DATABASE_URL_RO', 'APP_DATABASE_URL', 'MY_QSTASH_TOKEN', 'HOOKRELAYS', 'AGENT_HOOK_TOKEN', 'APP_PGPASSWORD', 'NODE_ENV'])(
+    'W2 template sources: %s is not',
+    (name) => expect(isReservedTemplateVariable(name)).toBe(false),
   );
 
   it('W2 template sources: a reserved name is refused whatever the pattern says; env hooks may read AGENT_HOOK_WEBHOOK_* only', () => {
@@ -30,6 +31,30 @@ describe('W2 template sources: the reserved names', () => {
     expect(templateSourceProblem('AGENT_HOOK_WEBHOOK_TOKEN', { pattern: parseTemplateEnvPattern('none'), environmentHook: true })).toBeUndefined();
     expect(templateSourceProblem('QSTASH_TOKEN', { environmentHook: true })).toBeDefined();
     expect(templateSourceProblem('HOOK_TOKEN', { pattern: parseTemplateEnvPattern('BILLING_*'), environmentHook: true })).toMatch(/HOOKRELAY_TEMPLATE_ENV/);
+  });
+});
+
+describe('SEC-H2 template sources: the never-templatable families, whatever the pattern', () => {
+  const all = parseTemplateEnvPattern('*');
+  it.each([
+    'DATABASE_URL',
+    'NODE_OPTIONS',
+    'PGPASSWORD',
+    'PGHOST',
+    'REDIS_URL',
+    'REDISCLI_AUTH',
+    'QSTASH_TOKEN',
+    'QSTASHTOKEN',
+    'HOOKRELAY_CONSOLE_TOKEN',
+    'OTEL_EXPORTER_OTLP_HEADERS',
+    'AGENT_HOOK_WEBHOOK_TOKEN',
+    'AWS_SECRET_ACCESS_KEY',
+    'GOOGLE_APPLICATION_CREDENTIALS',
+    'AZURE_CLIENT_SECRET',
+  ])('SEC-H2 template sources: %s is refused under "*", naming it', (name) => {
+    expect(isReservedTemplateVariable(name)).toBe(true);
+    expect(templateSourceProblem(name, { pattern: all })).toContain(name);
+    if (!name.startsWith('AGENT_HOOK_WEBHOOK_')) expect(templateSourceProblem(name, { pattern: all, environmentHook: true })).toContain(name);
   });
 });
 
@@ -67,6 +92,10 @@ describe('W2 template sources: HOOKRELAY_TEMPLATE_ENV', () => {
     ['a reserved name', 'HOOK_*,DATABASE_URL'],
     ['a glob over a reserved prefix', 'QSTASH_*'],
     ['a glob over HOOKRELAY_', 'HOOKRELAY_*_KEY'],
+    ['SEC-H2 a glob over PG', 'PG*'],
+    ['SEC-H2 a glob over OTEL_', 'HOOK_*,OTEL_*'],
+    ['SEC-H2 a glob over AWS_', 'AWS_*'],
+    ['SEC-H2 a reserved exact name', 'NODE_OPTIONS'],
   ])('W2 template sources: %s is an error naming the variable, not the entry', (_label, raw) => {
     let error: unknown;
     try {

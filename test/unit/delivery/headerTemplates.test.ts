@@ -59,9 +59,7 @@ describe('W2: header templates resolve at send time', () => {
 
   it('W2: an allow-listed variable that is unset (or empty) is a configuration error', () => {
     expect(configError(() => resolve({ authorization: 'Bearer ${HOOK_TOKEN}' }, ['HOOK_TOKEN'], {})).message).toMatch(/HOOK_TOKEN.*unset/);
-    expect(configError(() => resolve({ authorization: 'Bearer ${HOOK_TOKEN}' }, ['HOOK_TOKEN'], { HOOK_TOKEN: '' })).message).toMatch(
-      /HOOK_TOKEN/,
-    );
+    expect(configError(() => resolve({ authorization: 'Bearer ${HOOK_TOKEN}' }, ['HOOK_TOKEN'], { HOOK_TOKEN: '' })).message).toMatch(/HOOK_TOKEN/);
   });
 
   it('W2: inherited properties of the env object are not variables', () => {
@@ -140,13 +138,10 @@ describe('W2 template sources: refused again at send time (the choke point of ev
   );
 
   it('W2 template sources: only an environment hook may read AGENT_HOOK_WEBHOOK_*, and still nothing else reserved', () => {
-    expect(
-      resolve({ authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, ['AGENT_HOOK_WEBHOOK_TOKEN'], env, { environmentHook: true })
-        .authorization,
-    ).toBe(`Bearer ${SECRET}`);
-    expect(configError(() => resolve({ 'x-db': '${DATABASE_URL}' }, ['DATABASE_URL'], env, { environmentHook: true })).message).toContain(
-      'DATABASE_URL',
+    expect(resolve({ authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, ['AGENT_HOOK_WEBHOOK_TOKEN'], env, { environmentHook: true }).authorization).toBe(
+      `Bearer ${SECRET}`,
     );
+    expect(configError(() => resolve({ 'x-db': '${DATABASE_URL}' }, ['DATABASE_URL'], env, { environmentHook: true })).message).toContain('DATABASE_URL');
   });
 
   it('W2 template sources: the operator pattern excludes other names; allowed ones resolve', () => {
