@@ -66,6 +66,8 @@ describe('§13: defaults', () => {
       HOOKRELAY_RETENTION_DAYS: 30,
       HOOKRELAY_MIGRATE: true,
       HOOKRELAY_TEMPLATE_ENV: 'none',
+      HOOKRELAY_CONSOLE_IDLE_TIMEOUT: 1800,
+      HOOKRELAY_CONSOLE_SESSION_MAX_AGE: 43_200,
       LOG_LEVEL: 'info',
       retryScheduleSeconds: [5, 300, 1800, 7200, 18000, 36000, 36000],
     });
@@ -249,6 +251,16 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     ['HOOKRELAY_TEMPLATE_ENV', 'DATABASE_URL'],
     ['HOOKRELAY_TEMPLATE_ENV', 'HOOK_*,QSTASH_*'],
     ['HOOKRELAY_TEMPLATE_ENV', 'HOOKRELAY_*'],
+    ['HOOKRELAY_CONSOLE_ORIGIN', 'console.example.com'],
+    ['HOOKRELAY_CONSOLE_ORIGIN', 'https://console.example.com/console'],
+    ['HOOKRELAY_CONSOLE_ORIGIN', 'https://user:pw@console.example.com'],
+    ['HOOKRELAY_CONSOLE_ORIGIN', 'https://console.example.com/?x=1'],
+    ['HOOKRELAY_CONSOLE_ORIGIN', 'ftp://console.example.com'],
+    ['HOOKRELAY_CONSOLE_IDLE_TIMEOUT', '30 minutes'],
+    ['HOOKRELAY_CONSOLE_IDLE_TIMEOUT', '10s'],
+    ['HOOKRELAY_CONSOLE_IDLE_TIMEOUT', '-5m'],
+    ['HOOKRELAY_CONSOLE_SESSION_MAX_AGE', '31d'],
+    ['HOOKRELAY_CONSOLE_SESSION_MAX_AGE', '1e9'],
   ])('§13: %s=%j throws naming the variable', (name, value) => {
     const error = settingsError({ [name]: value });
     expect(error.name).toBe('SettingsError');
@@ -351,5 +363,19 @@ describe('§13: one settings schema for every factory (readSettings)', () => {
     expect(SETTING_NAMES).toContain('HOOKRELAY_TEMPLATE_ENV');
     // every defaulted setting loadSettings returns is a listed name (retryScheduleSeconds is derived)
     for (const key of Object.keys(loadSettings({}))) if (key !== 'retryScheduleSeconds') expect(SETTING_NAMES).toContain(key);
+  });
+});
+
+describe('SEC-H5 console settings', () => {
+  it('SEC-H5 console: HOOKRELAY_CONSOLE_ORIGIN is read as an origin; the timeouts as seconds (30m and 12h by default)', () => {
+    const s = loadSettings({
+      HOOKRELAY_CONSOLE_ORIGIN: 'https://Console.Example.com:443/',
+      HOOKRELAY_CONSOLE_IDLE_TIMEOUT: '2h',
+      HOOKRELAY_CONSOLE_SESSION_MAX_AGE: '7d',
+    });
+    expect(s.HOOKRELAY_CONSOLE_ORIGIN).toBe('https://console.example.com');
+    expect(s.HOOKRELAY_CONSOLE_IDLE_TIMEOUT).toBe(7_200);
+    expect(s.HOOKRELAY_CONSOLE_SESSION_MAX_AGE).toBe(604_800);
+    expect(loadSettings({ HOOKRELAY_CONSOLE_IDLE_TIMEOUT: '900' }).HOOKRELAY_CONSOLE_IDLE_TIMEOUT).toBe(900);
   });
 });
