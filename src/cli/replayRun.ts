@@ -109,10 +109,17 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
       : undefined;
   bar?.start(candidates.length, 0);
   const batchSize = Math.min(REPLAY_BATCH, flags.rate ?? REPLAY_BATCH);
+  // Each replayed endpoint's open breaker probes now, once per run (issue 25).
+  const probed = new Set<string>();
+  const probe = (keys: readonly string[]) => {
+    const fresh = keys.filter((k) => !probed.has(k));
+    for (const k of fresh) probed.add(k);
+    return ctx.operator.fromRedis((gate) => Promise.all(fresh.map((k) => gate.probeNow(k))));
+  };
   for (let i = 0; i < candidates.length; i += batchSize) {
     const started = Date.now();
     const batch = candidates.slice(i, i + batchSize);
-    const outcome = await replayBatch(ctx.store.db, queue, batch, flags.includeAccepted === true);
+    const outcome = await replayBatch(ctx.store.db, queue, batch, flags.includeAccepted === true, probe);
     results.push(...outcome);
     const notQueued = outcome.filter((r) => r.result === 'not_queued').length;
     summary.skipped += outcome.filter((r) => r.result === 'skipped').length;

@@ -274,7 +274,14 @@ export function createConsole(options: ConsoleOptions): Console {
 
   async function runReplay(ids: readonly string[]): Promise<ReplayResult[]> {
     const results: ReplayResult[] = [];
-    for (let i = 0; i < ids.length; i += REPLAY_BATCH) results.push(...(await replayBatch(db, operator.queue(), ids.slice(i, i + REPLAY_BATCH), false)));
+    // Each replayed endpoint's open breaker probes now, once per replay (issue 25).
+    const probed = new Set<string>();
+    const probe = (keys: readonly string[]) => {
+      const fresh = keys.filter((k) => !probed.has(k));
+      for (const k of fresh) probed.add(k);
+      return operator.fromRedis((gate) => Promise.all(fresh.map((k) => gate.probeNow(k))));
+    };
+    for (let i = 0; i < ids.length; i += REPLAY_BATCH) results.push(...(await replayBatch(db, operator.queue(), ids.slice(i, i + REPLAY_BATCH), false, probe)));
     const notQueued = results.filter((r) => r.result === 'not_queued').length;
     if (notQueued > 0)
       logger.warn({ notQueued }, 'console replay: jobs not added to Redis; the rows are queued in the ledger and the reconciler enqueues them');

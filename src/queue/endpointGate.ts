@@ -252,6 +252,11 @@ end
 return out`;
 }
 
+/** KEYS: state. An open breaker's openUntil moves to now (Redis time); any other state is left. */
+const PROBE_NOW_SCRIPT = `${NOW}
+if redis.call('HGET', KEYS[1], 'state') == 'open' then redis.call('HSET', KEYS[1], 'openUntil', now) end
+return 0`;
+
 type ExchangeCommand = (s: string, h: string, i: string, ...argv: (string | number)[]) => Promise<(number | string)[]>;
 
 const FIELDS = [
@@ -288,6 +293,11 @@ export type EndpointGate = {
   snapshot(key: string): Promise<EndpointSnapshot | undefined>;
   /** Breaker back to closed, counters and the slow-start limit cleared (operator enable). Slots held stay held. */
   reset(key: string): Promise<void>;
+  /**
+   * An open breaker's cooldown ends now: the next admit is its half-open probe (an operator's
+   * replay says the receiver may be back). Its cooldown is kept, so a failed probe still doubles it.
+   */
+  probeNow(key: string): Promise<void>;
 };
 
 export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix: string; policy?: Partial<BreakerPolicy> }): EndpointGate {
@@ -401,6 +411,9 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
     async snapshot(key) {
       const [found] = await read([key]);
       return found && found.lastSeenAt !== null ? found : undefined;
+    },
+    async probeNow(key) {
+      await redis.eval(PROBE_NOW_SCRIPT, 1, stateKey(key));
     },
     async reset(key) {
       await redis.hdel(stateKey(key), 'state', 'openUntil', 'probe', 'probeUntil', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'limit');

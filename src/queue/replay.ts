@@ -100,18 +100,31 @@ export async function previewReplay(
 }
 
 /**
+ * An operator's replay says the receivers may be back: the open breakers of the replayed rows'
+ * endpoints probe at once (issue 25) instead of after a cooldown that may outlast the replayed
+ * deliveries' deadlines. A failed probe still opens them again. Best effort (Redis may be away).
+ */
+export type ReplayProbe = (endpointKeys: readonly string[]) => Promise<unknown>;
+
+/**
  * Claim and enqueue one batch (≤ REPLAY_BATCH ids). A row delivered or replayed since it was
  * selected is skipped; `not_queued` rows are queued in the ledger (the reconciler adds them).
  */
-export async function replayBatch(db: Db, queue: Queue<DeliveryJobData>, batch: readonly string[], includeAccepted: boolean): Promise<ReplayResult[]> {
-  if (activeTracer() === undefined) return claimAndEnqueue(db, queue, batch, includeAccepted, undefined);
+export async function replayBatch(
+  db: Db,
+  queue: Queue<DeliveryJobData>,
+  batch: readonly string[],
+  includeAccepted: boolean,
+  probe?: ReplayProbe,
+): Promise<ReplayResult[]> {
+  if (activeTracer() === undefined) return claimAndEnqueue(db, queue, batch, includeAccepted, undefined, probe);
   // A replay is a new trace, linked to each original one; the replayed attempts continue it.
   const links = (await traceContextsOf(db, batch)).flatMap((stored) => {
     const sc = parseTraceContext(stored);
     return sc ? [{ context: sc }] : [];
   });
   return inSpan('hookrelay.replay', { kind: SpanKind.PRODUCER, parent: ROOT_CONTEXT, links, attributes: { 'hookrelay.deliveries': batch.length } }, (span) =>
-    claimAndEnqueue(db, queue, batch, includeAccepted, serializeTraceContext(span)),
+    claimAndEnqueue(db, queue, batch, includeAccepted, serializeTraceContext(span), probe),
   );
 }
 
@@ -121,8 +134,11 @@ async function claimAndEnqueue(
   batch: readonly string[],
   includeAccepted: boolean,
   trace: string | undefined,
+  probe: ReplayProbe | undefined,
 ): Promise<ReplayResult[]> {
   const claimed = await claimForReplay(db, batch, includeAccepted, trace);
+  const keys = [...new Set(claimed.flatMap((c) => (c.endpointKey ? [c.endpointKey] : [])))];
+  if (probe && keys.length > 0) await probe(keys).catch(() => undefined);
   const taken = new Set(claimed.map((c) => c.id));
   const results: ReplayResult[] = batch
     .filter((id) => !taken.has(id))

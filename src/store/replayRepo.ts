@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Db } from './db.ts';
 
-export type ReplayClaim = { id: string; generation: number };
+export type ReplayClaim = { id: string; generation: number; endpointKey: string | null };
 
 /**
  * Statuses a replay may take: `failed`, `held` (never attempted: its endpoint was disabled), and
@@ -29,8 +29,12 @@ export async function claimForReplay(db: Db, ids: readonly string[], includeAcce
            trace_context = COALESCE(${traceContext ?? null}::text, trace_context)
      WHERE id = ANY(${sql.param([...ids])}::text[])
        AND status = ANY(${sql.param(replayableStatuses(includeAccepted))}::text[])
-    RETURNING id, generation`);
-  return rowsOf<{ id: string; generation: number }>(result).map((r) => ({ id: r.id, generation: Number(r.generation) }));
+    RETURNING id, generation, endpoint_key`);
+  return rowsOf<{ id: string; generation: number; endpoint_key: string | null }>(result).map((r) => ({
+    id: r.id,
+    generation: Number(r.generation),
+    endpointKey: r.endpoint_key ?? null,
+  }));
 }
 
 export type StatusCount = { status: string; count: number };

@@ -38,9 +38,6 @@ describe('Q10/Q12: the admin CLI against real Postgres, Redis and a receiver', (
     HOOKRELAY_RECONCILE_INTERVAL_MS: '500',
     HOOKRELAY_HTTP_PORT: '0',
     HOOKRELAY_CONCURRENCY: '32',
-    // These tests need deliveries to a down receiver to reach `failed` fast; with isolation on,
-    // its breaker would open and they would wait instead (test/e2e/endpointIsolation.test.ts).
-    HOOKRELAY_ENDPOINT_ISOLATION: 'false',
     CLI_TOKEN: SECRET,
     HOOKRELAY_TEMPLATE_ENV: 'CLI_TOKEN', // SEC-H2: templates are denied unless listed
     LOG_LEVEL: 'warn',
