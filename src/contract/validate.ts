@@ -1,6 +1,7 @@
 import { AgentHookSchema, EnvironmentSerializedHookSchema, SerializedHookSchema, type ParsedAgentHook, type ParsedSerializedHook } from './hook.ts';
 import { HookConfigError } from './errors.ts';
 import { ENV_HOOK_ID_PREFIX, hasEnvHookId, isEnvHookId } from './hookTypes.ts';
+import { findUnstorableText, unstorableTextMessage } from './storableText.ts';
 import { templateSourceProblem, type TemplateEnvPattern } from './templateSources.ts';
 
 /**
@@ -15,6 +16,7 @@ export function parseHookBatch(hooks: readonly unknown[], existingIds: ReadonlyS
     const result = AgentHookSchema.safeParse(raw);
     if (!result.success) throw HookConfigError.fromZod(raw, index, result.error);
     const hook = result.data;
+    assertStorableHook(hook, index);
     if (seen.has(hook.id)) {
       throw new HookConfigError(hook.id, index, [{ path: 'id', message: 'duplicate hook id in this operation' }]);
     }
@@ -46,7 +48,20 @@ export function parseSerializedHook(raw: unknown, index: number | undefined, opt
   const candidate = envId !== undefined ? { ...(raw as object), id: envId.slice(ENV_HOOK_ID_PREFIX.length) } : raw;
   const result = (envId !== undefined ? EnvironmentSerializedHookSchema : SerializedHookSchema).safeParse(candidate);
   if (!result.success) throw HookConfigError.fromZod(raw, index, result.error);
+  assertStorableHook(result.data, index);
   return envId !== undefined ? { ...result.data, id: envId } : result.data;
+}
+
+/**
+ * A hook with a NUL or a lone surrogate in any key or value (id, matcher, URL, headers, body, at
+ * any depth) could not be stored in Postgres and would poison the batch it lands in: refused,
+ * naming the path (never the text). A bad id is not repeated in the message.
+ */
+function assertStorableHook(hook: { id: string }, index: number | undefined): void {
+  const found = findUnstorableText(hook);
+  if (found === undefined) return;
+  const badId = found.path === 'id';
+  throw new HookConfigError(badId ? undefined : hook.id, index, [{ path: found.path, message: unstorableTextMessage(found) }]);
 }
 
 type HookWithTemplates = { id: string; webhook?: { allowedEnvVars?: string[] | undefined } | undefined };

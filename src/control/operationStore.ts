@@ -3,6 +3,7 @@ import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError }
 import { serializeHook } from '../contract/hook.ts';
 import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
+import { assertStorableEvent } from '../contract/storableText.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import { readSettings } from '../config/settings.ts';
 import { resolveTemplateEnv } from '../config/templateEnv.ts';
@@ -105,6 +106,8 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
   return {
     /** Create the record and persist caller hooks (templates unresolved) when any has a webhook (L1, L2). */
     async createOperation(input: { operationId: string; parentOperationId?: string; userId?: string; hooks?: AgentHook[] | SerializedHook[] }): Promise<void> {
+      // Ids Postgres cannot store (NUL, lone surrogates) are refused before anything is persisted.
+      assertStorableEvent({ operationId: input.operationId, parentOperationId: input.parentOperationId, userId: input.userId }, 'createOperation', '');
       const parsed = parseHookBatch(input.hooks ?? []);
       assertTemplateSources(parsed, templateEnv); // W2: refused before anything is persisted
       const serialized = parsed.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);

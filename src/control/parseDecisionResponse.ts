@@ -1,4 +1,5 @@
 import { ToolCallDecisionSchema, type ToolCallDecision } from '../contract/decision.ts';
+import { sanitizeStorableText } from '../contract/storableText.ts';
 
 /** R5: a decision body over this many bytes (whitespace included) is `response_too_large`. */
 export const MAX_DECISION_RESPONSE_BYTES = 65_536;
@@ -49,7 +50,7 @@ function checkDecision(json: Record<string, unknown>): ToolCallHookResponse {
   if (decision === 'allow') return ALLOW;
   if (decision !== 'deny') return INVALID;
   if (!Object.hasOwn(json, 'reason') || json.reason === undefined) return { status: 'success', decision: { decision: 'deny' } };
-  return typeof json.reason === 'string' ? { status: 'success', decision: { decision: 'deny', reason: json.reason } } : INVALID;
+  return typeof json.reason === 'string' ? { status: 'success', decision: { decision: 'deny', reason: sanitizeStorableText(json.reason) } } : INVALID;
 }
 
 /** The contract schema the fast check mirrors (kept for documentation and the equivalence test). */

@@ -4,6 +4,7 @@
  * (Q1/Q6), then QStash with at most one fetch fallback (D7/Q7) or a direct fetch (W3/W4).
  */
 import { canonicalQStashDestination, qstashDestinationProblem } from '../contract/qstashDestination.ts';
+import { sanitizeStorableText } from '../contract/storableText.ts';
 import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
 import { timeoutMs } from '../contract/webhook.ts';
@@ -208,7 +209,7 @@ function fromOutcome(outcome: SendOutcome, ctx: { critical: boolean; fellBack: b
     return { ok: false, errorClass: outcome.errorClass, permanent, critical: ctx.critical, ...(outcome.detail ? { detail: outcome.detail } : {}), ...common };
   }
   if (outcome.status >= 200 && outcome.status < 300) {
-    const excerpt = outcome.excerpt && outcome.excerpt.length > 0 ? { responseExcerpt: new TextDecoder().decode(outcome.excerpt) } : {};
+    const excerpt = outcome.excerpt && outcome.excerpt.length > 0 ? { responseExcerpt: sanitizeStorableText(new TextDecoder().decode(outcome.excerpt)) } : {};
     return { ok: true, httpStatus: outcome.status, ...excerpt, ...common };
   }
   const retryAfterMs = parseRetryAfter(outcome.headers['retry-after'], ctx.nowMs);

@@ -12,6 +12,7 @@
  * claim); the `sub` check is an exact string compare against `url`.
  */
 import { Receiver } from '@upstash/qstash';
+import { sanitizeStorableText } from '../contract/storableText.ts';
 
 /** What a verified callback tells about the source message's delivery attempt. */
 export type QStashCallback = {
@@ -129,6 +130,7 @@ function decodeExcerpt(value: unknown): string | undefined {
   if (typeof value !== 'string' || value === '') return undefined;
   if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(value)) return undefined;
   const bytes = Buffer.from(value, 'base64').subarray(0, QSTASH_CALLBACK_EXCERPT_BYTES);
-  // A cut inside a multi-byte character decodes to U+FFFD, which is fine for an excerpt.
-  return bytes.toString('utf8');
+  // A cut inside a multi-byte character decodes to U+FFFD, which is fine for an excerpt; NUL
+  // (which Postgres cannot store) becomes U+FFFD too.
+  return sanitizeStorableText(bytes.toString('utf8'));
 }

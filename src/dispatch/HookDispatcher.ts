@@ -25,6 +25,7 @@ import { createInterceptionSeam, type InterceptionPosture, type InterceptionSess
 import { createLocalDelivery } from './localDelivery.ts';
 import { createQueueDelivery, type DispatchProducer, type OwnedProducer, type OwnedProducerFactory } from './queueDelivery.ts';
 import { assertEvent, type RunnableHook } from './runnableHook.ts';
+import { assertStorableEvent } from '../contract/storableText.ts';
 import { SendContext } from './sendContext.ts';
 import { shutdownReasonFor } from './shutdownReason.ts';
 import type { ToolSeam } from './toolSeam.ts';
@@ -217,6 +218,7 @@ export class HookDispatcher {
 
   async #dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>, serializedHooks: readonly unknown[] | undefined): Promise<void> {
     if (!isHookType(type)) throw new TypeError(`unknown hook type "${String(type)}"`);
+    if (typeof operationId === 'string') assertStorableEvent(operationId, 'dispatch', 'operationId');
     assertEvent(event);
     const caller = this.#callerHooks(operationId, serializedHooks);
     let envHooks: RunnableHook[] = [];

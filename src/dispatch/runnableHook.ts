@@ -1,4 +1,5 @@
 import type { ParsedAgentHook, ParsedSerializedHook } from '../contract/hook.ts';
+import { assertStorableEvent } from '../contract/storableText.ts';
 
 /** A hook ready to run: parsed, with `env` marking an operator-trusted environment hook. */
 export type RunnableHook = (ParsedAgentHook | ParsedSerializedHook) & { env?: boolean };
@@ -15,4 +16,6 @@ export function assertEvent(event: unknown): asserts event is LooseHookEvent {
     const v = (event as Record<string, unknown>)[key];
     if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 0)) throw new TypeError(`event.${key} must be an integer ≥ 0`);
   }
+  // An EventValidationError naming the path: the event may be stored (queue mode, deferred results).
+  assertStorableEvent(event, 'dispatch');
 }

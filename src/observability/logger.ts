@@ -1,4 +1,5 @@
-import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
+import { pino, stdSerializers, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
+import { carriesQueryParameters, toStorageError } from '../contract/storageError.ts';
 
 export type { Logger };
 
@@ -38,6 +39,7 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
     name: options.name ?? 'hookrelay',
     level: options.level ?? 'info',
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    serializers: { err: safeErrorSerializer },
   };
   if (options.destination) return pino(base, options.destination);
   const pretty = options.pretty ?? Boolean(process.stdout.isTTY);
@@ -45,6 +47,15 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
     return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } });
   }
   return pino(base);
+}
+
+/**
+ * pino's error serializer, except that a store error carrying drizzle's "Failed query … params"
+ * (anywhere in its cause chain) is logged as a StorageError: a batched statement's parameters are
+ * other callers' payloads and must never reach a log line.
+ */
+export function safeErrorSerializer(err: unknown): unknown {
+  return stdSerializers.err((carriesQueryParameters(err) ? toStorageError(err, 'a store call') : err) as Error);
 }
 
 /** A logger that drops everything: the library default, so importing code never writes output. */

@@ -5,9 +5,14 @@
  * A caller's promise settles only when its batch's statement settled (nothing is assumed written).
  */
 
+/** A result that fails only its own item: the batch's other callers still get theirs. */
+export class BatchItemFailure {
+  constructor(readonly error: unknown) {}
+}
+
 export type BatcherOptions<I, O> = {
-  /** Runs one batch; returns one result per item, in order. */
-  run(items: I[]): Promise<O[]>;
+  /** Runs one batch; returns one result (or BatchItemFailure) per item, in order. A throw fails every item. */
+  run(items: I[]): Promise<Array<O | BatchItemFailure>>;
   /** Most items per statement. */
   maxBatch: number;
   /** Flushes allowed in flight at once (pipelining over the pool). */
@@ -42,7 +47,11 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
         .run(batch.map((p) => p.item))
         .then(
           (results) => {
-            for (const [i, p] of batch.entries()) p.resolve(results[i] as O);
+            for (const [i, p] of batch.entries()) {
+              const result = results[i];
+              if (result instanceof BatchItemFailure) p.reject(result.error);
+              else p.resolve(result as O);
+            }
           },
           (error: unknown) => {
             for (const p of batch) p.reject(error);

@@ -5,3 +5,21 @@ export class RedisUnavailableError extends HookrelayError {
   readonly code = 'HOOKRELAY_REDIS_UNAVAILABLE' as const;
   override readonly name = 'RedisUnavailableError';
 }
+
+/**
+ * An attempt's outcome could not be written to the ledger even alone (Postgres refused its data).
+ * The delivery is recorded as `failed` with error class `outcome_unwritable` instead, so it is
+ * never re-sent; the job ends with this error.
+ */
+export class OutcomeNotStoredError extends HookrelayError {
+  readonly code = 'HOOKRELAY_OUTCOME_NOT_STORED' as const;
+  override readonly name = 'OutcomeNotStoredError';
+  constructor(
+    readonly deliveryId: string,
+    readonly sqlState: string | undefined,
+  ) {
+    super(
+      `the outcome of an attempt of delivery ${deliveryId} could not be stored${sqlState ? ` (${sqlState})` : ''}; the delivery is recorded as failed (outcome_unwritable)`,
+    );
+  }
+}

@@ -12,6 +12,8 @@ import { isHookType } from '../contract/hookTypes.ts';
 import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import { assertTemplateSources, parseSerializedHooks } from '../contract/validate.ts';
 import { matchesHook } from '../contract/matcher.ts';
+import { assertStorableEvent } from '../contract/storableText.ts';
+import { isRowDataError, storageCall } from '../contract/storageError.ts';
 import { silentLogger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { endpointKey } from '../contract/endpoint.ts';
@@ -146,11 +148,12 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
       const database = await db();
       const rows = calls.flatMap((items) => items.flatMap((p) => p.rows));
       // One statement (one transaction beyond INSERT_CHUNK_ROWS): all of these calls or none.
-      const inserted = new Set(await insertAll(database, rows));
+      const { inserted, refused } = await insertCalls(database, calls, rows);
       // Every stored row gets its job, whatever happens to a sibling call below.
       const queued = await addJobs(rows.filter((r) => inserted.has(r.id)));
       return Promise.all(
-        calls.map(async (items): Promise<CallOutcome> => {
+        calls.map(async (items, i): Promise<CallOutcome> => {
+          if (refused.has(i)) return { error: refused.get(i) };
           try {
             return { perItem: await resolveIds(database, items, inserted), queued };
           } catch (error) {
@@ -236,16 +239,50 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   };
 }
 
+/**
+ * The group's rows in one statement. When Postgres refuses it for its data (one call's text it
+ * cannot store got past the checks), each call is inserted again on its own: the other calls are
+ * stored exactly once (the failed statement stored nothing) and only the bad call gets the error,
+ * a StorageError that names no parameter (never another caller's payload).
+ */
+async function insertCalls(
+  db: Db,
+  calls: readonly PreparedItem[][],
+  rows: readonly NewDelivery[],
+): Promise<{ inserted: Set<string>; refused: Map<number, unknown> }> {
+  const refused = new Map<number, unknown>();
+  try {
+    return { inserted: new Set(await insertAll(db, rows)), refused };
+  } catch (error) {
+    if (calls.length === 1 || !isRowDataError(error)) throw error;
+  }
+  const inserted = new Set<string>();
+  for (const [i, items] of calls.entries()) {
+    try {
+      for (const id of await insertAll(
+        db,
+        items.flatMap((p) => p.rows),
+      ))
+        inserted.add(id);
+    } catch (error) {
+      refused.set(i, error);
+    }
+  }
+  return { inserted, refused };
+}
+
 /** One statement when it fits, else one transaction: enqueue stores all of a call or nothing. */
 async function insertAll(db: Db, rows: readonly NewDelivery[]): Promise<string[]> {
   if (rows.length <= INSERT_CHUNK_ROWS) return insertDeliveries(db, rows);
-  return db.transaction(async (tx) => {
-    const ids: string[] = [];
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK_ROWS) {
-      ids.push(...(await insertDeliveries(tx as unknown as Db, rows.slice(i, i + INSERT_CHUNK_ROWS))));
-    }
-    return ids;
-  });
+  return storageCall('insert deliveries', () =>
+    db.transaction(async (tx) => {
+      const ids: string[] = [];
+      for (let i = 0; i < rows.length; i += INSERT_CHUNK_ROWS) {
+        ids.push(...(await insertDeliveries(tx as unknown as Db, rows.slice(i, i + INSERT_CHUNK_ROWS))));
+      }
+      return ids;
+    }),
+  );
 }
 
 /** Q1a: rows that were not inserted already exist under their idempotency key; use those ids. */
@@ -276,7 +313,11 @@ function prepareItem(
   if (input.idempotencyKey !== undefined && (typeof input.idempotencyKey !== 'string' || input.idempotencyKey === '')) {
     throw new TypeError('enqueue: idempotencyKey must be a non-empty string when given');
   }
+  // Text Postgres cannot store is refused here, so it never reaches (and fails) a shared INSERT.
+  assertStorableEvent(input.operationId, 'enqueue', 'operationId');
+  if (input.idempotencyKey !== undefined) assertStorableEvent(input.idempotencyKey, 'enqueue', 'idempotencyKey');
   const event = normalizeEvent(input);
+  assertStorableEvent(event, 'enqueue');
   // D10: too deep (or cyclic) is a typed error, never a raw RangeError from JSON.stringify.
   assertPayloadWithinCap(serializeEventJson(event, 'enqueue: event'), maxPayloadBytes);
   const occurredAt = parseOccurredAt(input.occurredAt);

@@ -4,6 +4,7 @@
  * against the exact URL QStash was given; an unverified one changes nothing.
  */
 import type { DeliveryAttempt } from '../contract/delivery.ts';
+import { sanitizeStorableText } from '../contract/storableText.ts';
 import { verifyQStashCallback } from '../delivery/qstashCallback.ts';
 import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../contract/criticalError.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -60,7 +61,8 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
       errorClass: outcome === 'delivered' ? null : callback.status === 0 ? 'network_error' : 'http_error',
       httpStatus: callback.status === 0 ? null : callback.status,
       durationMs: 0,
-      responseExcerpt: callback.responseBodyExcerpt?.slice(0, 2048) ?? null,
+      // Sanitised after the cut: slicing may split a surrogate pair, which Postgres cannot store.
+      responseExcerpt: callback.responseBodyExcerpt !== undefined ? sanitizeStorableText(callback.responseBodyExcerpt.slice(0, 2048)) : null,
       generation,
     };
     const lastErrorClass = outcome === 'delivered' ? null : outcome === 'failed' && critical ? CRITICAL_ERROR_CLASS : attempt.errorClass;

@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
-import { failExpiredHeldDeliveries, findDueDeliveries, type DueDelivery } from '../store/deliveriesRepo.ts';
+import { failExpiredHeldDeliveries, failUnwritableDelivery, findDueDeliveries, type DueDelivery } from '../store/deliveriesRepo.ts';
 import { addDeliveryJobs } from './jobs.ts';
 import type { DeliveryJobData } from './types.ts';
 
@@ -20,6 +20,14 @@ export const RECONCILE_PAGE_ROWS = 500;
 export const RECONCILE_MAX_ROWS_PER_RUN = 20_000;
 /** A queued row younger than this may still be getting its job from the producer. */
 export const DEFAULT_RECONCILE_GRACE_MS = 5_000;
+/**
+ * Re-enqueues of one row at one attempt count (its jobs keep ending without an outcome written)
+ * before the row is failed with REQUEUE_LIMIT_REASON instead: never an endless re-send.
+ */
+export const MAX_REQUEUES_WITHOUT_OUTCOME = 5;
+export const REQUEUE_LIMIT_REASON = 'requeued_without_outcome';
+/** Tracked rows kept at most; the oldest are forgotten first. */
+const MAX_TRACKED_REQUEUES = 10_000;
 
 export type Reconciler = {
   /** One bounded pass; resolves to the number of rows re-enqueued. */
@@ -47,6 +55,40 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
   let stopped = false;
+  /** Per row: the attempt count it was last re-enqueued at, and how often at that count. */
+  const requeues = new Map<string, { generation: number; attemptCount: number; times: number }>();
+
+  /**
+   * Counts a re-enqueue; true when the row already had MAX_REQUEUES_WITHOUT_OUTCOME at this
+   * generation and attempt count (no job since wrote anything): then it is failed, not re-sent.
+   */
+  const overLimit = (row: DueDelivery): boolean => {
+    const last = requeues.get(row.id);
+    const same = last !== undefined && last.generation === row.generation && last.attemptCount === row.attemptCount;
+    const times = same ? last.times + 1 : 1;
+    requeues.delete(row.id); // re-inserted last: the map's order is oldest first
+    if (times > MAX_REQUEUES_WITHOUT_OUTCOME) return true;
+    requeues.set(row.id, { generation: row.generation, attemptCount: row.attemptCount, times });
+    if (requeues.size > MAX_TRACKED_REQUEUES) requeues.delete(requeues.keys().next().value as string);
+    return false;
+  };
+
+  const failWithoutOutcome = async (rows: readonly DueDelivery[]): Promise<void> => {
+    for (const row of rows) {
+      const failed = await failUnwritableDelivery(options.db, {
+        id: row.id,
+        generation: row.generation,
+        attemptCount: row.attemptCount,
+        reason: REQUEUE_LIMIT_REASON,
+      });
+      if (failed) {
+        options.logger.error(
+          { deliveryId: row.id, generation: row.generation, requeues: MAX_REQUEUES_WITHOUT_OUTCOME, errorClass: REQUEUE_LIMIT_REASON },
+          'a delivery was re-enqueued repeatedly without any outcome written; recorded as failed instead of re-sent (replayable)',
+        );
+      }
+    }
+  };
 
   /** Rows whose job hash is gone from Redis. */
   const withoutLiveJob = async (rows: readonly DueDelivery[]): Promise<DueDelivery[]> => {
@@ -71,7 +113,10 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
         options.metrics?.finished.inc({ outcome: 'failed', transport: f.transport });
         if (f.critical) {
           options.metrics?.criticalFailures.inc();
-          options.logger.error({ ...log, errorClass: 'CriticalHookDeliveryError' }, 'critical webhook delivery failed at its deadline (endpoint disabled); operation flagged');
+          options.logger.error(
+            { ...log, errorClass: 'CriticalHookDeliveryError' },
+            'critical webhook delivery failed at its deadline (endpoint disabled); operation flagged',
+          );
         } else {
           options.logger.warn(log, 'delivery failed at its deadline: its endpoint stayed disabled; replayable from the ledger');
         }
@@ -91,7 +136,10 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       }
       seen += rows.length;
       cursor = rows[rows.length - 1]?.id ?? '';
-      const missing = await withoutLiveJob(rows);
+      const gone = await withoutLiveJob(rows);
+      const exhausted = gone.filter(overLimit);
+      if (exhausted.length > 0) await failWithoutOutcome(exhausted);
+      const missing = gone.filter((r) => !exhausted.includes(r));
       if (missing.length > 0) {
         await addDeliveryJobs(
           options.queue,

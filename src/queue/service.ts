@@ -111,7 +111,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       ...(options.qstashRetries !== undefined ? { retries: options.qstashRetries } : {}),
     });
   }
-  const ledger = createLedgerWriter(store.db);
+  const ledger = createLedgerWriter(store.db, { logger });
   // Q12: attempts still running after a second get their in_flight row, with a lease of the
   // webhook timeout + one lock duration (past it a row whose job vanished is re-enqueued, Q2).
   const inFlight = createInFlightTracker({
