@@ -223,12 +223,13 @@ export function createConsole(options: ConsoleOptions): Console {
   }
 
   /** Who is asking. A wrong bearer is anonymous even with a good cookie (the caller meant the bearer). */
-  async function callerOf(req: IncomingMessage): Promise<Caller> {
+  async function callerOf(req: IncomingMessage, path: string): Promise<Caller> {
     const bearer = bearerOf(req, token);
     if (bearer !== 'none') return bearer === 'ok' ? { kind: 'bearer' } : { kind: 'anonymous' };
     const id = sessionIdOf(req);
     if (id === undefined || id === '') return { kind: 'anonymous' };
-    const session = await withSessions(() => sessions.touch(id));
+    // The page's own polling (/console/api/*) does not count as activity: an open tab still idles out.
+    const session = await withSessions(() => sessions.touch(id, !path.startsWith(`${BASE}/api/`)));
     return session ? { kind: 'session', session, csrf: csrfValue(session.id) } : { kind: 'anonymous' };
   }
 
@@ -323,7 +324,7 @@ export function createConsole(options: ConsoleOptions): Console {
       });
     }
 
-    const caller = await callerOf(req);
+    const caller = await callerOf(req, p);
     // Pages rendered for a session carry its CSRF value; a bearer caller's POSTs need none.
     const csrf = caller.kind === 'session' ? caller.csrf : '';
     if (caller.kind !== 'anonymous') ctx.csrf = csrf;
@@ -509,7 +510,7 @@ export function createConsole(options: ConsoleOptions): Console {
   };
 }
 
-/** Where to go after signing in: a console path only (no open redirect). */
+/** Where to go after signing in: a console path only (no open redirect), printable ASCII only (it becomes a Location header). */
 function safeNext(raw: string | null | undefined): string {
-  return typeof raw === 'string' && raw.startsWith(`${BASE}`) && !raw.startsWith('//') && !raw.includes('\\') ? raw : BASE;
+  return typeof raw === 'string' && raw.startsWith(`${BASE}`) && !raw.startsWith('//') && !raw.includes('\\') && /^[\x21-\x7e]*$/.test(raw) ? raw : BASE;
 }

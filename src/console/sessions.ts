@@ -35,8 +35,11 @@ export type Session = {
 
 export type SessionStore = {
   create(): Promise<Session>;
-  /** The live session with this id (its idle clock restarted), or undefined (unknown, malformed, expired, revoked). */
-  touch(id: string): Promise<Session | undefined>;
+  /**
+   * The live session with this id, or undefined (unknown, malformed, expired, revoked). Its idle
+   * clock restarts unless `extend` is false (background polling is not operator activity).
+   */
+  touch(id: string, extend?: boolean): Promise<Session | undefined>;
   /** Ends the session server-side: its cookie is worthless from now on. */
   revoke(id: string): Promise<void>;
 };
@@ -77,7 +80,7 @@ export function createSessionStore(options: {
       await redis.set(keyOf(id), JSON.stringify(stored), 'PX', endOf(stored) - t + REDIS_SLACK_MS);
       return { id, createdAt: t, expiresAt: endOf(stored) };
     },
-    async touch(id) {
+    async touch(id, extend = true) {
       if (!isSessionIdShape(id)) return undefined;
       const redis = await options.redis();
       const key = keyOf(id);
@@ -95,6 +98,7 @@ export function createSessionStore(options: {
         await redis.del(key);
         return undefined;
       }
+      if (!extend) return { id, createdAt: parsed.createdAt, expiresAt: endOf(parsed) };
       const next = { createdAt: parsed.createdAt, lastSeenAt: t };
       // XX: only while it still exists, so a concurrent sign-out is never undone.
       await redis.set(key, JSON.stringify(next), 'PX', endOf(next) - t + REDIS_SLACK_MS, 'XX');

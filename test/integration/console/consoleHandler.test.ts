@@ -166,6 +166,12 @@ describe('SEC-H5 console handler (real HTTP, Postgres, Redis)', () => {
     const replay = await post(plain, '/console/deliveries/%ZZ/replay', bearer, {});
     expect(replay.status).toBe(400);
     expect(replay.body).toMatch(/malformed %-escape/);
+    // A sign-in `next` that would break (or split) the Location header falls back to /console.
+    for (const next of ['/console\r\nset-cookie: x=1', '/console/\u4e2d', '/console\u0000']) {
+      const res = await post(plain, '/console/login', { origin: plain.origin }, { token: TOKEN, next });
+      expect(res.status, JSON.stringify(next)).toBe(303);
+      expect(res.headers.location).toBe('/console');
+    }
     // Good values still answer.
     for (const p of ['/console/deliveries?since=2h&status=failed', '/console/api/overview?hours=24', '/console/deliveries/dlv_unknown'])
       expect((await request(plain.port, p, { headers: bearer })).status, p).toBeLessThan(500);

@@ -62,6 +62,18 @@ describe('SEC-H5 console sessions (Redis)', () => {
     expect(await s.touch(session.id)).toBeUndefined();
   });
 
+  it('SEC-H5 session: a lookup that does not extend (background polling) leaves the idle clock running', async () => {
+    const s = store();
+    clock = Date.UTC(2030, 0, 5);
+    const session = await s.create();
+    for (let i = 0; i < 3; i++) {
+      clock += 9 * MIN;
+      expect(await s.touch(session.id, false), `poll ${i}`).toBeDefined();
+    }
+    clock += 3 * MIN; // 30 min since the last real use
+    expect(await s.touch(session.id, false)).toBeUndefined();
+  });
+
   it('SEC-H5 session: absolute timeout — a session used every 20 min still ends 12 h after sign-in', async () => {
     const s = store();
     clock = Date.UTC(2030, 0, 3);
