@@ -1,20 +1,13 @@
 import { z } from 'zod';
 import { ENV_HOOK_ID_PREFIX, HookTypeSchema, isToolHookType, type HookType } from './hookTypes.ts';
+import { matcherProblem } from './matcher.ts';
 import { controlTypeProblem, EnvironmentWebhookConfigSchema, WebhookConfigSchema, type WebhookConfig, type WebhookConfigInput } from './webhook.ts';
 
 /** A handler: any function. Return values are ignored; a thrown error is logged (D5). */
 export type HookHandler = (event: Record<string, unknown> & { operationId: string }) => unknown;
 
-/** D4: absent, `''` or `'*'` match every tool; anything else must compile as a RegExp. */
-export function matcherProblem(matcher: string): string | undefined {
-  if (matcher === '' || matcher === '*') return undefined;
-  try {
-    new RegExp(matcher);
-    return undefined;
-  } catch {
-    return 'is not a valid regular expression';
-  }
-}
+/** D4 / SEC-H4: absent, `''` or `'*'` match every tool; anything else must compile on RE2 (matcher.ts). */
+export { matcherProblem };
 
 const MatcherSchema = z.string().superRefine((m, ctx) => {
   const problem = matcherProblem(m);
