@@ -1,4 +1,4 @@
-import { type LanguageModel, type LanguageModelMiddleware, type ToolSet, wrapLanguageModel } from 'ai';
+import { type LanguageModel, type LanguageModelMiddleware, type ModelMessage, type ToolSet, wrapLanguageModel } from 'ai';
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../interception/agentRun.ts';
 import { InterceptionBlocked } from '../interception/errors.ts';
@@ -36,7 +36,7 @@ export type AiSdkSettings<TOOLS extends ToolSet> = {
   onEnd: (event: { text: string }) => Promise<void>;
   onError: (event: { error: unknown }) => Promise<void>;
   onAbort: (event: unknown) => Promise<void>;
-} & ({ prompt: string } | { messages: Array<{ role: 'user'; content: string }> | Array<unknown> });
+} & ({ prompt: string; messages?: undefined } | { messages: ModelMessage[]; prompt?: undefined });
 
 type AiSdkStepEnd = { stepNumber: number; text: string; toolCalls: readonly unknown[]; toolResults: readonly unknown[]; usage?: unknown };
 
@@ -281,7 +281,9 @@ export class AiSdkRun {
       throw err;
     }
     const text = typeof admitted.content === 'string' ? admitted.content : JSON.stringify(admitted.content);
-    const prompt = options.messages !== undefined ? { messages: [...options.messages, { role: 'user' as const, content: text }] } : { prompt: text };
+    const user: ModelMessage = { role: 'user', content: text };
+    const prompt: { prompt: string } | { messages: ModelMessage[] } =
+      options.messages !== undefined ? { messages: [...options.messages, user] as ModelMessage[] } : { prompt: text };
     return {
       model: this.wrapModel(options.model),
       tools: this.wrapTools(options.tools ?? ({} as TOOLS)),

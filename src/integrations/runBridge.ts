@@ -111,8 +111,8 @@ export class RunBridge {
 
   /** The first run of an operation in this process is its session; a later one gets `#n` (sequences never restart under one id). */
   #sessionIdFor(operationId: string): string {
-    let seen = sessionsSeen.get(this.#hooks);
-    if (seen === undefined) sessionsSeen.set(this.#hooks, (seen = new Map()));
+    const seen = sessionsSeen.get(this.#hooks) ?? new Map<string, number>();
+    sessionsSeen.set(this.#hooks, seen);
     const n = seen.get(operationId) ?? 0;
     seen.set(operationId, n + 1);
     return n === 0 ? operationId : `${operationId}#${n}`;

@@ -15,14 +15,15 @@ import type { Interceptor } from '../../../src/interception/interceptor.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { mockModel, textResult, textStream, toolCallsResult, toolCallStream } from '../../support/aiSdkMock.ts';
 
-type Judge = (ctx: AgentContext) => ReturnType<typeof Verdict.allow> | Promise<ReturnType<typeof Verdict.allow>>;
+type Ctx = AgentContext & { response?: { tool_calls?: unknown[] }; tool_call?: { id?: string; name?: string } };
+type Judge = (ctx: Ctx) => ReturnType<typeof Verdict.allow> | Promise<ReturnType<typeof Verdict.allow>>;
 
 function setup(judge: Judge = () => Verdict.allow(), options: { streaming?: 'buffered' | 'incremental' } = {}) {
   const records: InterceptionRecord[] = [];
-  const seen: AgentContext[] = [];
+  const seen: Ctx[] = [];
   const interceptor: Interceptor = async (ctx) => {
-    seen.push(structuredClone(ctx));
-    return judge(ctx);
+    seen.push(structuredClone(ctx) as Ctx);
+    return judge(ctx as Ctx);
   };
   const hooks = createAgentHooks({
     interceptors: { policy: interceptor },
@@ -278,7 +279,7 @@ describe('AI-SDK failures', () => {
       get_weather: tool({
         description: 'weather',
         inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } } }),
-        execute: async () => {
+        execute: async (): Promise<string> => {
           throw new Error('upstream 503');
         },
       }),
