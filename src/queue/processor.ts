@@ -33,7 +33,8 @@ import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import { buildDeliveryBody } from '../payload/deliveryBody.ts';
 import type { Db } from '../store/db.ts';
 import type { ClaimedDelivery } from '../store/deliveriesRepo.ts';
-import { failWaitingDelivery, startDeliveryDeadline, type WaitFailureReason } from '../store/deliveriesRepo.ts';
+import { failWaitingDelivery, startDeliveryDeadlines, type DeadlineStart, type WaitFailureReason } from '../store/deliveriesRepo.ts';
+import { createBatcher } from './batcher.ts';
 import { holdDelivery } from '../store/endpointsRepo.ts';
 import { deadlineBudgetMs } from '../delivery/retryPolicy.ts';
 import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
@@ -114,6 +115,12 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
   const hooks = createHookCache();
   const leaseMarginMs = deps.leaseMarginMs ?? 30_000;
   const budgetMs = deadlineBudgetMs(deps.scheduleSeconds);
+  // First waits come in bursts (an endpoint's breaker opens under load): one statement for many.
+  const deadlineClocks = createBatcher<DeadlineStart, Date | undefined>({
+    maxBatch: 500,
+    maxConcurrent: 2,
+    run: (starts) => startDeliveryDeadlines(deps.db, starts),
+  });
   return async (job, token) => {
     const data = job.data;
     const deliveryId = data?.deliveryId ?? job.id;
@@ -164,7 +171,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
         let deadline = target.deadlineAtMs;
         if (deadline === undefined) {
           // First wait of this generation: its clock starts now, kept in the ledger (worker restarts, Redis loss) and the job.
-          const stored = await deps.gate.run(() => startDeliveryDeadline(deps.db, target.id, target.generation, new Date(now + budgetMs)));
+          const stored = await deps.gate.run(() => deadlineClocks.submit({ id: target.id, generation: target.generation, deadlineAt: new Date(now + budgetMs) }));
           if (stored === undefined) return; // no longer waiting (finished or replayed meanwhile)
           deadline = stored.getTime();
           await job.updateData({ ...data, deliveryId, generation: target.generation, deadlineAt: deadline });

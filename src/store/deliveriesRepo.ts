@@ -376,18 +376,30 @@ export async function failUnwritableDelivery(db: Db, input: { id: string; genera
   return rowsOf<{ id: string }>(result).length > 0;
 }
 
+/** A generation's deadline clock to start (first wait behind its endpoint). */
+export type DeadlineStart = { id: string; generation: number; deadlineAt: Date };
+
 /**
- * Q3: starts a generation's deadline clock when it first waits behind its endpoint (no attempt
- * has stored one yet). Returns the deadline the row keeps — an earlier one if another run set it;
- * undefined when the row is no longer waiting in this generation.
+ * Q3: starts the deadline clocks of generations that first wait behind their endpoint (no
+ * attempt has stored one yet), many rows per statement. Returns each row's kept deadline — an
+ * earlier one if another run set it; undefined when the row is no longer waiting in that generation.
  */
-export async function startDeliveryDeadline(db: Db, id: string, generation: number, deadlineAt: Date): Promise<Date | undefined> {
+export async function startDeliveryDeadlines(db: Db, starts: readonly DeadlineStart[]): Promise<(Date | undefined)[]> {
+  if (starts.length === 0) return [];
   const result = await db.execute(sql`
-    UPDATE deliveries SET deadline_at = coalesce(deadline_at, ${deadlineAt.toISOString()}::timestamptz)
-     WHERE id = ${id} AND generation = ${generation} AND status IN ('queued', 'retrying', 'in_flight')
-    RETURNING deadline_at`);
-  const raw = rowsOf<{ deadline_at: Date | string | null }>(result)[0]?.deadline_at;
-  return raw === null || raw === undefined ? undefined : new Date(raw);
+    UPDATE deliveries AS d SET deadline_at = coalesce(d.deadline_at, v.deadline_at)
+      FROM unnest(
+             ${sql.param(starts.map((s) => s.id))}::text[],
+             ${sql.param(starts.map((s) => s.generation))}::int[],
+             ${sql.param(starts.map((s) => s.deadlineAt.toISOString()))}::timestamptz[]
+           ) AS v(id, generation, deadline_at)
+     WHERE d.id = v.id AND d.generation = v.generation AND d.status IN ('queued', 'retrying', 'in_flight')
+    RETURNING d.id, d.deadline_at`);
+  const kept = new Map(rowsOf<{ id: string; deadline_at: Date | string | null }>(result).map((r) => [r.id, r.deadline_at]));
+  return starts.map((s) => {
+    const raw = kept.get(s.id);
+    return raw === null || raw === undefined ? undefined : new Date(raw);
+  });
 }
 
 /** Q3: why a delivery's deadline passed without an attempt (its endpoint kept it waiting). */

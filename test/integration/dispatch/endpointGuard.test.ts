@@ -48,9 +48,12 @@ afterAll(async () => {
   await db.cleanup();
 });
 
+let logs = captureLogger();
+
 function dispatcher(path: string, onError: 'block' | 'continue', store = false): { op: string; key: string } {
   guard = createEndpointGuard({ redis, env, refreshMs: 50, ...(store ? { store: db.store } : {}) });
-  d = new HookDispatcher({ env: {}, allowedCidrs: '127.0.0.1/32', logger: captureLogger().logger, endpointGuard: guard });
+  logs = captureLogger();
+  d = new HookDispatcher({ env: {}, allowedCidrs: '127.0.0.1/32', logger: logs.logger, endpointGuard: guard });
   const op = `op-${randomUUID().slice(0, 8)}`;
   const hooks: AgentHook[] = [
     { id: 'guarded', type: 'beforeToolCall', webhook: { url: `${receiver.url}${path}`, responseHandling: 'toolCall', onError } },
@@ -92,6 +95,32 @@ describe('endpoints: decision webhooks see the shared breaker', () => {
     expect(await d.evaluateToolCall(op, toolContext({ operationId: op }))).toEqual({ status: 'allow' });
     expect(hits('/dead2')).toBe(0);
     expect(hits('/allow')).toBe(1);
+  });
+
+  it("issue 25: an open breaker with onError 'continue' logs one warning per opening (\"allowed without asking\"); none for onError 'block'", async () => {
+    const { op, key } = dispatcher('/warned', 'continue');
+    const gate = createEndpointGate(redis, { keyPrefix: endpointKeyPrefix('bull', queueName), policy: { failureThreshold: 1, cooldownMs: 60_000 } });
+    const open = async () => {
+      await gate.admit({ key, token: 't', leaseMs: 5_000, cap: 0, rate: 0 });
+      await gate.release(key, 't', 'fail');
+      guard.isOpen(key);
+      await guard.refresh();
+      expect(guard.isOpen(key)).toBe(true);
+    };
+    const warnings = () =>
+      logs.lines.map((l) => JSON.parse(l) as { level: number; msg: string; hookId?: string }).filter((l) => l.level === 40 && /allowed without asking/.test(l.msg));
+    await open();
+    for (let i = 0; i < 3; i += 1) expect(await d.evaluateToolCall(op, toolContext({ operationId: op }))).toEqual({ status: 'allow' });
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]).toMatchObject({ hookId: 'guarded' });
+    // Closed (an operator's reset), then open again: a new opening, one more warning.
+    await gate.reset(key);
+    await guard.refresh();
+    expect(guard.isOpen(key)).toBe(false);
+    await open();
+    for (let i = 0; i < 2; i += 1) await d.evaluateToolCall(op, toolContext({ operationId: op }));
+    expect(warnings()).toHaveLength(2);
+    expect(hits('/warned')).toBe(0);
   });
 
   it('endpoints: failing decisions alone open the breaker (3 consecutive 500s); the 4th decision is not sent', async () => {
