@@ -60,7 +60,10 @@ describe('SEC-H4 matchers in linear time', () => {
       { id: 'plain', type: 'afterToolCall', matcher: '^a+/x$', handler: () => void (ran += 10) },
     ]);
     const { blocked } = await blockedMs(() =>
-      d.dispatch('op', 'afterToolCall', { ...toolContext({ identifier: identifier38, apiName: 'x', operationId: 'op' }), result: { content: 'ok', success: true } }),
+      d.dispatch('op', 'afterToolCall', {
+        ...toolContext({ identifier: identifier38, apiName: 'x', operationId: 'op' }),
+        result: { content: 'ok', success: true },
+      }),
     );
     expect(ran).toBe(10); // only the plain matcher matched `aaa…a/x`
     expect(blocked).toBeLessThan(1_000);
