@@ -41,7 +41,8 @@ export { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure
 export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from './contract/hookrelayError.ts';
 export { DeliveryConfigError, SsrfBlockedError } from './delivery/errors.ts';
 export { PayloadTooLargeError } from './queue/payloadCap.ts';
-export { RedisUnavailableError } from './queue/errors.ts';
+export { OutcomeNotStoredError, RedisUnavailableError } from './queue/errors.ts';
+export { StorageError } from './contract/storageError.ts';
 export { ToolCallContextError } from './payload/toolCallContext.ts';
 export { WorkerPluginError } from './worker/plugin.ts';
 export { parseToolCallHookResponse, MAX_DECISION_RESPONSE_BYTES, type ToolCallHookResponse } from './control/parseDecisionResponse.ts';

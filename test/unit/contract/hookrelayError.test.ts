@@ -28,6 +28,8 @@ const samples: Record<string, () => Error> = {
   EventValidationError: () => new hookrelay.EventValidationError('event must be an object'),
   PayloadTooLargeError: () => new hookrelay.PayloadTooLargeError(10, 5),
   RedisUnavailableError: () => new hookrelay.RedisUnavailableError('x'),
+  StorageError: () => new hookrelay.StorageError('insert deliveries', '22P05', 'unsupported Unicode escape sequence'),
+  OutcomeNotStoredError: () => new hookrelay.OutcomeNotStoredError('dlv_1', '22P05'),
   DeferredContextError: () => new hookrelay.DeferredContextError('x'),
   DeferredCancelledError: () => new hookrelay.DeferredCancelledError('x'),
   ApprovalNotClaimedError: () => new hookrelay.ApprovalNotClaimedError('x'),
