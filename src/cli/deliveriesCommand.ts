@@ -92,16 +92,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
         process.stdout.write(
           formatTable(
             ['ID', 'STATUS', 'EVENT', 'HOOK', 'OPERATION', 'ATTEMPTS', 'LAST ERROR', 'CREATED'],
-            rows.map((d) => [
-              d.id,
-              d.status,
-              d.eventType,
-              d.hookId,
-              d.operationId,
-              String(d.attemptCount),
-              lastError(d),
-              iso(d.createdAt),
-            ]),
+            rows.map((d) => [d.id, d.status, d.eventType, d.hookId, d.operationId, String(d.attemptCount), lastError(d), iso(d.createdAt)]),
           ),
         );
       });

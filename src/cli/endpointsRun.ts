@@ -78,8 +78,7 @@ export async function disableEndpointCommand(ctx: CliContext, key: string, reaso
   const changed = await disableEndpointByOperator(ctx.store.db, key, reason, hold);
   const policy = await getEndpointPolicy(ctx.store.db, key);
   const held = policy?.hold === true;
-  if (json)
-    return printJson({ key, disabled: true, changed, hold: held, disabledAt: iso(policy?.disabledAt), reason: policy?.disabledReason ?? reason });
+  if (json) return printJson({ key, disabled: true, changed, hold: held, disabledAt: iso(policy?.disabledAt), reason: policy?.disabledReason ?? reason });
   const keeps = held
     ? `held with no deadline until you act (--hold); enable it with: hookrelay endpoints enable ${key} --replay`
     : `held, and failed at their deadlines unless you enable it first: hookrelay endpoints enable ${key} --replay (disable with --hold to keep them)`;

@@ -27,9 +27,8 @@ export type EvaluateControlsInput = {
   signal?: AbortSignal;
 };
 
-/** R5b: the blocked outcome; an afterToolCall block keeps `original`'s run metadata (`blockedAfterResult`). */
-export function blockedOutcome(type: 'beforeToolCall' | 'afterToolCall', reason: string, original?: ToolCallResult): ToolCallControlOutcome {
-  return { status: 'blocked', reason, result: type === 'beforeToolCall' ? blockedBeforeResult(reason) : blockedAfterResult(reason, original) };
+export function blockedOutcome(type: 'beforeToolCall' | 'afterToolCall', reason: string): ToolCallControlOutcome {
+  return { status: 'blocked', reason, result: type === 'beforeToolCall' ? blockedBeforeResult(reason) : blockedAfterResult(reason) };
 }
 
 /**
@@ -50,7 +49,7 @@ export async function evaluateControls(input: EvaluateControlsInput): Promise<To
     envHooks = typeof input.envHooks === 'function' ? input.envHooks() : input.envHooks;
   } catch (error) {
     input.logger.warn({ hookType: type, err: error instanceof Error ? error.message : 'error' }, 'environment hooks invalid: failing closed');
-    return blockedOutcome(type, HOOK_CONTROL_ERROR, input.result);
+    return blockedOutcome(type, HOOK_CONTROL_ERROR);
   }
   const fromEnv = envHooks.length === 0 ? undefined : await runRound(input, envHooks, event);
   if (fromEnv) return fromEnv;
@@ -76,10 +75,10 @@ async function runRound(
     if (answer.status === 'success') {
       if (answer.decision.decision === 'allow') continue;
       const reason = answer.decision.reason !== undefined && answer.decision.reason !== '' ? answer.decision.reason : defaultDenyReason(type);
-      return blockedOutcome(type, reason, input.result);
+      return blockedOutcome(type, reason);
     }
     input.logger.warn({ hookId: hook.id, hookType: type, code: answer.code, httpStatus: answer.httpStatus }, 'tool-call control failed');
-    if (hook.webhook?.onError === 'block') return blockedOutcome(type, HOOK_CONTROL_ERROR, input.result);
+    if (hook.webhook?.onError === 'block') return blockedOutcome(type, HOOK_CONTROL_ERROR);
   }
   return undefined;
 }

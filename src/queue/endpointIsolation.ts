@@ -85,7 +85,8 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
   const transition = (key: string, to: 'open' | 'half_open' | 'closed'): void => {
     options.metrics?.endpointTransitions.inc({ to });
     const log = { endpoint: key, to };
-    if (to === 'open') options.logger.warn(log, 'endpoint circuit opened; its deliveries wait (not attempted) until a probe succeeds, or fail at their deadlines');
+    if (to === 'open')
+      options.logger.warn(log, 'endpoint circuit opened; its deliveries wait (not attempted) until a probe succeeds, or fail at their deadlines');
     else options.logger.info(log, to === 'closed' ? 'endpoint circuit closed; deliveries resume' : 'endpoint circuit half-open; one probe delivery goes out');
   };
 

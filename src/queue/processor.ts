@@ -171,7 +171,9 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
         let deadline = target.deadlineAtMs;
         if (deadline === undefined) {
           // First wait of this generation: its clock starts now, kept in the ledger (worker restarts, Redis loss) and the job.
-          const stored = await deps.gate.run(() => deadlineClocks.submit({ id: target.id, generation: target.generation, deadlineAt: new Date(now + budgetMs) }));
+          const stored = await deps.gate.run(() =>
+            deadlineClocks.submit({ id: target.id, generation: target.generation, deadlineAt: new Date(now + budgetMs) }),
+          );
           if (stored === undefined) return; // no longer waiting (finished or replayed meanwhile)
           deadline = stored.getTime();
           await job.updateData({ ...data, deliveryId, generation: target.generation, deadlineAt: deadline });

@@ -146,7 +146,11 @@ describe('Q3/Q4 (issue 25): on default settings a down receiver’s deliveries s
 
     // B's breaker opens first (5 consecutive failures), then its victims are enqueued behind it.
     const trips = await enqueue('b-trip', 8, { id: 'trip', type: 'onComplete', webhook: { url: `${b.url}/hook` } });
-    await waitFor(() => logLines(worker).some((l) => l.msg.startsWith('endpoint circuit opened') && l.endpoint === `${b.url}/hook`), 30_000, 'B’s breaker to open');
+    await waitFor(
+      () => logLines(worker).some((l) => l.msg.startsWith('endpoint circuit opened') && l.endpoint === `${b.url}/hook`),
+      30_000,
+      'B’s breaker to open',
+    );
     expect(trips).toHaveLength(8);
     b.requests.length = 0;
 
