@@ -45,7 +45,9 @@ const emitter = new InterceptionEmitter({
     records.push(r);
   },
 });
-const hooks = new HookDispatcher({ emitter, env: {}, logger: silentLogger() });
+// An emitter on the dispatcher covers the tool seam only (the run adapter, createAgentHooks, covers
+// the whole run): say so explicitly, or the dispatcher refuses the incomplete boundary.
+const hooks = new HookDispatcher({ emitter, interceptionPoints: 'tool-seam', env: {}, logger: silentLogger() });
 
 const call = (toolCallId: string, identifier: string, apiName: string, args: Record<string, unknown>) => ({
   toolCallId,

@@ -54,3 +54,25 @@ export class EventValidationError extends TypeError {
     brandHookrelayError(this); // `instanceof HookrelayError` too, while staying a TypeError
   }
 }
+
+/**
+ * D10: a tool-call method was given an event (or tool context) whose `operationId` differs from
+ * the operation id of its first argument. An event without `operationId` takes the argument's
+ * (as LobeHub's dispatcher does); two different ids are a caller bug, never guessed between.
+ * A TypeError, as the other bad-input errors of dispatch; the message names both ids.
+ */
+export class OperationIdMismatchError extends TypeError {
+  override readonly name = 'OperationIdMismatchError';
+  readonly code = 'HOOKRELAY_OPERATION_ID_MISMATCH' as const;
+  readonly operationId: string;
+  readonly eventOperationId: unknown;
+
+  constructor(operationId: string, eventOperationId: unknown) {
+    super(
+      `event.operationId ${typeof eventOperationId === 'string' ? JSON.stringify(eventOperationId.slice(0, 200)) : `(a ${eventOperationId === null ? 'null' : typeof eventOperationId})`} does not match the operation id ${JSON.stringify(operationId.slice(0, 200))} passed as the first argument`,
+    );
+    this.operationId = operationId;
+    this.eventOperationId = eventOperationId;
+    brandHookrelayError(this);
+  }
+}

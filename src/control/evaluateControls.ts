@@ -27,8 +27,9 @@ export type EvaluateControlsInput = {
   signal?: AbortSignal;
 };
 
-export function blockedOutcome(type: 'beforeToolCall' | 'afterToolCall', reason: string): ToolCallControlOutcome {
-  return { status: 'blocked', reason, result: type === 'beforeToolCall' ? blockedBeforeResult(reason) : blockedAfterResult(reason) };
+/** R5b: the blocked outcome; an afterToolCall block keeps `original`'s run metadata (`blockedAfterResult`). */
+export function blockedOutcome(type: 'beforeToolCall' | 'afterToolCall', reason: string, original?: ToolCallResult): ToolCallControlOutcome {
+  return { status: 'blocked', reason, result: type === 'beforeToolCall' ? blockedBeforeResult(reason) : blockedAfterResult(reason, original) };
 }
 
 /**
@@ -49,7 +50,7 @@ export async function evaluateControls(input: EvaluateControlsInput): Promise<To
     envHooks = typeof input.envHooks === 'function' ? input.envHooks() : input.envHooks;
   } catch (error) {
     input.logger.warn({ hookType: type, err: error instanceof Error ? error.message : 'error' }, 'environment hooks invalid: failing closed');
-    return blockedOutcome(type, HOOK_CONTROL_ERROR);
+    return blockedOutcome(type, HOOK_CONTROL_ERROR, input.result);
   }
   const fromEnv = envHooks.length === 0 ? undefined : await runRound(input, envHooks, event);
   if (fromEnv) return fromEnv;
@@ -75,10 +76,10 @@ async function runRound(
     if (answer.status === 'success') {
       if (answer.decision.decision === 'allow') continue;
       const reason = answer.decision.reason !== undefined && answer.decision.reason !== '' ? answer.decision.reason : defaultDenyReason(type);
-      return blockedOutcome(type, reason);
+      return blockedOutcome(type, reason, input.result);
     }
     input.logger.warn({ hookId: hook.id, hookType: type, code: answer.code, httpStatus: answer.httpStatus }, 'tool-call control failed');
-    if (hook.webhook?.onError === 'block') return blockedOutcome(type, HOOK_CONTROL_ERROR);
+    if (hook.webhook?.onError === 'block') return blockedOutcome(type, HOOK_CONTROL_ERROR, input.result);
   }
   return undefined;
 }

@@ -1,6 +1,7 @@
 import type { AgentHook, ParsedSerializedHook, SerializedHook } from '../contract/hook.ts';
 import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './operationErrors.ts';
 import { serializeHook } from '../contract/hook.ts';
+import { withReadableError } from '../contract/errorMessage.ts';
 import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import { assertStorableEvent } from '../contract/storableText.ts';
@@ -23,6 +24,7 @@ import {
 
 import type {
   ApprovalDecision,
+  CompleteOperationInput,
   OperationDispatcher,
   OperationStore,
   OperationStoreOptions,
@@ -31,6 +33,7 @@ import type {
 } from './operationStoreTypes.ts';
 
 export type {
+  CompleteOperationInput,
   OperationStoreOptions,
   ApprovalDecision,
   PublishDeferredResultInput,
@@ -190,6 +193,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
           const outcome = await input.dispatcher.evaluateAfterToolCall(round.operationId, context, final, {
             serializedHooks: round.hooks,
             environmentHooks: i === rounds.length - 1,
+            interception: i === 0, // I4: one result, judged once (post_tool_call in the first round's session)
             ...(input.signal ? { signal: input.signal } : {}),
           });
           if (outcome.status === 'cancelled') throw new DeferredCancelledError('result control was cancelled; nothing was written');
@@ -265,7 +269,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
      * `error` → `error`, `interrupted` / `max_steps` / `cost_limit` → `cancelled`) — except for
      * `parked` (waiting on an async tool): no hooks, no unregister, the session stays open.
      */
-    async completeOperation(input: { operationId: string; reason: string; dispatcher: OperationDispatcher; event?: Record<string, unknown> }): Promise<void> {
+    async completeOperation(input: CompleteOperationInput): Promise<void> {
       const d = await db();
       await finishOperation(d, input.operationId, STATUS_BY_REASON[input.reason] ?? 'completed', input.reason);
       if (input.reason === 'parked') return;
@@ -282,9 +286,12 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
           else other ??= error;
         }
       };
+      // §1: the run's error (any shape) becomes a readable errorMessage + raw errorDetail (errorMessage.ts).
+      const failed = { ...base, ...(input.error !== undefined ? { error: input.error } : {}) };
+      const hasError = input.error !== undefined || ['error', 'errorMessage', 'errorDetail'].some((k) => base[k as keyof typeof base] !== undefined);
       try {
-        await run('onComplete', { ...base, reason: input.reason });
-        if (input.reason === 'error') await run('onError', base);
+        await run('onComplete', { ...(input.reason === 'error' && hasError ? withReadableError(failed) : base), reason: input.reason });
+        if (input.reason === 'error') await run('onError', withReadableError(failed));
       } finally {
         input.dispatcher.unregister(input.operationId, { reason: input.reason }); // agent_shutdown says how it ended
       }

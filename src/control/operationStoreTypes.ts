@@ -24,7 +24,7 @@ export interface OperationDispatcher {
     operationId: string,
     context: ToolCallHookContext,
     result: ToolCallResult,
-    opts?: { signal?: AbortSignal; serializedHooks?: readonly unknown[]; environmentHooks?: boolean },
+    opts?: { signal?: AbortSignal; serializedHooks?: readonly unknown[]; environmentHooks?: boolean; interception?: boolean },
   ): Promise<ToolCallControlOutcome>;
   dispatch(operationId: string, type: HookType, event: Record<string, unknown>, serializedHooks?: readonly unknown[]): Promise<void>;
   unregister(operationId: string, options?: { reason?: string }): void;
@@ -88,6 +88,22 @@ export interface OperationStore {
     input: ToolCallRef & { dispatcher: OperationDispatcher },
   ): Promise<{ decision: ApprovalDecision; receiptApplied: boolean; alreadyPublished: boolean }>;
   /** D2/§8: persist, onComplete (and onError), unregister with the reason. */
-  completeOperation(input: { operationId: string; reason: string; dispatcher: OperationDispatcher; event?: Record<string, unknown> }): Promise<void>;
+  completeOperation(input: CompleteOperationInput): Promise<void>;
   close(): Promise<void>;
 }
+
+/** `completeOperation`'s input. */
+export type CompleteOperationInput = {
+  operationId: string;
+  /** `done`, `error`, `interrupted`, `max_steps`, `cost_limit`, `parked`, … */
+  reason: string;
+  dispatcher: OperationDispatcher;
+  /** Extra event fields for onComplete / onError (`lastAssistantContent`, usage, …). */
+  event?: Record<string, unknown>;
+  /**
+   * The run's error, in whatever shape the runtime has it (an `Error`, an SDK error, a provider
+   * error body, an agent-state error with only a type): with reason `error`, onComplete and onError
+   * carry a readable `errorMessage`, the raw `errorDetail` (JSON) and `errorType` (`readableErrorMessage`).
+   */
+  error?: unknown;
+};

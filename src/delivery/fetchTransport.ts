@@ -5,6 +5,7 @@
  * an HTTP status or a network problem: it returns a typed outcome.
  */
 import type { EventEmitter } from 'node:events';
+import { userAgent } from './userAgent.ts';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { collectExcerpt, discardBody, readCapped } from './bodyReader.ts';
 import { startDeadline, type Deadline } from './deadline.ts';
@@ -25,7 +26,6 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
 export const DEFAULT_KEEP_ALIVE_MAX_TIMEOUT_MS = 60_000;
 export const DEFAULT_CONNECTIONS_PER_ORIGIN = 64;
-export const USER_AGENT = 'hookrelay/0.1';
 /** Distinct IP literals whose SSRF verdict is remembered per transport. */
 const LITERAL_VERDICT_CACHE_SIZE = 1024;
 
@@ -124,7 +124,7 @@ export class FetchTransport {
         path: target.path,
         method: 'POST',
         // hookrelay's own user agent, always: a caller's header never replaces it.
-        headers: { ...req.headers, 'user-agent': USER_AGENT },
+        headers: { ...req.headers, 'user-agent': userAgent() },
         body: req.body,
         // The deadline is the signal (EventEmitter-shaped, which undici accepts): no AbortController per request.
         signal: deadline as unknown as EventEmitter,

@@ -4,7 +4,8 @@ import type { HookEventOf } from '../contract/events.ts';
 import { type AgentHook, isControlHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
 import { type HookType, isHookType } from '../contract/hookTypes.ts';
 import { matchesHook } from '../contract/matcher.ts';
-import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
+import { ToolCallHookContextSchema, type ToolCallHookContext, type ToolCallResult } from '../contract/toolContext.ts';
+import type { z } from 'zod';
 import { loadEnvHooks } from '../config/envHooks.ts';
 import { readSettings } from '../config/settings.ts';
 import { resolveTemplateEnv } from '../config/templateEnv.ts';
@@ -25,6 +26,8 @@ import { createInterceptionSeam, type InterceptionPosture, type InterceptionSess
 import { createLocalDelivery } from './localDelivery.ts';
 import { createQueueDelivery, type DispatchProducer, type OwnedProducer, type OwnedProducerFactory } from './queueDelivery.ts';
 import { assertEvent, type RunnableHook } from './runnableHook.ts';
+import { withOperationId } from './operationEvent.ts';
+import { withReadableError } from '../contract/errorMessage.ts';
 import { assertStorableEvent } from '../contract/storableText.ts';
 import { SendContext } from './sendContext.ts';
 import { shutdownReasonFor } from './shutdownReason.ts';
@@ -39,8 +42,18 @@ export type HookDispatcherOptions = {
   producer?: DispatchProducer;
   /** The environment templates, env hooks and QStash settings are read from, at each use. */
   env?: Record<string, string | undefined>;
-  /** AGENT-HOOKS-0.1 emitter consulted at the tool seam (I4): pre_tool_call / post_tool_call first. */
+  /**
+   * AGENT-HOOKS-0.1 emitter consulted at the tool seam (I4): pre_tool_call / post_tool_call first.
+   * Alone it covers only the tool points, so it needs `interceptionPoints: 'tool-seam'` (else
+   * `AgentHooksInstallError`); the whole run is `createAgentHooks({ dispatcher, … })`.
+   */
   emitter?: InterceptionEmitter;
+  /**
+   * Seed 003: the acknowledgement that an `emitter` given here intercepts only the tool seam
+   * (agent_startup, pre_tool_call, post_tool_call, agent_shutdown) — never input, pre_model_call,
+   * post_model_call or output, which only the run adapter emits.
+   */
+  interceptionPoints?: 'tool-seam';
   /** I4: what an infrastructure `host_error:*` deny does: `terminate` (default) or `continue`. */
   interceptionPosture?: InterceptionPosture;
   /**
@@ -76,7 +89,16 @@ export type EvaluateOptions = {
   serializedHooks?: readonly unknown[];
   /** Run the environment's hooks after the caller's (default true). Deferred rounds run them once, last (L3). */
   environmentHooks?: boolean;
+  /**
+   * I4: pass the call through the AGENT-HOOKS-0.1 seam (default true). A deferred result judged
+   * in several rounds passes it in the first round only: one result, one post_tool_call.
+   */
+  interception?: boolean;
 };
+
+/** A tool context whose `operationId` may be left out: the methods take it from their first argument. */
+export type ToolCallContextInput = z.input<typeof ToolCallContextInputSchema>;
+const ToolCallContextInputSchema = ToolCallHookContextSchema.partial({ operationId: true });
 
 const NO_HOOKS: RunnableHook[] = [];
 
@@ -135,6 +157,16 @@ export class HookDispatcher {
       this.#delivery = createLocalDelivery(this.#send, payloads);
     }
     this.#runControl = createControlRunner(this.#send, payloads, options.endpointGuard);
+    if (options.interceptionPoints !== undefined && options.interceptionPoints !== 'tool-seam') {
+      throw new TypeError("interceptionPoints must be 'tool-seam' (the only boundary a dispatcher emitter can enforce)");
+    }
+    if (options.emitter !== undefined && options.interceptionPoints !== 'tool-seam') {
+      // Seed 003: an incomplete enforcement boundary cannot be configured by mistake.
+      throw new AgentHooksInstallError(
+        "a dispatcher `emitter` without the run adapter intercepts only the tool seam: input, pre_model_call, post_model_call and output would never be emitted. Install the whole bundle with createAgentHooks({ dispatcher, interceptors }) and wrap each run in startRun({ operationId }), or pass interceptionPoints: 'tool-seam' to accept a tool-seam-only boundary",
+        { missing: ['input', 'pre_model_call', 'post_model_call', 'output'] },
+      );
+    }
     this.#seam = options.emitter
       ? createInterceptionSeam(options.emitter, { posture: options.interceptionPosture, session: options.interceptionSession, logger: this.#logger })
       : undefined;
@@ -156,6 +188,14 @@ export class HookDispatcher {
     const seam = createInterceptionSeam(binding.emitter, { posture: binding.posture, session: binding.session, logger: this.#logger });
     this.#seam = seam;
     return { release: (operationId) => seam.forget(operationId) };
+  }
+
+  /**
+   * I4: the id of the operation's open AGENT-HOOKS-0.1 session in this dispatcher (a dispatcher-owned
+   * one is `<operationId>/<uuid>`, minted per run), or `undefined` when none is open.
+   */
+  interceptionSessionId(operationId: string): string | undefined {
+    return this.#seam?.sessionId(operationId);
   }
 
   /** I4: true when an AGENT-HOOKS-0.1 emitter reviews this dispatcher's tool calls (post_tool_call too). */
@@ -184,6 +224,15 @@ export class HookDispatcher {
     if (typeof reason !== 'string') throw new TypeError('options.reason must be a string');
     this.#registry.delete(operationId);
     this.#seam?.onShutdown(operationId, shutdownReasonFor(reason));
+  }
+
+  /**
+   * Whether the operation has at least one hook registered in this dispatcher (LobeHub's
+   * `hasHooks`). In-memory registrations only: restored hooks and environment hooks are not
+   * counted, and an empty batch registers nothing (D9).
+   */
+  hasHooks(operationId: string): boolean {
+    return this.#registry.has(operationId);
   }
 
   /** D9a: `undefined` for an unknown operation, `[]` when it has no webhook hooks. Templates unresolved. */
@@ -218,6 +267,10 @@ export class HookDispatcher {
 
   async #dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>, serializedHooks: readonly unknown[] | undefined): Promise<void> {
     if (!isHookType(type)) throw new TypeError(`unknown hook type "${String(type)}"`);
+    // §1 onError: a readable errorMessage from whatever error shape the runtime had (errorMessage.ts).
+    if (type === 'onError' && event !== null && typeof event === 'object' && !Array.isArray(event)) {
+      event = withReadableError(event as Record<string, unknown>) as HookEventOf<T>;
+    }
     if (typeof operationId === 'string') assertStorableEvent(operationId, 'dispatch', 'operationId');
     assertEvent(event);
     const caller = this.#callerHooks(operationId, serializedHooks);
@@ -240,13 +293,15 @@ export class HookDispatcher {
 
   /**
    * M1–M3: local `beforeToolCall` handlers get `event.mock(result)`; the first mock wins and the
-   * remaining handlers are skipped. Delivers no webhooks. Queue mode has no mocks (D8).
+   * remaining handlers are skipped. Delivers no webhooks. Queue mode has no mocks (D8). An event
+   * without `operationId` takes `operationId` (a different one is an `OperationIdMismatchError`).
    */
   async dispatchBeforeToolCall(
     operationId: string,
-    event: Record<string, unknown>,
+    toolEvent: Record<string, unknown>,
     serializedHooks?: readonly unknown[],
   ): Promise<{ isMocked: true; result: ToolCallResult } | null> {
+    const event = withOperationId(operationId, toolEvent);
     assertEvent(event);
     if (this.mode === 'queue') return null;
     const hooks = this.#callerHooks(operationId, serializedHooks).filter(
@@ -269,19 +324,26 @@ export class HookDispatcher {
     return mocked ? { isMocked: true, result: mocked.result } : null;
   }
 
-  /** R1–R7: run the beforeToolCall controls; the first deny blocks; an allow does not end the check. */
-  evaluateToolCall(operationId: string, context: ToolCallHookContext, opts: EvaluateOptions = {}): Promise<ToolCallControlOutcome> {
-    return this.#evaluate(operationId, 'beforeToolCall', context, undefined, opts);
+  /**
+   * R1–R7: run the beforeToolCall controls; the first deny blocks; an allow does not end the check.
+   * A context without `operationId` takes `operationId` (a different one is an `OperationIdMismatchError`).
+   */
+  async evaluateToolCall(operationId: string, context: ToolCallContextInput, opts: EvaluateOptions = {}): Promise<ToolCallControlOutcome> {
+    return this.#evaluate(operationId, 'beforeToolCall', withOperationId(operationId, context) as ToolCallHookContext, undefined, opts);
   }
 
-  /** R3: the afterToolCall controls review the full result before it is archived or shown. */
-  evaluateAfterToolCall(
+  /**
+   * R3: the afterToolCall controls review the full result before it is archived or shown. A
+   * context without `operationId` takes `operationId`; one naming another operation is allowed
+   * here (P4/L3: a deferred result's rounds run the intervention operation's hooks over it).
+   */
+  async evaluateAfterToolCall(
     operationId: string,
-    context: ToolCallHookContext,
+    context: ToolCallContextInput,
     result: ToolCallResult,
     opts: EvaluateOptions = {},
   ): Promise<ToolCallControlOutcome> {
-    return this.#evaluate(operationId, 'afterToolCall', context, result, opts);
+    return this.#evaluate(operationId, 'afterToolCall', withOperationId(operationId, context, { allowOther: true }) as ToolCallHookContext, result, opts);
   }
 
   async #evaluate(
@@ -292,7 +354,8 @@ export class HookDispatcher {
     opts: EvaluateOptions,
   ): Promise<ToolCallControlOutcome> {
     if (opts.signal?.aborted) return { status: 'cancelled' };
-    const seamed = this.#seam ? await this.#seam.before(type, operationId, context, result, opts.signal) : undefined;
+    const seam = opts.interception === false ? undefined : this.#seam;
+    const seamed = seam ? await seam.before(type, operationId, context, result, opts.signal) : undefined;
     if (seamed?.outcome) return seamed.outcome;
     const effectiveContext = seamed?.context ?? context;
     const effectiveResult = seamed?.result ?? result;
@@ -306,14 +369,24 @@ export class HookDispatcher {
       logger: this.#logger,
       signal: opts.signal,
     });
-    if (outcome.status !== 'allow') return outcome;
+    if (outcome.status !== 'allow') {
+      // The seam allowed pre_tool_call, the controls did not: its post_tool_call says the call never ran.
+      if (seam && type === 'beforeToolCall') await seam.closeToolCall(operationId, effectiveContext, outcome);
+      return outcome;
+    }
     if (seamed?.context && type === 'beforeToolCall') return { status: 'allow', args: effectiveContext.args };
     if (seamed?.result && type === 'afterToolCall') return { status: 'allow', result: effectiveResult };
     return outcome;
   }
 
-  /** Waits for pending agent_startup / agent_shutdown records, then releases connection pools and timers. */
+  /**
+   * Closes the AGENT-HOOKS-0.1 sessions this dispatcher still has open (agent_shutdown
+   * `cancelled`: the process stops before those operations ended; a later run of one opens its
+   * own session), waits for pending agent_startup / agent_shutdown records, then releases
+   * connection pools and timers.
+   */
   async close(): Promise<void> {
+    this.#seam?.closeAll('cancelled');
     await this.#seam?.drain();
     await this.#send.close();
     await this.#delivery.close();

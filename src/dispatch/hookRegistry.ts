@@ -25,7 +25,15 @@ export class HookRegistry {
     const parsed = parseHookBatch(hooks, new Set((existing ?? []).map((h) => h.id)));
     assertTemplateSources(parsed, this.#templateEnv); // W2: the operator's pattern, before anything is stored
     beforeStore?.(existing === undefined);
+    // D9: an empty batch stores nothing — an empty registration would hide the restored hooks a
+    // local-mode dispatch falls back to (LobeHub treats an empty batch as doing nothing).
+    if (parsed.length === 0) return;
     this.#byOperation.set(operationId, [...(existing ?? []), ...parsed]);
+  }
+
+  /** Whether the operation has at least one hook registered in this process (environment hooks not counted). */
+  has(operationId: string): boolean {
+    return (this.#byOperation.get(operationId)?.length ?? 0) > 0;
   }
 
   delete(operationId: string): void {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { InterceptionRecord, JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import type { ToolCallControlOutcome } from '../control/evaluateControls.ts';
@@ -36,6 +37,8 @@ export type InterceptionSeamOptions = {
 const POLICY_REASONS = new Set<string>([HostError.TransformConflict, HostError.CompositionDisagreement]);
 
 const DEFAULT_DENY_REASON = 'Blocked by interceptor.';
+/** How many ended operations a seam remembers (a long-lived server unregisters many). */
+const ENDED_OPERATIONS_KEPT = 10_000;
 const CANCELLED: ToolCallControlOutcome = Object.freeze({ status: 'cancelled' } as const);
 const PROCEED: Promise<string | undefined> = Promise.resolve(undefined);
 const PRE_OPTIONS: EmitOptions = { acceptTarget: refuseArgs };
@@ -48,8 +51,19 @@ type Session = {
   /** Settles to `undefined` when the session may proceed, else the reason its agent_startup blocked it (§6.1a). */
   startup: Promise<string | undefined>;
   /** Tool emissions in flight: agent_shutdown waits for them, so it stays the session's last point. */
-  inflight: Set<Promise<JsonValue>>;
+  inflight: Set<Promise<unknown>>;
 };
+
+/** A dispatcher-owned session's id: `<operationId>/<random UUID>`, minted when the session opens. */
+export function operationSessionId(operationId: string): string {
+  return `${operationId}/${randomUUID()}`;
+}
+
+/** What a tool call that never ran hands post_tool_call: why it did not run, never a tool output. */
+function notRun(outcome: ToolCallControlOutcome): ToolCallResult {
+  if (outcome.status === 'blocked') return outcome.result;
+  return { content: 'Tool call cancelled.', success: false, error: 'cancelled', state: { type: 'cancelled' } };
+}
 
 /** JSON-safe copy (drops undefined and functions) so the envelope sees plain JSON. */
 function toJson<T extends JsonValue>(value: unknown): T {
@@ -66,8 +80,8 @@ function startupRefusal(record: InterceptionRecord): string | undefined {
 }
 
 /** A blocked session stops the run whatever the posture: no point of it may proceed (§6.1a). */
-function sessionBlocked(type: 'beforeToolCall' | 'afterToolCall', reason: string): ToolCallControlOutcome {
-  const outcome = blockedOutcome(type, reason);
+function sessionBlocked(type: 'beforeToolCall' | 'afterToolCall', reason: string, result: ToolCallResult | undefined): ToolCallControlOutcome {
+  const outcome = blockedOutcome(type, reason, result);
   return outcome.status === 'blocked' ? { ...outcome, terminate: true } : outcome;
 }
 
@@ -86,6 +100,17 @@ function sessionBlocked(type: 'beforeToolCall' | 'afterToolCall', reason: string
 export function createInterceptionSeam(emitter: InterceptionEmitter, options: InterceptionSeamOptions = {}): ToolSeam {
   const posture = options.posture ?? 'terminate';
   const sessions = new Map<string, Session>();
+  /**
+   * Operations this dispatcher unregistered (oldest first, bounded): a late tool call for one of
+   * them must not open a fresh session (a second agent_startup for an ended operation); it is
+   * cancelled. A new registration of the operation clears it (a new run, a new session).
+   */
+  const ended = new Set<string>();
+  const markEnded = (operationId: string) => {
+    ended.delete(operationId);
+    ended.add(operationId);
+    if (ended.size > ENDED_OPERATIONS_KEPT) ended.delete(ended.values().next().value as string);
+  };
   /** Lifecycle emissions not yet recorded (never rejecting): `drain` waits for them. */
   const lifecycle = new Set<Promise<void>>();
 
@@ -114,7 +139,14 @@ export function createInterceptionSeam(emitter: InterceptionEmitter, options: In
     if (app) {
       session = { builder: app, owned: false, startup: PROCEED, inflight: new Set() };
     } else {
-      const builder = new AgentContextBuilder({ agentId: options.agentId ?? 'hookrelay', framework: options.framework ?? 'hookrelay', sessionId: operationId });
+      // One session per run of the operation, never reused: a second run, a cold worker or a
+      // restarted process opens its own (no second agent_startup under one id, no sequence
+      // clash in a record store); the operation id prefix keeps them findable.
+      const builder = new AgentContextBuilder({
+        agentId: options.agentId ?? 'hookrelay',
+        framework: options.framework ?? 'hookrelay',
+        sessionId: operationSessionId(operationId),
+      });
       const startup = emitter.emitUnchecked(builder.agentStartup({ toolsRegistered: [] })).then(startupRefusal, (err: unknown) => {
         // The emitter records its own failures; an emission that threw at all blocks the session.
         options.logger?.warn({ operationId, err: err instanceof Error ? err.name : 'error' }, 'interception agent_startup emission failed');
@@ -127,19 +159,21 @@ export function createInterceptionSeam(emitter: InterceptionEmitter, options: In
     return session;
   };
 
-  const blocked = (type: 'beforeToolCall' | 'afterToolCall', error: InterceptionBlocked): ToolCallControlOutcome => {
+  const blocked = (type: 'beforeToolCall' | 'afterToolCall', error: InterceptionBlocked, result: ToolCallResult | undefined): ToolCallControlOutcome => {
     const reason = error.record.verdict.reason ?? DEFAULT_DENY_REASON;
     const infrastructure = isReservedReason(reason) && !POLICY_REASONS.has(reason);
-    const outcome = blockedOutcome(type, reason);
+    const outcome = blockedOutcome(type, reason, result);
     return infrastructure && posture === 'terminate' && outcome.status === 'blocked' ? { ...outcome, terminate: true } : outcome;
   };
 
   return {
     onStartup(operationId) {
       if (!sessions.has(operationId)) open(operationId);
+      ended.delete(operationId); // opened after `open` succeeded: an invalid session option changes nothing
     },
 
     onShutdown(operationId, reason: ShutdownReason) {
+      markEnded(operationId);
       const session = sessions.get(operationId);
       if (!session) return;
       sessions.delete(operationId);
@@ -153,9 +187,11 @@ export function createInterceptionSeam(emitter: InterceptionEmitter, options: In
     },
 
     async before(type, operationId, context, result, signal) {
+      // Unregistered here: the operation ended, its session is closed; nothing reopens it.
+      if (!sessions.has(operationId) && ended.has(operationId)) return { outcome: CANCELLED };
       const session = sessions.get(operationId) ?? open(operationId);
       const refusal = await session.startup;
-      if (refusal !== undefined) return { outcome: sessionBlocked(type, refusal) };
+      if (refusal !== undefined) return { outcome: sessionBlocked(type, refusal, result) };
       // Unregistered while waiting for the startup verdict: the session is closed, nothing may run in it.
       if (sessions.get(operationId) !== session || signal?.aborted) return { outcome: CANCELLED };
       const name = `${context.identifier}/${context.apiName}`;
@@ -172,7 +208,7 @@ export function createInterceptionSeam(emitter: InterceptionEmitter, options: In
       try {
         target = await emission;
       } catch (error) {
-        if (error instanceof InterceptionBlocked) return { outcome: blocked(type, error) };
+        if (error instanceof InterceptionBlocked) return { outcome: blocked(type, error, result) };
         if (signal?.aborted) return { outcome: CANCELLED };
         throw error;
       } finally {
@@ -187,9 +223,47 @@ export function createInterceptionSeam(emitter: InterceptionEmitter, options: In
       return JSON.stringify(target) !== JSON.stringify(original) ? { result: resultFromTarget(target, result as ToolCallResult) } : {};
     },
 
+    async closeToolCall(operationId, context, outcome) {
+      const session = sessions.get(operationId);
+      if (session === undefined || outcome.status === 'allow') return;
+      // The pre_tool_call was allowed, then a decision webhook blocked (or a signal cancelled) the
+      // call: post_tool_call still closes it in the audit stream, with the blocked result. The
+      // verdict is recorded; it cannot change an outcome that already blocks.
+      const ctx = session.builder.postToolCall({
+        id: context.toolCallId,
+        name: `${context.identifier}/${context.apiName}`,
+        args: toJson<JsonObject>(context.args),
+        value: toJson(notRun(outcome)),
+        isError: true,
+      });
+      const emission = emitter.emitUnchecked(ctx);
+      session.inflight.add(emission);
+      try {
+        await emission;
+      } catch (err) {
+        options.logger?.warn({ operationId, err: err instanceof Error ? err.name : 'error' }, 'interception post_tool_call emission failed');
+      } finally {
+        session.inflight.delete(emission);
+      }
+    },
+
+    sessionId(operationId) {
+      return sessions.get(operationId)?.builder.sessionId;
+    },
+
     forget(operationId) {
       const session = sessions.get(operationId);
       if (session !== undefined && !session.owned) sessions.delete(operationId);
+    },
+
+    closeAll(reason) {
+      // Sessions are per process: one this dispatcher still has open ends with it (its operation
+      // may go on elsewhere, in a session of its own), so none is left without agent_shutdown.
+      for (const [operationId, session] of [...sessions]) {
+        if (!session.owned) continue;
+        this.onShutdown(operationId, reason);
+        ended.delete(operationId); // closing the dispatcher is not the operation's end
+      }
     },
 
     async drain() {

@@ -18,8 +18,18 @@ export interface ToolSeam {
     result: ToolCallResult | undefined,
     signal: AbortSignal | undefined,
   ): Promise<{ outcome?: ToolCallControlOutcome; context?: ToolCallHookContext; result?: ToolCallResult }>;
+  /**
+   * A tool call whose pre_tool_call this seam allowed did not run (a decision webhook blocked it,
+   * or it was cancelled): emits its post_tool_call with the blocked result, so every allowed
+   * pre_tool_call has its post_tool_call. Never rejects.
+   */
+  closeToolCall(operationId: string, context: ToolCallHookContext, outcome: ToolCallControlOutcome): Promise<void>;
+  /** The id of the operation's open session in this process, if one is open. */
+  sessionId(operationId: string): string | undefined;
   /** Drops the operation's application-owned session (a run of it ended), so its next tool call looks again; no emission. */
   forget(operationId: string): void;
+  /** Closes every session this seam owns with agent_shutdown(`reason`) (the dispatcher is closing). */
+  closeAll(reason: ShutdownReason): void;
   /** Settles once every lifecycle emission started so far has been recorded. */
   drain(): Promise<void>;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { JsonValue } from '../contract/agentHooks.ts';
 import { activeRun, AgentRun, type AdmittedInput, type Persistence, type PersistEntry, type Streaming, type ToolSeamHostError } from './agentRun.ts';
 import { AgentContextBuilder } from './builder.ts';
@@ -57,7 +58,12 @@ export type AgentHooksOptions = Omit<InterceptionEmitterOptions, 'interceptors'>
 export type StartRunOptions = {
   /** The request entering the agent: a string is `{ content, role: 'user' }`. */
   input: string | { content: unknown; role?: AdmittedInput['role'] };
-  /** Session id of a session this run owns; default a random UUID (or `operationId`). One run = one session unless the bundle has a `session`. */
+  /**
+   * Session id of a session this run owns; default a random UUID, or `<operationId>/<random UUID>`
+   * for a run linked to an operation — minted per run, so running an operation twice never
+   * reuses a session (no second agent_startup under one id, no sequence clash in a record store).
+   * One run = one session unless the bundle has a `session`.
+   */
   sessionId?: string;
   /** The dispatcher operation this run drives (needs `dispatcher`): its evaluated tool calls join the run's session. */
   operationId?: string;
@@ -182,7 +188,7 @@ export class AgentHooks {
       new AgentContextBuilder({
         agentId: this.#options.agentId ?? 'agent',
         framework: this.#options.framework ?? 'hookrelay',
-        sessionId: options.sessionId ?? operationId,
+        sessionId: options.sessionId ?? (operationId === undefined ? randomUUID() : `${operationId}/${randomUUID()}`),
       });
     if (this.#activeSessions.has(builder.sessionId)) {
       throw new AgentRunStateError(`session ${builder.sessionId} already has an active run: end() it first (the runs of one session are sequential)`);

@@ -123,6 +123,10 @@ export class AgentRun {
   #admitted: AdmittedInput | undefined;
   #outputDone = false;
   #ended: Promise<RunEnd> | undefined;
+  /** An ordinary error went through one of the run's calls (`end()` then reports `error`). */
+  #failed = false;
+  /** One of the run's calls failed because its signal aborted (`end()` then reports `cancelled`). */
+  #cancelled = false;
   /** The last model response, for a buffered release that replays its chunks unchanged. */
   #lastStream: { content: JsonValue; chunks: string[] } | undefined;
   /** Text already released from the current model response (incremental streaming). */
@@ -180,7 +184,11 @@ export class AgentRun {
    * With `streaming: 'incremental'` each chunk boundary closes a segment judged over the text so
    * far, and a permitted segment is released at once (§12.1 exception).
    */
-  async modelCall(messages: readonly NativeMessage[], call: ModelCaller, options: { modelId?: string } = {}): Promise<ModelCallResult> {
+  modelCall(messages: readonly NativeMessage[], call: ModelCaller, options: { modelId?: string } = {}): Promise<ModelCallResult> {
+    return this.#observe(this.#modelCall(messages, call, options));
+  }
+
+  async #modelCall(messages: readonly NativeMessage[], call: ModelCaller, options: { modelId?: string }): Promise<ModelCallResult> {
     await this.#ready();
     this.#releasedOfLast = ''; // what `output` may still release is relative to this response only
     this.#lastStream = undefined;
@@ -320,7 +328,11 @@ export class AgentRun {
    * `terminate` (the default). `exec` throwing is a tool failure: `post_tool_call` sees
    * `is_error: true` and the error's message (a `ToolError`'s `result`).
    */
-  async toolCall(call: { id?: string; name: string; args: Record<string, unknown> }, exec: ToolExecutor): Promise<ToolCallOutcome> {
+  toolCall(call: { id?: string; name: string; args: Record<string, unknown> }, exec: ToolExecutor): Promise<ToolCallOutcome> {
+    return this.#observe(this.#toolCall(call, exec));
+  }
+
+  async #toolCall(call: { id?: string; name: string; args: Record<string, unknown> }, exec: ToolExecutor): Promise<ToolCallOutcome> {
     await this.#ready();
     if (!isObject(call) || typeof call.name !== 'string') throw new TypeError('toolCall(call): call.name must be a string');
     const b = this.#s.builder;
@@ -337,8 +349,13 @@ export class AgentRun {
     try {
       value = await activeRun.run(this, () => exec(structuredClone(args), { signal: this.#s.signal }));
     } catch (err) {
-      // Misuse inside the tool (a nested run of this bundle, a closed run) is the program's bug, not a tool failure.
-      if (err instanceof AgentHooksInstallError || err instanceof AgentRunStateError) throw err;
+      // Misuse inside the tool (a nested run of this bundle, a closed run) is the program's bug, not a tool failure;
+      // the allowed pre_tool_call still gets its post_tool_call (the call failed) before it propagates.
+      if (err instanceof AgentHooksInstallError || err instanceof AgentRunStateError) {
+        const failed = b.postToolCall({ id, name: call.name, args: structuredClone(args), value: err.name, isError: true });
+        await this.#track(this.#s.emitter.emitUnchecked(failed)).catch(() => undefined);
+        throw err;
+      }
       value = err instanceof ToolError ? err.result : err instanceof Error ? err.message : String(err);
       isError = true;
     }
@@ -378,7 +395,11 @@ export class AgentRun {
    * segment already: only a remainder not yet released goes out here — released text cannot be
    * called back (`buffered_output: false`).
    */
-  async output(answer: unknown): Promise<JsonValue> {
+  output(answer: unknown): Promise<JsonValue> {
+    return this.#observe(this.#output(answer));
+  }
+
+  async #output(answer: unknown): Promise<JsonValue> {
     await this.#ready();
     const content = typeof answer === 'object' && answer !== null && this.#responses.has(answer) ? (answer as ModelCallResult).content : answer;
     if (this.#outputDone) throw new AgentRunStateError('output() was already called for this run: a run has one final answer');
@@ -414,7 +435,11 @@ export class AgentRun {
 
   /**
    * Close the run: waits for its emissions, then (when the run owns its session) emits
-   * `agent_shutdown` — `error` after a block, else `reason` (default `completed`). Idempotent.
+   * `agent_shutdown`. Its `summary.reason` (and `RunEnd.outcome`): `error` after a block;
+   * `cancelled` when the run's signal aborted before its output; `error` after an ordinary error
+   * went through one of the run's calls (a model call that threw, a failed persist, …); else
+   * `reason` (default `completed`). `completed` never hides an abort or an error the run saw; an
+   * explicit `error` / `cancelled` is always kept. Idempotent.
    */
   end(reason?: 'completed' | 'error' | 'cancelled'): Promise<RunEnd> {
     if (this.#ended === undefined) this.#ended = this.#close(reason);
@@ -422,9 +447,11 @@ export class AgentRun {
   }
 
   async #close(reason: 'completed' | 'error' | 'cancelled' | undefined): Promise<RunEnd> {
-    await this.ready.catch(() => undefined);
+    await this.ready.catch((err: unknown) => this.#noteFailure(err));
     await Promise.allSettled([...this.#inflight]);
-    const summary = this.#startupBlocked || this.#blocked !== undefined ? 'error' : (reason ?? 'completed');
+    const observed = this.#cancelled || (this.#s.signal?.aborted === true && !this.#outputDone) ? 'cancelled' : this.#failed ? 'error' : undefined;
+    const asked = reason ?? 'completed';
+    const summary = this.#startupBlocked || this.#blocked !== undefined ? 'error' : asked === 'completed' ? (observed ?? 'completed') : asked;
     try {
       if (this.#s.ownsSession) await this.#s.emitter.emitUnchecked(this.#s.builder.agentShutdown({ reason: summary }));
     } finally {
@@ -432,6 +459,22 @@ export class AgentRun {
     }
     const blocked = this.#startupBlocked || this.#blocked !== undefined;
     return { outcome: blocked ? 'blocked' : summary, released: this.released };
+  }
+
+  /** Notes how a call of the run failed, for `end()`: an abort is `cancelled`, any other error (not a deny, not misuse of a closed run) `error`. */
+  #noteFailure(err: unknown): void {
+    if (err instanceof InterceptionBlocked || err instanceof AgentRunStateError) return;
+    if (this.#s.signal?.aborted === true) this.#cancelled = true;
+    else this.#failed = true;
+  }
+
+  async #observe<T>(p: Promise<T>): Promise<T> {
+    try {
+      return await p;
+    } catch (err) {
+      this.#noteFailure(err);
+      throw err;
+    }
   }
 
   async #ready(): Promise<void> {

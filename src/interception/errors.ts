@@ -21,14 +21,19 @@ export class InterceptionBlocked extends HookrelayError {
 
 /**
  * An AGENT-HOOKS-0.1 installation that would weaken the enforcement boundary: a second bundle on
- * one dispatcher or one session, or a nested agent reusing its parent's bundle (seed 003: one
- * bundle per agent, stacked bundles are refused; a nested agent gets its own).
+ * one dispatcher or one session, a nested agent reusing its parent's bundle (seed 003: one
+ * bundle per agent, stacked bundles are refused; a nested agent gets its own), or a dispatcher
+ * emitter without the run adapter and without `interceptionPoints: 'tool-seam'` (`missing`
+ * names the points it would never emit).
  */
 export class AgentHooksInstallError extends HookrelayError {
   readonly code = 'HOOKRELAY_AGENT_HOOKS_INSTALL' as const;
-  constructor(message: string) {
+  /** The interception points the refused installation would never emit (empty when that is not the problem). */
+  readonly missing: readonly string[];
+  constructor(message: string, details: { missing?: readonly string[] } = {}) {
     super(message);
     this.name = 'AgentHooksInstallError';
+    this.missing = [...(details.missing ?? [])];
   }
 }
 

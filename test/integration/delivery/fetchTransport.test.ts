@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FetchTransport, type SendRequest } from '../../../src/delivery/fetchTransport.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
+import { readFileSync } from 'node:fs';
+
+/** The version the package is published with: the user agent must carry it (issue 28). */
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const DECISION_CAP = 65_536;
 
@@ -40,7 +44,8 @@ describe('fetch transport over real sockets', () => {
     expect(outcome.durationMs).toBeGreaterThan(0);
     const [req] = receiver.requests;
     expect(req).toMatchObject({ method: 'POST', path: '/hook?q=1', body: '{"a":1}' });
-    expect(req?.headers).toMatchObject({ 'content-type': 'application/json', 'x-custom': 'c', 'user-agent': 'hookrelay/0.1' });
+    expect(req?.headers).toMatchObject({ 'content-type': 'application/json', 'x-custom': 'c', 'user-agent': `hookrelay/${PACKAGE_VERSION}` });
+    expect(PACKAGE_VERSION).toMatch(/^\d+\.\d+\.\d+/);
   });
 
   it('W4: a body that trickles past the timeout is a timeout', async () => {

@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CriticalHookDeliveryError, HookConfigError, HookDispatcher, type AgentHook } from '../../../src/index.ts';
-import { USER_AGENT } from '../../../src/delivery/fetchTransport.ts';
+import { userAgent } from '../../../src/delivery/userAgent.ts';
 import { WebhookDeliveryFailure } from '../../../src/contract/criticalError.ts';
 import { startReceiver, type Behaviour, type Receiver } from '../../support/receiver.ts';
 import { captureLogger, quietLogger, rejection, toolContext } from '../../unit/dispatch/helpers.ts';
@@ -555,7 +555,7 @@ describe('W1b: hookrelay owns webhook-* and the user agent', () => {
     d.register(OP, [{ id: 'ua', type: 'onComplete', webhook: { url: at('/ua'), headers: { 'User-Agent': 'spoofed/9.9', 'x-tenant': 't1' } } }]);
     await d.dispatch(OP, 'onComplete', { operationId: OP });
     expect(paths()).toEqual(['/ua']);
-    expect(receiver.requests[0]!.headers['user-agent']).toBe(USER_AGENT);
+    expect(receiver.requests[0]!.headers['user-agent']).toBe(userAgent());
     expect(receiver.requests[0]!.headers['x-tenant']).toBe('t1');
     expect(receiver.requests[0]!.headers['webhook-signature']).toBeUndefined(); // no secret configured, none sent
   });

@@ -39,15 +39,25 @@ const result = { content: 'out', success: true };
 
 type Seen = { point: string; session: string; summary?: string };
 
-/** An interceptor that notes every context it sees, answering `verdictAt[point]` (default allow). */
+/** A dispatcher-owned session id is `<operationId>/<uuid>`, minted per run (issue 28): the operation part. */
+const MINTED = /\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const operationOf = (sessionId: string) => sessionId.replace(MINTED, '');
+
+/**
+ * An interceptor that notes every context it sees, answering `verdictAt[point]` (default allow).
+ * `session` is the operation a minted session belongs to; `sessionIds` the raw ids, in order.
+ */
 function recorder(verdictAt: Partial<Record<string, () => Verdict | Promise<Verdict>>> = {}) {
   const seen: Seen[] = [];
+  const sessionIds: string[] = [];
   const intercept: Interceptor = (c: AgentContext) => {
     const summary = (c as { summary?: { reason?: string } }).summary?.reason;
-    seen.push({ point: c.interception_point, session: (c.session as { id: string }).id, ...(summary ? { summary } : {}) });
+    const id = (c.session as { id: string }).id;
+    sessionIds.push(id);
+    seen.push({ point: c.interception_point, session: operationOf(id), ...(summary ? { summary } : {}) });
     return verdictAt[c.interception_point]?.() ?? Verdict.allow();
   };
-  return { seen, intercept, points: () => seen.map((s) => s.point) };
+  return { seen, sessionIds, intercept, points: () => seen.map((s) => s.point) };
 }
 
 describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
@@ -77,7 +87,7 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
   });
 
   const dispatcher = (emitter: InterceptionEmitter, extra: Partial<HookDispatcherOptions> = {}) => {
-    const d = new HookDispatcher({ emitter, allowedCidrs: '127.0.0.1/32', env: {}, logger: silentLogger(), ...extra });
+    const d = new HookDispatcher({ emitter, interceptionPoints: 'tool-seam', allowedCidrs: '127.0.0.1/32', env: {}, logger: silentLogger(), ...extra });
     dispatchers.push(d);
     return d;
   };
@@ -85,10 +95,11 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
     const sink = createStoreRecordSink(t.store.db);
     return new InterceptionEmitter({ interceptors: [interceptor], recordSink: sink.sink, sequenceProvider: sink.sequenceProvider });
   };
+  /** Records of one session, or of every session minted for an operation (`<op>/<uuid>`), in insertion order. */
   const storedRecords = async (sessionId: string) =>
     (
-      await t.store.pool!.query<{ sequence: number; point: string; record: InterceptionRecord }>(
-        'select sequence, point, record from interception_records where session_id = $1 order by sequence',
+      await t.store.pool!.query<{ session_id: string; sequence: number; point: string; record: InterceptionRecord }>(
+        "select session_id, sequence, point, record from interception_records where session_id = $1 or session_id like $1 || '/%' order by session_id, sequence",
         [sessionId],
       )
     ).rows;
@@ -245,9 +256,11 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
       await ops.completeOperation({ operationId: parked, reason: 'parked', dispatcher: d });
       await d.close();
       const shutdowns = r.seen.filter((s) => s.point === 'agent_shutdown');
+      // parked: completeOperation leaves it open; only closing the dispatcher ends this process's session.
       expect(shutdowns).toEqual([
         { point: 'agent_shutdown', session: limited, summary: 'cancelled' },
         { point: 'agent_shutdown', session: failed, summary: 'error' },
+        { point: 'agent_shutdown', session: parked, summary: 'cancelled' },
       ]);
       expect((await storedRecords(limited)).map((x) => [x.sequence, x.point])).toEqual([
         [0, 'agent_startup'],
@@ -258,7 +271,7 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
   });
 
   describe('I4: an operation first seen in a process that never registered it', () => {
-    it('I4: a cold worker (opts.serializedHooks) emits agent_startup before its first tool point; sequences continue in Postgres; its completeOperation closes the session', async () => {
+    it('I4 / seed 003: a cold worker (opts.serializedHooks) opens its own session with agent_startup; the first process closed its one; no session has two startups and Postgres takes every record', async () => {
       const op = nextOp('cold');
       await ops.createOperation({ operationId: op, hooks: [controlHook('beforeToolCall')] });
       // The process that started the operation.
@@ -281,13 +294,28 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
         { point: 'post_tool_call', session: op },
         { point: 'agent_shutdown', session: op, summary: 'cancelled' },
       ]);
-      expect((await storedRecords(op)).map((x) => [x.sequence, x.point])).toEqual([
-        [0, 'agent_startup'],
-        [1, 'agent_startup'],
-        [2, 'pre_tool_call'],
-        [3, 'post_tool_call'],
-        [4, 'agent_shutdown'],
+      // The first process's session ended with it (close → cancelled); the cold worker's is another one.
+      expect(first.seen).toEqual([
+        { point: 'agent_startup', session: op },
+        { point: 'agent_shutdown', session: op, summary: 'cancelled' },
       ]);
+      const [firstSession] = first.sessionIds;
+      const [coldSession] = cold.sessionIds;
+      expect(firstSession).not.toBe(coldSession);
+      expect(new Set(cold.sessionIds)).toEqual(new Set([coldSession]));
+      const stored = await storedRecords(op);
+      const bySession = (id: string | undefined) => stored.filter((x) => x.session_id === id).map((x) => [x.sequence, x.point]);
+      expect(bySession(firstSession)).toEqual([
+        [0, 'agent_startup'],
+        [1, 'agent_shutdown'],
+      ]);
+      expect(bySession(coldSession)).toEqual([
+        [0, 'agent_startup'],
+        [1, 'pre_tool_call'],
+        [2, 'post_tool_call'],
+        [3, 'agent_shutdown'],
+      ]);
+      expect(stored).toHaveLength(6);
     });
 
     it('§6.1a: in a cold worker a startup deny blocks the first tool call with terminate, and no tool point is emitted', async () => {

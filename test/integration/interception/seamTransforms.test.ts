@@ -66,6 +66,7 @@ describe('I4: transforms at the tool seam', () => {
     });
     const d = new HookDispatcher({
       emitter,
+      interceptionPoints: 'tool-seam',
       allowedCidrs: '127.0.0.1/32',
       env: {},
       logger: silentLogger(),

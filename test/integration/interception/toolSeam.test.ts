@@ -38,7 +38,7 @@ describe('I4: interception at the dispatcher tool seam', () => {
   });
   const dispatcherWith = (interceptor: Interceptor, extra: ConstructorParameters<typeof InterceptionEmitter>[0] = {}) => {
     const emitter = new InterceptionEmitter({ interceptors: [interceptor], ...extra });
-    return { emitter, d: new HookDispatcher({ emitter, allowedCidrs: '127.0.0.1/32', env: {}, logger: silentLogger() }) };
+    return { emitter, d: new HookDispatcher({ emitter, interceptionPoints: 'tool-seam', allowedCidrs: '127.0.0.1/32', env: {}, logger: silentLogger() }) };
   };
 
   it('I4: a pre_tool_call transform rewrites the args the decision webhook sees and the args the caller gets back', async () => {
@@ -112,7 +112,7 @@ describe('I4: interception at the dispatcher tool seam', () => {
         },
       ],
     });
-    const d = new HookDispatcher({ emitter, interceptionPosture: 'continue', env: {}, logger: silentLogger() });
+    const d = new HookDispatcher({ emitter, interceptionPoints: 'tool-seam', interceptionPosture: 'continue', env: {}, logger: silentLogger() });
     try {
       const outcome = await d.evaluateToolCall('op-continue', ctx('op-continue'));
       expect(outcome).toMatchObject({ status: 'blocked', reason: 'host_error:interceptor_failed' });
@@ -135,11 +135,11 @@ describe('I4: interception at the dispatcher tool seam', () => {
     }
   });
 
-  it('I4: records land in Postgres without payloads, and sequences stay strictly increasing across a dispatcher restart', async () => {
+  it('I4 / seed 003: records land in Postgres without payloads; a restarted dispatcher opens its own session (one agent_startup each, sequences strictly increasing in each)', async () => {
     const run = async () => {
       const sink = createStoreRecordSink(t.store.db);
       const emitter = new InterceptionEmitter({ interceptors: [() => Verdict.allow()], recordSink: sink.sink, sequenceProvider: sink.sequenceProvider });
-      const d = new HookDispatcher({ emitter, env: {}, logger: silentLogger() });
+      const d = new HookDispatcher({ emitter, interceptionPoints: 'tool-seam', env: {}, logger: silentLogger() });
       d.register('op-records', []);
       await d.evaluateToolCall('op-records', ctx('op-records'));
       await d.evaluateAfterToolCall('op-records', ctx('op-records'), { content: 'tool-result-needle-9c2e', success: true });
@@ -149,11 +149,12 @@ describe('I4: interception at the dispatcher tool seam', () => {
     };
     await run();
     await run(); // a restarted dispatcher for the same operation
-    const rows = await t.store.pool!.query<{ sequence: number; point: string; record: unknown }>(
-      `select sequence, point, record from interception_records where session_id = 'op-records' order by id`,
+    const rows = await t.store.pool!.query<{ session_id: string; sequence: number; point: string; record: unknown }>(
+      `select session_id, sequence, point, record from interception_records where session_id like 'op-records/%' order by id`,
     );
-    const sequences = rows.rows.map((r) => r.sequence);
-    expect(sequences).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    const sessions = [...new Set(rows.rows.map((r) => r.session_id))];
+    expect(sessions).toHaveLength(2);
+    for (const id of sessions) expect(rows.rows.filter((r) => r.session_id === id).map((r) => r.sequence)).toEqual([0, 1, 2, 3]);
     expect(rows.rows.map((r) => r.point)).toEqual([
       'agent_startup',
       'pre_tool_call',

@@ -29,7 +29,12 @@ describe('I4/P5: deferred results pass the interception emitter without any cont
   });
 
   const publishThrough = async (interceptor: Interceptor) => {
-    const dispatcher = new HookDispatcher({ emitter: new InterceptionEmitter({ interceptors: [interceptor] }), env: {}, logger: silentLogger() });
+    const dispatcher = new HookDispatcher({
+      emitter: new InterceptionEmitter({ interceptors: [interceptor] }),
+      interceptionPoints: 'tool-seam',
+      env: {},
+      logger: silentLogger(),
+    });
     dispatchers.push(dispatcher);
     const operationId = `op-icpt-${++n}`;
     await ops.createOperation({ operationId, hooks: [] });

@@ -4,7 +4,6 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOperationStore, DeferredContextError, type OperationStore } from '../../../src/control/operationStore.ts';
-import { blockedAfterResult } from '../../../src/control/blockedResult.ts';
 import { HookConfigError } from '../../../src/contract/errors.ts';
 import type { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
@@ -23,6 +22,9 @@ import {
   type Env,
   type Receiver,
 } from './helpers.ts';
+import { blockedAfterResult } from '../../../src/control/blockedResult.ts';
+/** R5b: the denial of a tool result from `toolResult()` keeps its executionTime (12), as LobeHub does (issue 28). */
+const deniedAfter = (reason: string) => blockedAfterResult(reason, { content: '', success: true, executionTime: 12 });
 
 let t: TestStore;
 let ops: OperationStore;
@@ -127,7 +129,7 @@ describe('L2 restore from the runtime snapshot, else from Postgres', () => {
     rx.requests.length = 0;
     const pg = await ops.publishDeferredResult({ operationId: op, toolCallId: 'without', result: toolResult('b'), context: ctx(op, 'without'), dispatcher: d });
     expect(rx.requests.map((r) => r.path)).toEqual(['/persisted']);
-    expect(pg).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('from postgres') });
+    expect(pg).toEqual({ applied: true, status: 'blocked', result: deniedAfter('from postgres') });
   });
 
   it('L2: a per-operation snapshot record applies to its round; a round missing from it restores from Postgres', async () => {
@@ -208,7 +210,7 @@ describe('L3 rounds', () => {
       interventionOperationId: a,
       dispatcher: dispatcher(envWithControl()),
     });
-    expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('round one') });
+    expect(out).toEqual({ applied: true, status: 'blocked', result: deniedAfter('round one') });
     expect(rx.requests.map((r) => r.path)).toEqual(['/a']);
     expect(envR.requests).toHaveLength(0);
   });
@@ -230,7 +232,7 @@ describe('L4 no matching result control → allow', () => {
     await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
     rx.setHandler(deny(''));
     const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), context: ctx(op, 'c'), dispatcher: dispatcher() });
-    expect(out.result).toEqual(blockedAfterResult('Blocked by afterToolCall hook.')); // R2 default reason
+    expect(out.result).toEqual(deniedAfter('Blocked by afterToolCall hook.')); // R2 default reason
   });
 });
 
@@ -334,7 +336,7 @@ describe('L5 storage and control failures never read as allow', () => {
     );
     expect(await placeholderResult(op)).toBeNull();
     const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), context: ctx(op, 'c'), dispatcher: d });
-    expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('memory policy') });
+    expect(out).toEqual({ applied: true, status: 'blocked', result: deniedAfter('memory policy') });
   });
 
   it('L5: without any afterToolCall control, the result is published without needing the context', async () => {
@@ -388,7 +390,7 @@ describe('L5 storage and control failures never read as allow', () => {
       context: ctx(cont, 'c'),
       dispatcher: dispatcher(),
     });
-    expect(a.result).toEqual(blockedAfterResult('the next one decides'));
+    expect(a.result).toEqual(deniedAfter('the next one decides'));
 
     const block = nextOp('onerror-block');
     await ops.createOperation({ operationId: block, hooks: [control('broken', CLOSED_URL, { onError: 'block' }), control('next', `${rx.url}/next`)] });
@@ -402,7 +404,7 @@ describe('L5 storage and control failures never read as allow', () => {
       context: ctx(block, 'c'),
       dispatcher: dispatcher(),
     });
-    expect(b).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('hook_control_error') });
+    expect(b).toEqual({ applied: true, status: 'blocked', result: deniedAfter('hook_control_error') });
     expect(rx.requests).toHaveLength(0);
   });
 });

@@ -4,7 +4,6 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
-import { blockedAfterResult } from '../../../src/control/blockedResult.ts';
 import type { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
 import type { SerializedHook } from '../../../src/contract/hook.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
@@ -25,6 +24,9 @@ import {
   type Env,
   type Receiver,
 } from './helpers.ts';
+import { blockedAfterResult } from '../../../src/control/blockedResult.ts';
+/** R5b: the denial of a tool result from `toolResult()` keeps its executionTime (12), as LobeHub does (issue 28). */
+const deniedAfter = (reason: string) => blockedAfterResult(reason, { content: '', success: true, executionTime: 12 });
 
 let t: TestStore;
 let ops: OperationStore;
@@ -109,7 +111,7 @@ describe('P6 environment hook removed / added after approval and after snapshot 
     } else {
       expect(envR.requests).toHaveLength(1); // the current environment applies at once
       expect(envR.requests[0]!.headers.authorization).toBe('Bearer env-token');
-      expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('env policy') });
+      expect(out).toEqual({ applied: true, status: 'blocked', result: deniedAfter('env policy') });
     }
     expect((await ops.getPlaceholder({ operationId: op, toolCallId: call }))?.result).toEqual(out.result);
   });
@@ -163,7 +165,7 @@ describe('P6 publishing without a review marker (P1)', () => {
       context: ctx(op, 'c'),
       dispatcher: dispatcher(),
     });
-    expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('contains PII') });
+    expect(out).toEqual({ applied: true, status: 'blocked', result: deniedAfter('contains PII') });
     // The control saw the full result (B2) before anything was written.
     expect((body(caller.requests[0]!).result as { content: string }).content).toBe('RAW-SSN-123-45-6789');
     const [row] = await sql<{ result: unknown; text: string }>(t.url, 'SELECT result, p::text AS text FROM deferred_placeholders p WHERE operation_id = $1', [
@@ -174,6 +176,7 @@ describe('P6 publishing without a review marker (P1)', () => {
       success: false,
       error: 'hook_denied',
       state: { phase: 'afterToolCall', type: 'blocked', reason: 'contains PII' },
+      executionTime: 12, // run metadata of the withheld result is kept (issue 28), none of its output
     });
     expect(row!.text).not.toContain('RAW-SSN');
   });
@@ -190,7 +193,7 @@ describe('P6 publishing without a review marker (P1)', () => {
       context: ctx(op, 'c'),
       dispatcher: dispatcher(),
     });
-    expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('withheld by policy') });
+    expect(out).toEqual({ applied: true, status: 'blocked', result: deniedAfter('withheld by policy') });
 
     const columns = await sql<{ column_name: string }>(
       t.url,
@@ -200,14 +203,14 @@ describe('P6 publishing without a review marker (P1)', () => {
     expect(columns.map((c) => c.column_name)).toEqual(['approval', 'created_at', 'id', 'operation_id', 'published_at', 'result', 'tool_call_id', 'updated_at']);
     const [row] = await sql<Record<string, unknown>>(t.url, 'SELECT * FROM deferred_placeholders WHERE operation_id = $1', [op]);
     expect(Object.keys(row!).sort()).toEqual(['approval', 'created_at', 'id', 'operation_id', 'published_at', 'result', 'tool_call_id', 'updated_at']);
-    expect(row!.result).toStrictEqual(blockedAfterResult('withheld by policy'));
+    expect(row!.result).toStrictEqual(deniedAfter('withheld by policy'));
     expect(row!.approval).toBeNull();
     expect(JSON.stringify(row)).not.toContain('raw secret output');
     // What a reader gets back is the row, nothing derived beside it.
     expect(await ops.getPlaceholder({ operationId: op, toolCallId: 'c' })).toEqual({
       operationId: op,
       toolCallId: 'c',
-      result: blockedAfterResult('withheld by policy'),
+      result: deniedAfter('withheld by policy'),
       approval: null,
       publishedAt: expect.any(Date),
     });
@@ -232,7 +235,7 @@ describe('P6 persisted caller hooks keep control (L2)', () => {
       expect(cold.getSerializedHooks(op)).toBeUndefined();
       caller.setHandler(deny('still enforced'));
       const out = await after.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw'), context: ctx(op, 'c'), dispatcher: cold });
-      expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('still enforced') });
+      expect(out).toEqual({ applied: true, status: 'blocked', result: deniedAfter('still enforced') });
       expect(caller.requests.map((r) => r.path)).toEqual(['/keeper']);
       expect(body(caller.requests[0]!).hookId).toBe('keeper');
     } finally {
@@ -307,13 +310,13 @@ describe('P6 duplicate callback after the policy was removed (P2, L4)', () => {
     await ops.createOperation({ operationId: op, hooks: [] });
     await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
     const first = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw 1'), context: ctx(op, 'c'), dispatcher: d });
-    expect(first).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('env says no') });
+    expect(first).toEqual({ applied: true, status: 'blocked', result: deniedAfter('env says no') });
 
     clearEnvHooks(env);
     const dup = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw 2'), context: ctx(op, 'c'), dispatcher: d });
-    expect(dup).toEqual({ applied: false, result: blockedAfterResult('env says no') });
+    expect(dup).toEqual({ applied: false, result: deniedAfter('env says no') });
     expect(envR.requests).toHaveLength(1);
-    expect((await ops.getPlaceholder({ operationId: op, toolCallId: 'c' }))?.result).toEqual(blockedAfterResult('env says no'));
+    expect((await ops.getPlaceholder({ operationId: op, toolCallId: 'c' }))?.result).toEqual(deniedAfter('env says no'));
   });
 
   it('P6 P2: persisted caller policy deleted → a replay cannot restore the denied output', async () => {
@@ -325,7 +328,7 @@ describe('P6 duplicate callback after the policy was removed (P2, L4)', () => {
     await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw 1'), context: ctx(op, 'c'), dispatcher: d });
     await sql(t.url, 'DELETE FROM operation_hooks WHERE operation_id = $1', [op]);
     const dup = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw 2'), dispatcher: d });
-    expect(dup).toEqual({ applied: false, result: blockedAfterResult('caller says no') });
+    expect(dup).toEqual({ applied: false, result: deniedAfter('caller says no') });
     const [row] = await sql<{ text: string }>(t.url, 'SELECT p::text AS text FROM deferred_placeholders p WHERE operation_id = $1', [op]);
     expect(row!.text).not.toContain('raw 2');
   });
@@ -395,6 +398,6 @@ describe('P6 partial member start failure (P5)', () => {
       context: ctx(group, 'call-m9'),
       dispatcher: dispatcher(),
     });
-    expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('hide start errors') });
+    expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('hide start errors') }); // no executionTime to keep
   });
 });

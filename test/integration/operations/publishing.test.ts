@@ -4,11 +4,13 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApprovalNotClaimedError, createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
-import { blockedAfterResult } from '../../../src/control/blockedResult.ts';
 import { PlaceholderNotFoundError } from '../../../src/store/placeholdersRepo.ts';
 import type { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { ALLOW, body, control, ctx, deny, makeDispatcher, ofType, setEnvHooks, sql, startReceiver, toolResult, type Env, type Receiver } from './helpers.ts';
+import { blockedAfterResult } from '../../../src/control/blockedResult.ts';
+/** R5b: the denial of a tool result from `toolResult()` keeps its executionTime (12), as LobeHub does (issue 28). */
+const deniedAfter = (reason: string) => blockedAfterResult(reason, { content: '', success: true, executionTime: 12 });
 
 let t: TestStore;
 let ops: OperationStore;
@@ -78,11 +80,11 @@ describe('P1/P2 one final write', () => {
     const d = dispatcher();
     rx.setHandler(deny('first callback denied'));
     const first = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw A'), context: ctx(op, 'c'), dispatcher: d });
-    expect(first).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('first callback denied') });
+    expect(first).toEqual({ applied: true, status: 'blocked', result: deniedAfter('first callback denied') });
     rx.setHandler(ALLOW);
     const later = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('raw B'), context: ctx(op, 'c'), dispatcher: d });
-    expect(later).toEqual({ applied: false, result: blockedAfterResult('first callback denied') });
-    expect((await ops.getPlaceholder({ operationId: op, toolCallId: 'c' }))?.result).toEqual(blockedAfterResult('first callback denied'));
+    expect(later).toEqual({ applied: false, result: deniedAfter('first callback denied') });
+    expect((await ops.getPlaceholder({ operationId: op, toolCallId: 'c' }))?.result).toEqual(deniedAfter('first callback denied'));
   });
 
   it('P2: publishing into a placeholder that does not exist fails and creates nothing', async () => {
@@ -141,7 +143,7 @@ describe('P3 human approval is claimed privately; the runtime publishes', () => 
 
     rx.setHandler((req) => (req.path === '/policy' ? deny('approved but withheld') : { status: 204 }));
     const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('tool ran'), context: ctx(op, 'c'), dispatcher: d });
-    expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('approved but withheld') });
+    expect(out).toEqual({ applied: true, status: 'blocked', result: deniedAfter('approved but withheld') });
   });
 
   it('P3: tool output arriving after a claimed reject is never published: the receipt is', async () => {
@@ -229,7 +231,7 @@ describe('P4 hook decisions apart from tool-owned state; hooks through the inter
       interventionOperationId: intervention,
       dispatcher: d,
     });
-    expect(governed).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('origin says no') });
+    expect(governed).toEqual({ applied: true, status: 'blocked', result: deniedAfter('origin says no') });
     expect(body(rx.requests[0]!)).toMatchObject({ hookId: 'origin-policy', toolCallId: 'c1' });
     // Without the intervention id nothing governs the callback's operation.
     const ungoverned = await ops.publishDeferredResult({ operationId: callback, toolCallId: 'c2', result: toolResult('raw'), dispatcher: d });

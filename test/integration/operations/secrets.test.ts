@@ -5,10 +5,12 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
-import { blockedAfterResult } from '../../../src/control/blockedResult.ts';
 import type { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { ALLOW, ctx, dumpSchema, makeDispatcher, ofType, setEnvHooks, startReceiver, toolResult, type Env, type Receiver } from './helpers.ts';
+import { blockedAfterResult } from '../../../src/control/blockedResult.ts';
+/** R5b: the denial of a tool result from `toolResult()` keeps its executionTime (12), as LobeHub does (issue 28). */
+const deniedAfter = (reason: string) => blockedAfterResult(reason, { content: '', success: true, executionTime: 12 });
 
 let t: TestStore;
 let ops: OperationStore;
@@ -100,7 +102,7 @@ describe('W2/L2 secrets stay templates in Postgres', () => {
     await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
     const before = rx.requests.length;
     const out = await ops.publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('x'), context: ctx(op, 'c'), dispatcher: d });
-    expect(out).toEqual({ applied: true, status: 'blocked', result: blockedAfterResult('hook_control_error') });
+    expect(out).toEqual({ applied: true, status: 'blocked', result: deniedAfter('hook_control_error') });
     expect(rx.requests.length).toBe(before);
   });
 });

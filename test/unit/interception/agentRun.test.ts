@@ -429,7 +429,11 @@ describe('run adapter: one installation per agent', () => {
     const dispatcher = new HookDispatcher({ logger: silentLogger() });
     createAgentHooks({ interceptors: [() => Verdict.allow()], dispatcher });
     expect(() => createAgentHooks({ interceptors: [() => Verdict.allow()], dispatcher })).toThrow(AgentHooksInstallError);
-    const withEmitter = new HookDispatcher({ logger: silentLogger(), emitter: new InterceptionEmitter({ interceptors: [() => Verdict.allow()] }) });
+    const withEmitter = new HookDispatcher({
+      logger: silentLogger(),
+      interceptionPoints: 'tool-seam',
+      emitter: new InterceptionEmitter({ interceptors: [() => Verdict.allow()] }),
+    });
     expect(() => createAgentHooks({ interceptors: [() => Verdict.allow()], dispatcher: withEmitter })).toThrow(/already has an AGENT-HOOKS-0.1 emitter/);
   });
 
@@ -552,7 +556,9 @@ describe('run adapter: an application-owned session across runs (seed 003 …_fr
     dispatcher.unregister('op-7');
     await dispatcher.close();
     expect(o.points()).toEqual(['agent_startup', 'input', 'pre_tool_call', 'output', 'agent_shutdown']);
-    expect(new Set(o.seen.map((s) => s.session))).toEqual(new Set(['op-7']));
+    // One session, minted for this run of op-7 (`op-7/<uuid>`): the dispatcher's tool point joined it.
+    expect(new Set(o.seen.map((s) => s.session))).toEqual(new Set([run.sessionId]));
+    expect(run.sessionId).toMatch(/^op-7\/[0-9a-f-]{36}$/);
     expect(o.seen.map((s) => s.sequence)).toEqual([0, 1, 2, 3, 4]);
   });
 });
