@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { EventValidationError } from '../contract/errors.ts';
 import { HOOK_TYPES, type HookType } from '../contract/hookTypes.ts';
 import type { SerializedHook } from '../contract/hook.ts';
 import { CliUsageError } from './errors.ts';
@@ -45,7 +46,13 @@ export function registerEnqueueCommand(program: Command): void {
         if (!hooks) throw new CliUsageError(`operation "${flags.operation}" has no persisted hooks`);
         const producer = createHookProducer({ store: ctx.store, redisUrl: ctx.settings.REDIS_URL, queueName: ctx.settings.HOOKRELAY_QUEUE });
         try {
-          const result = await producer.enqueue({ operationId: flags.operation, type: flags.type as HookType, event, hooks: hooks as SerializedHook[] });
+          const result = await producer
+            .enqueue({ operationId: flags.operation, type: flags.type as HookType, event, hooks: hooks as SerializedHook[] })
+            .catch((err: unknown) => {
+              // The event is the file's: say so (the message names the path and rule, never the text).
+              if (err instanceof EventValidationError) throw new CliUsageError(`--file ${flags.file}: ${err.message}`);
+              throw err;
+            });
           if (result.deliveryIds.length === 0) throw new CliUsageError(`no persisted hook of operation "${flags.operation}" matches ${flags.type}`);
           if (flags.json) printJson(result);
           else

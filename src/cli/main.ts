@@ -107,13 +107,22 @@ export function buildProgram(deps: CliDeps = NO_WORKER): Command {
   registerStatsCommand(program);
   registerEndpointsCommand(program, parsePositiveInt);
   registerRecordsCommand(program, parsePositiveInt);
-  registerConsoleCommand(program, parsePositiveInt);
+  registerConsoleCommand(program, (v, flag) => parsePositiveInt(v, flag, MAX_PORT));
   return program;
 }
 
-export function parsePositiveInt(value: string, flag: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new CliUsageError(`${flag} must be a whole number ≥ 1 (got "${value}")`);
+/** The largest count a numeric flag takes: Postgres `integer`, and far below where a limit, rate or cap means anything. */
+export const MAX_FLAG_INT = 2_147_483_647;
+const MAX_PORT = 65_535;
+
+/**
+ * A whole-number flag in 1…max, written as plain digits (`1e20`, `0x10`, `5.0` are refused):
+ * anything else is a usage error naming the flag (exit 2), never a value that fails later in
+ * storage, a timer or `listen`.
+ */
+export function parsePositiveInt(value: string, flag: string, max: number = MAX_FLAG_INT): number {
+  const n = /^\d{1,16}$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new CliUsageError(`${flag} must be a whole number from 1 to ${max} (got "${value}")`);
   return n;
 }
 

@@ -53,6 +53,24 @@ export function hasEnvHookId(raw: unknown): boolean {
   return raw !== null && typeof raw === 'object' && isEnvHookId((raw as { id?: unknown }).id);
 }
 
+/**
+ * E4: environment hooks hookrelay itself hands to a producer (queue-mode dispatch). Membership is
+ * by object identity, so no caller data (JSON, a copied object) can claim it: a caller's hook with
+ * a reserved id is refused at every entry, `producer.enqueue` included.
+ */
+const builtEnvironmentHooks = new WeakSet<object>();
+
+/** Marks a serialized hook as one of hookrelay's own environment hooks (E3). */
+export function markEnvironmentHook<T extends object>(hook: T): T {
+  builtEnvironmentHooks.add(hook);
+  return hook;
+}
+
+/** Whether `raw` is an object hookrelay marked as its own environment hook. */
+export function isMarkedEnvironmentHook(raw: unknown): boolean {
+  return raw !== null && typeof raw === 'object' && builtEnvironmentHooks.has(raw);
+}
+
 /** L1/E4: environment hooks are never restored: entries with a reserved id are dropped (anything but an array passes through, for the caller's validation to report). */
 export function withoutEnvHookIds<T>(hooks: readonly T[]): T[] {
   if (!Array.isArray(hooks)) return hooks as unknown as T[];

@@ -1,6 +1,6 @@
 import { AgentHookSchema, EnvironmentSerializedHookSchema, SerializedHookSchema, type ParsedAgentHook, type ParsedSerializedHook } from './hook.ts';
 import { HookConfigError } from './errors.ts';
-import { ENV_HOOK_ID_PREFIX, hasEnvHookId, isEnvHookId } from './hookTypes.ts';
+import { ENV_HOOK_ID_PREFIX, hasEnvHookId, isEnvHookId, isMarkedEnvironmentHook } from './hookTypes.ts';
 import { findUnstorableText, unstorableTextMessage } from './storableText.ts';
 import { templateSourceProblem, type TemplateEnvPattern } from './templateSources.ts';
 
@@ -34,6 +34,12 @@ export type ParseSerializedOptions = {
    * caller's hook may never use a reserved id (E4).
    */
   allowEnvironmentIds?: boolean;
+  /**
+   * Accept an environment hook id only on a hook object hookrelay marked itself
+   * (`markEnvironmentHook`: queue-mode dispatch handing its env hooks to the producer). A
+   * caller's hook with a reserved id is refused with the same HookConfigError as `register` (E4).
+   */
+  allowMarkedEnvironmentHooks?: boolean;
 };
 
 /** D4b: restored hooks are re-validated on every use; a corrupt one throws, never dropped. */
@@ -43,7 +49,8 @@ export function parseSerializedHooks(hooks: readonly unknown[], options: ParseSe
 }
 
 export function parseSerializedHook(raw: unknown, index: number | undefined, options: ParseSerializedOptions = {}): ParsedSerializedHook {
-  const envId = options.allowEnvironmentIds === true && hasEnvHookId(raw) ? (raw as { id: string }).id : undefined;
+  const envAllowed = options.allowEnvironmentIds === true || (options.allowMarkedEnvironmentHooks === true && isMarkedEnvironmentHook(raw));
+  const envId = envAllowed && hasEnvHookId(raw) ? (raw as { id: string }).id : undefined;
   // An environment hook is checked like any other hook, under its event name, then gets its id back.
   const candidate = envId !== undefined ? { ...(raw as object), id: envId.slice(ENV_HOOK_ID_PREFIX.length) } : raw;
   const result = (envId !== undefined ? EnvironmentSerializedHookSchema : SerializedHookSchema).safeParse(candidate);
@@ -74,7 +81,8 @@ type HookWithTemplates = { id: string; webhook?: { allowedEnvVars?: string[] | u
  */
 export function assertTemplateSources(hooks: readonly HookWithTemplates[], pattern: TemplateEnvPattern, options: ParseSerializedOptions = {}): void {
   for (const [index, hook] of hooks.entries()) {
-    const environmentHook = options.allowEnvironmentIds === true && isEnvHookId(hook.id);
+    // Parsed hooks carry a reserved id only when the parse allowed it (either option).
+    const environmentHook = (options.allowEnvironmentIds === true || options.allowMarkedEnvironmentHooks === true) && isEnvHookId(hook.id);
     const issues = (hook.webhook?.allowedEnvVars ?? []).flatMap((variable, i) => {
       const problem = templateSourceProblem(variable, { pattern, environmentHook });
       return problem ? [{ path: `webhook.allowedEnvVars[${i}]`, message: problem }] : [];

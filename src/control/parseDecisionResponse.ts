@@ -1,5 +1,6 @@
 import { ToolCallDecisionSchema, type ToolCallDecision } from '../contract/decision.ts';
 import { sanitizeStorableText } from '../contract/storableText.ts';
+import { hasDuplicateJsonKey } from './duplicateJsonKeys.ts';
 
 /** R5: a decision body over this many bytes (whitespace included) is `response_too_large`. */
 export const MAX_DECISION_RESPONSE_BYTES = 65_536;
@@ -15,7 +16,8 @@ const encoder = new TextEncoder();
 
 /**
  * R5-order after the status check: size → fatal UTF-8 decode → JSON parse (fails: a
- * notification) → top-level `decision` (absent: a notification) → value check. Pure.
+ * notification) → top-level `decision` (absent: a notification) → value check, where a body
+ * that repeats any key (ambiguous JSON) is `invalid_response` like an invalid value. Pure.
  */
 export function parseToolCallHookResponse(body: Uint8Array | string): ToolCallHookResponse {
   const bytes = typeof body === 'string' ? encoder.encode(body) : body;
@@ -33,6 +35,8 @@ export function parseToolCallHookResponse(body: Uint8Array | string): ToolCallHo
     return IGNORED; // R4: invalid JSON (an empty body included) is a notification
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json) || !Object.hasOwn(json, 'decision')) return IGNORED;
+  // Ambiguous JSON (a key given twice, at any depth): parsers disagree on which value counts.
+  if (hasDuplicateJsonKey(text)) return INVALID;
   return checkDecision(json as Record<string, unknown>);
 }
 

@@ -1,5 +1,5 @@
 import type { SerializedHook } from '../contract/hook.ts';
-import type { HookType } from '../contract/hookTypes.ts';
+import { markEnvironmentHook, type HookType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryPort } from './deliveryPort.ts';
 import type { LooseHookEvent } from './runnableHook.ts';
@@ -34,7 +34,11 @@ export function createQueueDelivery(producer: DispatchProducer, logger: Logger, 
     async deliver(operationId, type, event, hooks) {
       const webhooks = hooks.filter((h) => h.webhook !== undefined);
       if (webhooks.length === 0) return [];
-      const serialized = webhooks.map((h) => ({ id: h.id, type: h.type, ...(h.matcher !== undefined ? { matcher: h.matcher } : {}), webhook: h.webhook! }));
+      const serialized = webhooks.map((h) => {
+        const hook = { id: h.id, type: h.type, ...(h.matcher !== undefined ? { matcher: h.matcher } : {}), webhook: h.webhook! };
+        // E4: only hookrelay's own environment hooks may carry a reserved id into the producer.
+        return h.env === true ? markEnvironmentHook(hook) : hook;
+      });
       try {
         await producer.enqueue({ operationId, type, event: queueEvent(event), hooks: serialized });
         return [];

@@ -323,8 +323,9 @@ function prepareItem(
   const occurredAt = parseOccurredAt(input.occurredAt);
   let hooks = hooksSeen.get(input.hooks);
   if (hooks === undefined) {
-    hooks = parseSerializedHooks(input.hooks as readonly unknown[], { allowEnvironmentIds: true });
-    assertTemplateSources(hooks, templateEnv, { allowEnvironmentIds: true }); // W2: refused before anything is stored
+    // E4: a reserved id only on the environment hooks queue-mode dispatch marked itself; a caller's is refused.
+    hooks = parseSerializedHooks(input.hooks as readonly unknown[], { allowMarkedEnvironmentHooks: true });
+    assertTemplateSources(hooks, templateEnv, { allowMarkedEnvironmentHooks: true }); // W2: refused before anything is stored
     hooksSeen.set(input.hooks, hooks);
   }
   const rows = hooks

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
+import { addDeliveryJobs } from '../../../src/queue/jobs.ts';
+import { insertDeliveries, newDeliveryId } from '../../../src/store/deliveriesRepo.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { createStack, waitFor, type Stack } from './harness.ts';
 
@@ -60,12 +62,22 @@ describe('E3/E4/D8: environment hooks in queue mode', () => {
   });
 
   it('Q5: a stored row with a reserved id but a URL the worker environment does not name is guarded like any hook', async () => {
-    const { deliveryIds } = await stack.producer.enqueue({
-      operationId: 'op-forged',
-      type: 'onComplete',
-      event: { operationId: 'op-forged' },
-      hooks: [{ id: 'server-env-webhook:onComplete', type: 'onComplete', webhook: { url: `${receiver.url}/forged` } }],
-    });
+    // The producer refuses a caller's reserved id (SEC-6, E4): a forged row can only be written into the ledger directly.
+    const forged = { id: 'server-env-webhook:onComplete', type: 'onComplete' as const, webhook: { url: `${receiver.url}/forged` } };
+    const deliveryIds = [newDeliveryId()];
+    await insertDeliveries(stack.db.store.db, [
+      {
+        id: deliveryIds[0]!,
+        operationId: 'op-forged',
+        eventType: 'onComplete',
+        hookId: forged.id,
+        hook: forged,
+        transport: 'fetch',
+        payload: { operationId: 'op-forged' },
+        occurredAt: new Date(),
+      },
+    ]);
+    await addDeliveryJobs(stack.worker().queue, [{ deliveryId: deliveryIds[0]!, generation: 0 }]);
     await waitFor(async () => (await stack.producer.getDelivery(deliveryIds[0]!))?.status === 'failed', 15_000);
     expect((await stack.producer.getDelivery(deliveryIds[0]!))?.lastErrorClass).toBe('ssrf_blocked');
     expect(receiver.requests.filter((r) => r.path === '/forged')).toHaveLength(0);

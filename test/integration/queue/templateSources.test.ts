@@ -163,8 +163,9 @@ describe('W2 template sources: queue mode (real worker)', () => {
       type: 'onComplete' as const,
       webhook: { url: `${rx.url}/forged`, headers: { authorization: 'Bearer ${AGENT_HOOK_WEBHOOK_TOKEN}' }, allowedEnvVars: ['AGENT_HOOK_WEBHOOK_TOKEN'] },
     };
-    const { deliveryIds } = await stack.producer.enqueue({ operationId: 'op-forged', type: 'onComplete', event: {}, hooks: [forged] });
-    const done = await settled(deliveryIds[0]!);
+    // The producer refuses a caller's reserved id (SEC-6, E4): a forged row can only be written into the ledger directly.
+    const id = await insertRow('op-forged', forged);
+    const done = await settled(id);
     expect(done).toMatchObject({ status: 'failed', lastErrorClass: 'configuration' });
     expect(rx.requests.filter((r) => r.path === '/forged')).toHaveLength(0);
   });
