@@ -19,6 +19,9 @@ const LAYERS = {
   console: ['contract', 'config', 'observability', 'store', 'queue'],
   worker: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'queue', 'console'],
   cli: ['contract', 'config', 'observability', 'payload', 'delivery', 'store', 'queue', 'console'],
+  // Framework integrations (hookrelay/ai-sdk, hookrelay/openai-agents): the run adapter plus a
+  // dispatcher passed in; never the queue or store, so importing one loads no BullMQ or pg.
+  integrations: ['contract', 'interception'],
 };
 
 const layerRules = Object.entries(LAYERS).map(([layer, allowed]) => ({
