@@ -276,6 +276,7 @@ export class OpenAIAgentsRun {
    * The agent wrapped once (a clone: the original is untouched) plus the admitted input to run it
    * with. An `input` deny does not throw here: the input guardrail trips first, before any model call.
    */
+  // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent (context and output type are the caller's)
   async prepare<A extends Agent<any, any>>(agent: A, options: { model?: Model } = {}): Promise<{ agent: A; input: string }> {
     const model = options.model ?? agent.model;
     if (typeof model === 'string' || model === undefined)

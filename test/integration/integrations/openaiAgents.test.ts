@@ -131,7 +131,10 @@ describe('Agents-SDK deny and transform', () => {
     const prepared = await r.prepare(weatherAgent(new ScriptedModel([[assistantMessage('the password is hunter2')]])));
     const err = await r.track(run(prepared.agent, prepared.input)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OutputGuardrailTripwireTriggered);
-    expect((err as OutputGuardrailTripwireTriggered).result.output.outputInfo).toMatchObject({ interceptionPoint: 'output', reason: 'policy.secret_egress' });
+    expect((err as { result: { output: { outputInfo: unknown } } }).result.output.outputInfo).toMatchObject({
+      interceptionPoint: 'output',
+      reason: 'policy.secret_egress',
+    });
     expect(d.events.map((e) => e.type)).toEqual(['onError', 'onComplete']);
 
     const t = setup((ctx) => (ctx.interception_point === 'output' ? Verdict.transform('$target.content', 'the password is [redacted]') : Verdict.allow()));
