@@ -7,7 +7,9 @@
  * loads none of the heavy packages.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -164,6 +166,28 @@ describe('package: plain node in a scratch app', () => {
     const heavy = await node(['--import', './register-hook.mjs', '--input-type=module', '-e', "await import('hookrelay/queue'); console.log('ok')"]);
     expect(heavy.stderr).toContain('PKG bullmq');
     expect(heavy.stderr).toContain('PKG ioredis');
+  });
+
+  it('package: the installed library sends user-agent hookrelay/<its package.json version> (issue 28)', async () => {
+    const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+    const seen: string[] = [];
+    const server = http.createServer((req, res) => {
+      seen.push(String(req.headers['user-agent']));
+      res.writeHead(204).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/ua`;
+    try {
+      const script = `import { HookDispatcher } from 'hookrelay';
+        const d = new HookDispatcher({ env: {}, allowedCidrs: '127.0.0.1/32' });
+        d.register('op', [{ id: 'ua', type: 'onComplete', webhook: { url: ${JSON.stringify(url)} } }]);
+        await d.dispatch('op', 'onComplete', { operationId: 'op' });
+        await d.close();`;
+      await node(['--input-type=module', '-e', script]);
+    } finally {
+      server.close();
+    }
+    expect(seen).toEqual([`hookrelay/${version}`]);
   });
 
   it('package: the installed bin answers --help and --version', async () => {
