@@ -201,7 +201,14 @@ describe('R1/R2/R5b/R6: decisions (real socket)', () => {
     expect(outcome).toEqual({
       status: 'blocked',
       reason: 'withheld: PII',
-      result: { content: 'withheld: PII', success: false, error: 'hook_denied', state: { phase: 'afterToolCall', type: 'blocked', reason: 'withheld: PII' } },
+      // the tool's executionTime is kept (issue 28, as LobeHub keeps it); nothing of its output is
+      result: {
+        content: 'withheld: PII',
+        success: false,
+        error: 'hook_denied',
+        state: { phase: 'afterToolCall', type: 'blocked', reason: 'withheld: PII' },
+        executionTime: 12,
+      },
     });
     const sent = JSON.parse(receiver.requests[0]!.body) as Record<string, unknown>;
     expect(sent).toMatchObject({ hookId: 'case', hookType: 'afterToolCall', toolCallId: 'call_1', result }); // B2: controls get the full result

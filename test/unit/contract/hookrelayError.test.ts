@@ -22,6 +22,7 @@ const samples: Record<string, () => Error> = {
   WorkerPluginError: () => new hookrelay.WorkerPluginError('x'),
   AgentHooksInstallError: () => new hookrelay.AgentHooksInstallError('x'),
   AgentRunStateError: () => new hookrelay.AgentRunStateError('x'),
+  OperationIdMismatchError: () => new hookrelay.OperationIdMismatchError('op', 'other'),
   ToolError: () => new hookrelay.ToolError({ code: 'not_found' }),
   TemplateEnvPatternError: () => new hookrelay.TemplateEnvPatternError('x'),
   HookConfigError: () => new hookrelay.HookConfigError('h1', 0, [{ path: 'url', message: 'bad' }]),
