@@ -108,7 +108,9 @@ describe('endpoints: decision webhooks see the shared breaker', () => {
       expect(guard.isOpen(key)).toBe(true);
     };
     const warnings = () =>
-      logs.lines.map((l) => JSON.parse(l) as { level: number; msg: string; hookId?: string }).filter((l) => l.level === 40 && /allowed without asking/.test(l.msg));
+      logs.lines
+        .map((l) => JSON.parse(l) as { level: number; msg: string; hookId?: string })
+        .filter((l) => l.level === 40 && /allowed without asking/.test(l.msg));
     await open();
     for (let i = 0; i < 3; i += 1) expect(await d.evaluateToolCall(op, toolContext({ operationId: op }))).toEqual({ status: 'allow' });
     expect(warnings()).toHaveLength(1);

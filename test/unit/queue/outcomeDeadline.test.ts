@@ -4,7 +4,16 @@ import { DEADLINE_SLACK_MS, deadlineBudgetMs, DEFAULT_RETRY_SCHEDULE_SECONDS } f
 import { decideOutcome } from '../../../src/queue/outcome.ts';
 
 const claimed = { id: 'dlv_01J9Z3R6Y4V8Q2W7E5T1N0K3M8', attemptCount: 0, generationAttemptCount: 0, generation: 0 };
-const fail503: NotificationResult = { ok: false, errorClass: 'http_error', httpStatus: 503, permanent: false, critical: false, transport: 'fetch', fellBack: false, durationMs: 3 };
+const fail503: NotificationResult = {
+  ok: false,
+  errorClass: 'http_error',
+  httpStatus: 503,
+  permanent: false,
+  critical: false,
+  transport: 'fetch',
+  fellBack: false,
+  durationMs: 3,
+};
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const at = (nowMs: number, extra: Partial<Parameters<typeof decideOutcome>[0]> = {}) =>
   decideOutcome({ claimed, result: fail503, startedAt: new Date(nowMs), scheduleSeconds: [1, 1], nowMs, random: () => 0.5, ...extra });
@@ -26,7 +35,15 @@ describe('Q3 (issue 25): the retry schedule is a promise in time', () => {
   });
 
   it('Q3: a retry that would start after the deadline is moved to the deadline (the last attempt)', () => {
-    const d = decideOutcome({ claimed, result: fail503, startedAt: new Date(T0), scheduleSeconds: [60], nowMs: T0, random: () => 0.5, deadlineAtMs: T0 + 5_000 });
+    const d = decideOutcome({
+      claimed,
+      result: fail503,
+      startedAt: new Date(T0),
+      scheduleSeconds: [60],
+      nowMs: T0,
+      random: () => 0.5,
+      deadlineAtMs: T0 + 5_000,
+    });
     expect(d).toMatchObject({ kind: 'retry', delayMs: 5_000 });
     expect(d.outcome.nextAttemptAt).toEqual(new Date(T0 + 5_000));
   });
