@@ -23,12 +23,12 @@ const ROW = /^\|\s*([A-Z][A-Za-z0-9-]*)\s*\|(.*)\|\s*$/;
 const TEST_ROOTS = new Set(['it', 'test', 'describe', 'suite']);
 const CODE_EXT = /\.(?:[cm]?ts|tsx|[cm]?js)$/;
 
-export interface TestRef {
+interface TestRef {
   file: string;
   title: string;
 }
 
-export interface RuleRow {
+interface RuleRow {
   id: string;
   rule: string;
   provedBy: string;
