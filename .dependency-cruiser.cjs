@@ -15,10 +15,12 @@ const LAYERS = {
   store: ['contract', 'config', 'observability', 'interception'],
   control: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store'],
   dispatch: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'control'],
-  queue: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store'],
-  console: ['contract', 'config', 'observability', 'store', 'queue'],
-  worker: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'queue', 'console'],
-  cli: ['contract', 'config', 'observability', 'payload', 'delivery', 'store', 'queue', 'console'],
+  queue: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'isolation'],
+  // Endpoint isolation: the gate (Redis Lua), policy, exchange and the decision path's guard.
+  isolation: ['contract', 'config', 'observability', 'interception', 'delivery', 'store', 'queue'],
+  console: ['contract', 'config', 'observability', 'store', 'queue', 'isolation'],
+  worker: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'queue', 'isolation', 'console'],
+  cli: ['contract', 'config', 'observability', 'payload', 'delivery', 'store', 'queue', 'isolation', 'console'],
   // Framework integrations (hookrelay/ai-sdk, hookrelay/openai-agents): the run adapter plus a
   // dispatcher passed in; never the queue or store, so importing one loads no BullMQ or pg.
   integrations: ['contract', 'interception'],

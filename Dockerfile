@@ -11,6 +11,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY scripts/copy-lua.mjs ./scripts/
 RUN npm run build
 # Drop the dev dependencies. The QStash SDK and the OpenTelemetry Node SDK are optional peers
 # (devDependencies here): put them back as production packages, at the lockfile's versions, so a

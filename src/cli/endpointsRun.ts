@@ -4,7 +4,7 @@
  * command still answers from Postgres when Redis does not.
  */
 import { disableEndpointByOperator, enableEndpointAndReset, getEndpointView, listEndpointViews } from '../queue/endpointViews.ts';
-import { isolationSettings } from '../queue/endpointIsolation.ts';
+import { isolationSettings } from '../isolation/endpointIsolation.ts';
 import { getEndpointPolicy, setEndpointLimits } from '../store/endpointsRepo.ts';
 import type { CliContext } from './context.ts';
 import { CliUsageError } from './errors.ts';

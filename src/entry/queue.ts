@@ -5,7 +5,7 @@
  */
 export { createHookProducer, DEFAULT_QUEUE_TIMEOUT_MS } from '../queue/producer.ts';
 export { PayloadTooLargeError } from '../queue/payloadCap.ts';
-export { createEndpointGuard, GUARD_REFRESH_MS, type ClosableEndpointGuard, type EndpointGuardOptions } from '../queue/endpointGuard.ts';
+export { createEndpointGuard, GUARD_REFRESH_MS, type ClosableEndpointGuard, type EndpointGuardOptions } from '../isolation/endpointGuard.ts';
 export {
   DEFAULT_QUEUE_NAME,
   DEFAULT_QUEUE_PREFIX,

@@ -14,8 +14,8 @@ import {
   listEndpointPolicies,
   type EndpointPolicy,
 } from '../store/endpointsRepo.ts';
-import type { EndpointSnapshot } from './endpointGate.ts';
-import { isolationSettings } from './endpointIsolation.ts';
+import type { EndpointSnapshot } from '../isolation/endpointGate.ts';
+import { isolationSettings } from '../isolation/endpointIsolation.ts';
 import type { OperatorQueue } from './operatorQueue.ts';
 
 export type EndpointView = {

@@ -5,8 +5,8 @@
  */
 import { Queue } from 'bullmq';
 import type { Settings } from '../config/settings.ts';
-import { createEndpointGate, type EndpointGate } from './endpointGate.ts';
-import { endpointKeyPrefix, isolationSettings } from './endpointIsolation.ts';
+import { createEndpointGate, type EndpointGate } from '../isolation/endpointGate.ts';
+import { endpointKeyPrefix, isolationSettings } from '../isolation/endpointIsolation.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
 import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from './types.ts';
 

@@ -17,8 +17,8 @@ import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/me
 import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { Store } from '../store/db.ts';
 import { ledgerStats } from '../store/replayRepo.ts';
-import { createEndpointGate } from './endpointGate.ts';
-import { createEndpointIsolation, endpointKeyPrefix, isolationSettings, type EndpointIsolation } from './endpointIsolation.ts';
+import { createEndpointGate } from '../isolation/endpointGate.ts';
+import { createEndpointIsolation, endpointKeyPrefix, isolationSettings, type EndpointIsolation } from '../isolation/endpointIsolation.ts';
 import { createInFlightTracker } from './inFlightTracker.ts';
 import { createLedgerWriter } from './ledgerWriter.ts';
 import { createPgGate } from './pgGate.ts';

@@ -8,4 +8,6 @@ import path from 'node:path';
 export default function setup(): void {
   const root = path.resolve(import.meta.dirname, '../..');
   execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  // As `npm run build`: the Redis scripts (.lua) are copied beside the compiled modules.
+  execFileSync(process.execPath, [path.join(root, 'scripts/copy-lua.mjs')], { cwd: root, stdio: 'inherit' });
 }

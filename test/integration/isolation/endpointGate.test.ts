@@ -5,9 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Admission, type BreakerPolicy, createEndpointGate, DEFAULT_BREAKER_POLICY, type EndpointGate } from '../../../src/queue/endpointGate.ts';
+import { type Admission, type BreakerPolicy, createEndpointGate, DEFAULT_BREAKER_POLICY, type EndpointGate } from '../../../src/isolation/endpointGate.ts';
 import { deleteKeys, listKeys } from '../../support/redisKeys.ts';
-import { TEST_REDIS_URL, waitFor } from './harness.ts';
+import { TEST_REDIS_URL, waitFor } from '../queue/harness.ts';
 
 const LONG_LEASE_MS = 30_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));

@@ -15,8 +15,8 @@ import { listEndpointPolicies } from '../store/endpointsRepo.ts';
 import type { StoreHandle } from '../store/types.ts';
 import { createEndpointGate, type EndpointGate } from './endpointGate.ts';
 import { endpointKeyPrefix, isolationSettings } from './endpointIsolation.ts';
-import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
-import { DEFAULT_QUEUE_PREFIX } from './types.ts';
+import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
+import { DEFAULT_QUEUE_PREFIX } from '../queue/types.ts';
 
 /** How often the cached states are re-read. */
 export const GUARD_REFRESH_MS = 1_000;

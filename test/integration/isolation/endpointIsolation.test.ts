@@ -11,13 +11,13 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { NotificationFailure, NotificationResult, NotificationSuccess } from '../../../src/delivery/deliver.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../../../src/observability/metrics.ts';
-import { type BreakerPolicy, createEndpointGate, type EndpointGate } from '../../../src/queue/endpointGate.ts';
-import { type AdmitDecision, createEndpointIsolation, type EndpointIsolation } from '../../../src/queue/endpointIsolation.ts';
+import { type BreakerPolicy, createEndpointGate, type EndpointGate } from '../../../src/isolation/endpointGate.ts';
+import { type AdmitDecision, createEndpointIsolation, type EndpointIsolation } from '../../../src/isolation/endpointIsolation.ts';
 import type { Db } from '../../../src/store/db.ts';
 import { disableEndpoint, enableEndpoint, getEndpointPolicy, setEndpointLimits } from '../../../src/store/endpointsRepo.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { deleteKeys } from '../../support/redisKeys.ts';
-import { TEST_REDIS_URL, waitFor } from './harness.ts';
+import { TEST_REDIS_URL, waitFor } from '../queue/harness.ts';
 
 const REFRESH_MS = 50;
 const LEASE_MS = 30_000;

@@ -8,8 +8,12 @@
  * them in the queue's Redis Cluster slot. Time is Redis's own (`TIME`): no clock skew between
  * workers. A Redis flush resets breakers to closed and frees the slots: it cannot lose a delivery,
  * only forget that an endpoint was failing (documented).
+ *
+ * The scripts are `commands/*.lua` (see below); this module builds their KEYS and ARGV and reads
+ * their answers.
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
 import type { EndpointState } from '../contract/endpoint.ts';
 
@@ -89,173 +93,36 @@ export type EndpointSnapshot = {
   lastSeenAt: Date | null;
 };
 
-const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
-
 /** An endpoint's bookkeeping (its key, the index, the TTLs) is refreshed at most this often. */
 const TOUCH_MS = 1_000;
 
 /**
- * One round trip for one endpoint: first the releases, then the admits, each in order (a slot a
- * release frees is there for the admits; each decision sees the state the previous one left).
- * KEYS: state, holders, index. ARGV: r, then (token, outcome) × r, then
- * (token, key, cap, leaseMs, rate) × n. → (transition, autoDisable) × r, then
- * (code, retryAt, transition, inFlight) × n; code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing.
- *
- * The worker's batcher sends ~20 items a call under load, so the state is read once (one HMGET),
- * decided on in Lua locals and written back once (one HSET, one HDEL), with one ZREM and one
- * ZADD for the holders: a call costs a handful of commands whatever its size. The policy is part
- * of the script text (one script per policy).
+ * The two scripts, as BullMQ keeps its own: `.lua` files beside this module (`commands/`, copied
+ * into dist/ by the build), read once when the module loads. The policy travels in ARGV, so one
+ * script serves every policy. `endpointExchange-3.lua`: one round trip for one endpoint, releases
+ * then admits (the worker's batcher sends ~20 items a call under load; the state is read once,
+ * decided on in Lua locals and written back once). `probeNow-1.lua`: an open breaker's cooldown
+ * ends now. The number in a file's name is its KEYS count.
  */
-function exchangeScript(p: BreakerPolicy): string {
-  return `${NOW}
-local FIELDS = {'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'lastSuccessAt', 'lastFailureAt'}
-local f = redis.call('HMGET', KEYS[1], unpack(FIELDS))
-local fresh = not f[7]
-local st = {}
-for i, name in ipairs(FIELDS) do
-  local v = f[i]
-  if v and i ~= 1 and i ~= 3 then v = tonumber(v) end
-  st[name] = v
-end
-st.state = st.state or 'closed'
-st.cap = st.cap or 0
-st.fails = st.fails or 0
-st.wStart = st.wStart or now
-st.wTotal = st.wTotal or 0
-st.wFail = st.wFail or 0
-local BASE, MAXC, AUTO, INITIAL = ${p.cooldownMs}, ${p.maxCooldownMs}, ${p.autoDisableMs}, ${p.initialLimit}
-local dirty = false
-local out = {}
+const EXCHANGE_LUA = readFileSync(new URL('./commands/endpointExchange-3.lua', import.meta.url), 'utf8');
+const PROBE_NOW_LUA = readFileSync(new URL('./commands/probeNow-1.lua', import.meta.url), 'utf8');
+const EXCHANGE_COMMAND = 'hookrelayEndpointExchange';
 
-local r = tonumber(ARGV[1])
-local zrem = {}
-for i = 2, 1 + 2 * r, 2 do
-  local token, outcome = ARGV[i], ARGV[i + 1]
-  zrem[#zrem + 1] = token
-  local transition, disable = '', 0
-  if outcome == 'none' then
-    -- A probe that said nothing about the endpoint (cancelled, local error): the next admit probes.
-    if st.probe == token then st.probe = false; st.probeUntil = false; dirty = true end
-  else
-    dirty = true
-    if st.cap > 0 then
-      local limit = st.limit or INITIAL
-      if outcome == 'ok' then st.limit = math.min(st.cap, limit + 1) else st.limit = math.max(1, math.floor(limit / 2)) end
-    end
-    if now - st.wStart > ${p.windowMs} then st.wStart, st.wTotal, st.wFail = now, 0, 0 end
-    if outcome == 'ok' then
-      st.failingSince = false
-      st.lastSuccessAt = now
-      st.fails = 0
-      if st.state == 'half_open' then
-        st.state, st.wStart, st.wTotal, st.wFail, st.cooldown = 'closed', now, 0, 0, BASE
-        st.probe, st.probeUntil, st.openUntil = false, false, false
-        transition = 'closed'
-      elseif st.state == 'closed' then
-        st.wTotal = st.wTotal + 1
-      end
-    else
-      st.failingSince = st.failingSince or now
-      st.lastFailureAt = now
-      if AUTO > 0 and now - st.failingSince >= AUTO then disable = 1 end
-      if st.state == 'half_open' then
-        if st.probe == token then
-          local cooldown = math.min((st.cooldown or BASE) * 2, MAXC)
-          st.state, st.openUntil, st.cooldown, st.probe, st.probeUntil = 'open', now + cooldown, cooldown, false, false
-          transition = 'open'
-        end
-      elseif st.state == 'closed' then
-        st.fails, st.wTotal, st.wFail = st.fails + 1, st.wTotal + 1, st.wFail + 1
-        if st.fails >= ${p.failureThreshold} or (st.wTotal >= ${p.minRequests} and st.wFail / st.wTotal >= ${p.failureRatio}) then
-          st.state, st.openUntil, st.cooldown, st.wStart, st.wTotal, st.wFail = 'open', now + BASE, BASE, now, 0, 0
-          transition = 'open'
-        end
-      end
-    end
-  end
-  out[#out + 1] = transition
-  out[#out + 1] = disable
-end
-if #zrem > 0 then redis.call('ZREM', KEYS[2], unpack(zrem)) end
-
-local inflight = nil
-local zadd = {}
-local seen = nil
-for i = 2 + 2 * r, #ARGV, 5 do
-  local token, key, cap, lease, rate = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
-  local code, retryAt, transition = 0, 0, ''
-  local probing = false
-  if st.state == 'open' then
-    if now < (st.openUntil or 0) then code, retryAt = 3, st.openUntil else probing = true end
-  elseif st.state == 'half_open' then
-    if st.probe and now < (st.probeUntil or 0) then code, retryAt = 4, st.probeUntil else probing = true end
-  end
-  if code == 0 then
-    if inflight == nil then
-      redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-      inflight = redis.call('ZCARD', KEYS[2])
-    end
-    -- Slow start: the cap an endpoint has earned (+1 per success, halved per failure), within its cap.
-    if cap > 0 and inflight >= math.min(cap, st.limit or INITIAL) then
-      code = 1
-    elseif rate > 0 then
-      local interval = 1000 / rate
-      local burst = math.max(1, rate)
-      local tat = math.max(st.tat or 0, now)
-      local allowAt = tat - (burst - 1) * interval
-      if allowAt > now then code, retryAt = 2, math.ceil(allowAt) else st.tat = tat + interval; dirty = true end
-    end
-  end
-  if code == 0 then
-    zadd[#zadd + 1] = now + lease
-    zadd[#zadd + 1] = token
-    inflight = inflight + 1
-    if probing then
-      if st.state == 'open' then transition = 'half_open' end
-      st.state, st.probe, st.probeUntil = 'half_open', token, now + lease
-      dirty = true
-    end
-    seen = seen or { key = key, cap = 0, lease = lease }
-    if cap > 0 then seen.cap = cap end
-  end
-  out[#out + 1] = code
-  out[#out + 1] = retryAt
-  out[#out + 1] = transition
-  out[#out + 1] = inflight or 0
-end
-if #zadd > 0 then redis.call('ZADD', KEYS[2], unpack(zadd)) end
-
--- Bookkeeping at most once a second (and when the cap changes); a decision's report (cap 0)
--- never overwrites the workers' cap.
-local touched = false
-if seen and (not st.seenAt or now - st.seenAt >= ${TOUCH_MS} or (seen.cap > 0 and st.cap ~= seen.cap)) then
-  touched = true
-  if seen.cap > 0 then st.cap = seen.cap end
-  st.key, st.seenAt = seen.key, now
-  dirty = true
-  redis.call('PEXPIRE', KEYS[2], seen.lease + ${STATE_TTL_MS})
-  redis.call('ZADD', KEYS[3], now, seen.key)
-  redis.call('PEXPIRE', KEYS[3], ${STATE_TTL_MS})
-end
-if dirty then
-  local set, del = {}, {}
-  for _, name in ipairs({'key', 'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'lastSuccessAt', 'lastFailureAt'}) do
-    local v = st[name]
-    if v == false then del[#del + 1] = name
-    elseif v ~= nil and not (name == 'cap' and v == 0) then set[#set + 1] = name; set[#set + 1] = tostring(v) end
-  end
-  redis.call('HSET', KEYS[1], unpack(set))
-  if #del > 0 then redis.call('HDEL', KEYS[1], unpack(del)) end
-  -- HSET keeps a TTL: set it when the hash is new and with the once-a-second bookkeeping.
-  if fresh or touched then redis.call('PEXPIRE', KEYS[1], ${STATE_TTL_MS}) end
-end
-return out`;
+/** ARGV[1..10] of the exchange script, in the order its header lists. */
+function policyArgv(p: BreakerPolicy): number[] {
+  return [
+    p.cooldownMs,
+    p.maxCooldownMs,
+    p.autoDisableMs,
+    p.initialLimit,
+    p.windowMs,
+    p.failureThreshold,
+    p.minRequests,
+    p.failureRatio,
+    TOUCH_MS,
+    STATE_TTL_MS,
+  ];
 }
-
-/** KEYS: state. An open breaker's openUntil moves to now (Redis time); any other state is left. */
-const PROBE_NOW_SCRIPT = `${NOW}
-if redis.call('HGET', KEYS[1], 'state') == 'open' then redis.call('HSET', KEYS[1], 'openUntil', now) end
-return 0`;
 
 type ExchangeCommand = (s: string, h: string, i: string, ...argv: (string | number)[]) => Promise<(number | string)[]>;
 
@@ -302,12 +169,11 @@ export type EndpointGate = {
 
 export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix: string; policy?: Partial<BreakerPolicy> }): EndpointGate {
   const policy = { ...DEFAULT_BREAKER_POLICY, ...options.policy };
-  // One pair of scripts per policy (its numbers are part of the script text), defined once per connection.
-  const suffix = createHash('sha1').update(JSON.stringify(policy)).digest('hex').slice(0, 12);
-  const name = `hookrelayEndpointExchange_${suffix}`;
+  // One script for every policy (the policy is in ARGV), defined once per connection.
   const commands = redis as unknown as Record<string, ExchangeCommand | undefined>;
-  if (typeof commands[name] !== 'function') redis.defineCommand(name, { numberOfKeys: 3, lua: exchangeScript(policy) });
-  const exchangeCommand = (commands[name] as ExchangeCommand).bind(redis);
+  if (typeof commands[EXCHANGE_COMMAND] !== 'function') redis.defineCommand(EXCHANGE_COMMAND, { numberOfKeys: 3, lua: EXCHANGE_LUA });
+  const exchangeCommand = (commands[EXCHANGE_COMMAND] as ExchangeCommand).bind(redis);
+  const policyArgs = policyArgv(policy);
   const base = `${options.keyPrefix}:ep`;
   const index = `${base}-index`;
   // The Redis key names of each endpoint, computed once (a SHA-1 per call otherwise).
@@ -381,7 +247,7 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
     },
     async exchange(key, releases, admits) {
       const keys = namesOf(key);
-      const argv: (string | number)[] = [releases.length];
+      const argv: (string | number)[] = [...policyArgs, releases.length];
       for (const item of releases) argv.push(item.token, item.outcome);
       for (const input of admits) {
         argv.push(input.token, key, Math.max(0, Math.floor(input.cap)), Math.max(1, Math.ceil(input.leaseMs)), input.rate > 0 ? input.rate : 0);
@@ -413,7 +279,7 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
       return found && found.lastSeenAt !== null ? found : undefined;
     },
     async probeNow(key) {
-      await redis.eval(PROBE_NOW_SCRIPT, 1, stateKey(key));
+      await redis.eval(PROBE_NOW_LUA, 1, stateKey(key));
     },
     async reset(key) {
       await redis.hdel(stateKey(key), 'state', 'openUntil', 'probe', 'probeUntil', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'limit');

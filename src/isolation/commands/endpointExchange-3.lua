@@ -1,0 +1,157 @@
+--[[
+  One round trip for one endpoint of the endpoint gate (src/isolation/endpointGate.ts): first the
+  releases, then the admits, each in order.
+  KEYS: [1] state hash, [2] holders zset, [3] index zset.
+  ARGV: [1..10] the policy: cooldownMs, maxCooldownMs, autoDisableMs, initialLimit, windowMs,
+        failureThreshold, minRequests, failureRatio, touchMs, stateTtlMs;
+        then r, then (token, outcome) x r, then (token, key, cap, leaseMs, rate) x n.
+  Returns (transition, autoDisable) x r, then (code, retryAt, transition, inFlight) x n;
+  code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing.
+]]
+local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local FIELDS = {'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'lastSuccessAt', 'lastFailureAt'}
+local f = redis.call('HMGET', KEYS[1], unpack(FIELDS))
+local fresh = not f[7]
+local st = {}
+for i, name in ipairs(FIELDS) do
+  local v = f[i]
+  if v and i ~= 1 and i ~= 3 then v = tonumber(v) end
+  st[name] = v
+end
+st.state = st.state or 'closed'
+st.cap = st.cap or 0
+st.fails = st.fails or 0
+st.wStart = st.wStart or now
+st.wTotal = st.wTotal or 0
+st.wFail = st.wFail or 0
+local BASE, MAXC, AUTO, INITIAL = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local WINDOW, THRESHOLD, MIN_REQUESTS, RATIO = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local TOUCH, TTL = tonumber(ARGV[9]), tonumber(ARGV[10])
+-- The policy takes ARGV[1..10]; the items start after it.
+local P = 10
+local dirty = false
+local out = {}
+
+local r = tonumber(ARGV[P + 1])
+local zrem = {}
+for i = P + 2, P + 1 + 2 * r, 2 do
+  local token, outcome = ARGV[i], ARGV[i + 1]
+  zrem[#zrem + 1] = token
+  local transition, disable = '', 0
+  if outcome == 'none' then
+    -- A probe that said nothing about the endpoint (cancelled, local error): the next admit probes.
+    if st.probe == token then st.probe = false; st.probeUntil = false; dirty = true end
+  else
+    dirty = true
+    if st.cap > 0 then
+      local limit = st.limit or INITIAL
+      if outcome == 'ok' then st.limit = math.min(st.cap, limit + 1) else st.limit = math.max(1, math.floor(limit / 2)) end
+    end
+    if now - st.wStart > WINDOW then st.wStart, st.wTotal, st.wFail = now, 0, 0 end
+    if outcome == 'ok' then
+      st.failingSince = false
+      st.lastSuccessAt = now
+      st.fails = 0
+      if st.state == 'half_open' then
+        st.state, st.wStart, st.wTotal, st.wFail, st.cooldown = 'closed', now, 0, 0, BASE
+        st.probe, st.probeUntil, st.openUntil = false, false, false
+        transition = 'closed'
+      elseif st.state == 'closed' then
+        st.wTotal = st.wTotal + 1
+      end
+    else
+      st.failingSince = st.failingSince or now
+      st.lastFailureAt = now
+      if AUTO > 0 and now - st.failingSince >= AUTO then disable = 1 end
+      if st.state == 'half_open' then
+        if st.probe == token then
+          local cooldown = math.min((st.cooldown or BASE) * 2, MAXC)
+          st.state, st.openUntil, st.cooldown, st.probe, st.probeUntil = 'open', now + cooldown, cooldown, false, false
+          transition = 'open'
+        end
+      elseif st.state == 'closed' then
+        st.fails, st.wTotal, st.wFail = st.fails + 1, st.wTotal + 1, st.wFail + 1
+        if st.fails >= THRESHOLD or (st.wTotal >= MIN_REQUESTS and st.wFail / st.wTotal >= RATIO) then
+          st.state, st.openUntil, st.cooldown, st.wStart, st.wTotal, st.wFail = 'open', now + BASE, BASE, now, 0, 0
+          transition = 'open'
+        end
+      end
+    end
+  end
+  out[#out + 1] = transition
+  out[#out + 1] = disable
+end
+if #zrem > 0 then redis.call('ZREM', KEYS[2], unpack(zrem)) end
+
+local inflight = nil
+local zadd = {}
+local seen = nil
+for i = P + 2 + 2 * r, #ARGV, 5 do
+  local token, key, cap, lease, rate = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
+  local code, retryAt, transition = 0, 0, ''
+  local probing = false
+  if st.state == 'open' then
+    if now < (st.openUntil or 0) then code, retryAt = 3, st.openUntil else probing = true end
+  elseif st.state == 'half_open' then
+    if st.probe and now < (st.probeUntil or 0) then code, retryAt = 4, st.probeUntil else probing = true end
+  end
+  if code == 0 then
+    if inflight == nil then
+      redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+      inflight = redis.call('ZCARD', KEYS[2])
+    end
+    -- Slow start: the cap an endpoint has earned (+1 per success, halved per failure), within its cap.
+    if cap > 0 and inflight >= math.min(cap, st.limit or INITIAL) then
+      code = 1
+    elseif rate > 0 then
+      local interval = 1000 / rate
+      local burst = math.max(1, rate)
+      local tat = math.max(st.tat or 0, now)
+      local allowAt = tat - (burst - 1) * interval
+      if allowAt > now then code, retryAt = 2, math.ceil(allowAt) else st.tat = tat + interval; dirty = true end
+    end
+  end
+  if code == 0 then
+    zadd[#zadd + 1] = now + lease
+    zadd[#zadd + 1] = token
+    inflight = inflight + 1
+    if probing then
+      if st.state == 'open' then transition = 'half_open' end
+      st.state, st.probe, st.probeUntil = 'half_open', token, now + lease
+      dirty = true
+    end
+    seen = seen or { key = key, cap = 0, lease = lease }
+    if cap > 0 then seen.cap = cap end
+  end
+  out[#out + 1] = code
+  out[#out + 1] = retryAt
+  out[#out + 1] = transition
+  out[#out + 1] = inflight or 0
+end
+if #zadd > 0 then redis.call('ZADD', KEYS[2], unpack(zadd)) end
+
+-- Bookkeeping at most once a second (and when the cap changes); a decision's report (cap 0)
+-- never overwrites the workers' cap.
+local touched = false
+if seen and (not st.seenAt or now - st.seenAt >= TOUCH or (seen.cap > 0 and st.cap ~= seen.cap)) then
+  touched = true
+  if seen.cap > 0 then st.cap = seen.cap end
+  st.key, st.seenAt = seen.key, now
+  dirty = true
+  redis.call('PEXPIRE', KEYS[2], seen.lease + TTL)
+  redis.call('ZADD', KEYS[3], now, seen.key)
+  redis.call('PEXPIRE', KEYS[3], TTL)
+end
+if dirty then
+  local set, del = {}, {}
+  for _, name in ipairs({'key', 'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'lastSuccessAt', 'lastFailureAt'}) do
+    local v = st[name]
+    if v == false then del[#del + 1] = name
+    elseif v ~= nil and not (name == 'cap' and v == 0) then set[#set + 1] = name; set[#set + 1] = tostring(v) end
+  end
+  redis.call('HSET', KEYS[1], unpack(set))
+  if #del > 0 then redis.call('HDEL', KEYS[1], unpack(del)) end
+  -- HSET keeps a TTL: set it when the hash is new and with the once-a-second bookkeeping.
+  if fresh or touched then redis.call('PEXPIRE', KEYS[1], TTL) end
+end
+return out
