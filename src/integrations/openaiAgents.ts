@@ -297,11 +297,25 @@ export class OpenAIAgentsRun {
     return { agent: wrapped, input };
   }
 
-  /** Await `run(agent, input)`: ends the run `completed`, `error` (a tripped guardrail included) or `cancelled`, and rethrows a failure. */
+  /**
+   * Await `run(agent, input)`: ends the run `completed`, `error` (a tripped guardrail included) or
+   * `cancelled`, and rethrows a failure. A streamed run (`{ stream: true }`) resolves before it
+   * ran: `track` waits for its `completed` (its events stay buffered for the caller to read after)
+   * and ends the run by how the stream ended, so a failed stream never ends `completed`.
+   */
   async track<R>(call: PromiseLike<R>): Promise<R> {
     let result: R;
     try {
       result = await call;
+      const streamed = result as { completed?: unknown; error?: unknown; cancelled?: unknown };
+      if (streamed !== null && typeof streamed === 'object' && streamed.completed instanceof Promise) {
+        await streamed.completed;
+        if (streamed.error !== undefined && streamed.error !== null) throw streamed.error;
+        if (streamed.cancelled === true) {
+          await this.end({ status: 'cancelled' });
+          return result;
+        }
+      }
     } catch (err) {
       await this.end({ status: 'error', error: err });
       throw err;

@@ -32,7 +32,7 @@ export type IntegrationRunOptions = {
   input: StartRunOptions['input'];
   /** Ties the interception session and the lifecycle events together; default a random UUID. */
   operationId?: string;
-  /** The interception session id; default the operation id (`<operationId>#<n>` for a later run of it in this process). */
+  /** The interception session id; default `<operationId>/<random UUID>`, minted per run (as the run adapter does). */
   sessionId?: string;
   /** `agent_startup`'s `tools_registered`; default the bundle's `tools`. */
   tools?: string[];
@@ -57,8 +57,6 @@ export type BridgedModelCall = {
   /** An `output` deny held instead of thrown (`holdOutputDeny`): the framework trips its own guardrail with it. */
   outputBlocked?: InterceptionBlocked;
 };
-
-const sessionsSeen = new WeakMap<AgentHooks, Map<string, number>>();
 
 function isAbort(error: unknown, signal: AbortSignal | undefined): boolean {
   if (signal?.aborted === true) return true;
@@ -99,7 +97,8 @@ export class RunBridge {
     const onRelease = run.onRelease;
     this.run = options.hooks.startRun({
       input: run.input,
-      sessionId: run.sessionId ?? this.#sessionIdFor(this.operationId),
+      // Minted per run like the run adapter's (`<operationId>/<uuid>`): a second run of the operation, in this process or another, never reuses a session (no sequence clash in a record store).
+      sessionId: run.sessionId ?? `${this.operationId}/${randomUUID()}`,
       ...(run.tools !== undefined ? { tools: run.tools } : {}),
       ...(run.signal !== undefined ? { signal: run.signal } : {}),
       onRelease: async (text) => {
@@ -107,15 +106,6 @@ export class RunBridge {
         await onRelease?.(text);
       },
     });
-  }
-
-  /** The first run of an operation in this process is its session; a later one gets `#n` (sequences never restart under one id). */
-  #sessionIdFor(operationId: string): string {
-    const seen = sessionsSeen.get(this.#hooks) ?? new Map<string, number>();
-    sessionsSeen.set(this.#hooks, seen);
-    const n = seen.get(operationId) ?? 0;
-    seen.set(operationId, n + 1);
-    return n === 0 ? operationId : `${operationId}#${n}`;
   }
 
   /** The admitted input (`agent_startup` and `input` permitted; a transform applied). */

@@ -79,7 +79,7 @@ function toolResultsSent(model: ReturnType<typeof mockModel>, call = 1): Record<
 }
 
 describe('AI-SDK: the eight points and the lifecycle events of a generateText run', () => {
-  it('AI-SDK two tool calls: agent_startup … output, agent_shutdown in order, one session named by the operation, lifecycle events to the registered hooks', async () => {
+  it('AI-SDK two tool calls: agent_startup … output, agent_shutdown in order, one session per run (<operationId>/<uuid>), lifecycle events to the registered hooks', async () => {
     const s = setup();
     s.dispatcher.register('op-eight', ['beforeStep', 'afterStep', 'beforeToolCall', 'afterToolCall', 'onComplete'].map(s.on) as never);
     const model = mockModel({ generate: [toolCallsResult(weatherCalls), textResult('Sunny, 10:00.')] });
@@ -101,7 +101,8 @@ describe('AI-SDK: the eight points and the lifecycle events of a generateText ru
       'output',
       'agent_shutdown',
     ]);
-    expect(new Set(s.records.map((r) => r.session_id))).toEqual(new Set(['op-eight']));
+    expect(new Set(s.records.map((r) => r.session_id))).toEqual(new Set([run.sessionId]));
+    expect(run.sessionId).toMatch(/^op-eight\/[0-9a-f-]{36}$/); // minted per run, as the run adapter does
     expect(s.records.map((r) => r.sequence)).toEqual([...Array(12).keys()]);
     expect(s.seen.at(-1)).toMatchObject({ interception_point: 'agent_shutdown', summary: { reason: 'completed' }, agent: { framework: 'ai-sdk' } });
     const post = s.seen.find((c) => c.interception_point === 'post_model_call')!;

@@ -76,7 +76,7 @@ function toolOutputs(model: ScriptedModel, index = 1): Record<string, string> {
 }
 
 describe('Agents-SDK: the eight points and the lifecycle events of a run', () => {
-  it('Agents-SDK two tool calls: the eight points in order in one session named by the operation, lifecycle events to the registered hooks', async () => {
+  it('Agents-SDK two tool calls: the eight points in order in one session per run (<operationId>/<uuid>), lifecycle events to the registered hooks', async () => {
     const s = setup();
     s.dispatcher.register('op-agents', ['beforeStep', 'afterStep', 'afterToolCall', 'onComplete'].map(s.on) as never);
     const model = new ScriptedModel([twoCalls(), [assistantMessage('Sunny, 10:00.')]]);
@@ -90,7 +90,8 @@ describe('Agents-SDK: the eight points and the lifecycle events of a run', () =>
     expect(points.slice(0, 4)).toEqual(['agent_startup', 'input', 'pre_model_call', 'post_model_call']);
     expect(points.slice(4, 8).sort()).toEqual(['post_tool_call', 'post_tool_call', 'pre_tool_call', 'pre_tool_call']);
     expect(points.slice(8)).toEqual(['pre_model_call', 'post_model_call', 'output', 'agent_shutdown']);
-    expect(new Set(s.records.map((x) => x.session_id))).toEqual(new Set(['op-agents']));
+    expect(new Set(s.records.map((x) => x.session_id))).toEqual(new Set([r.sessionId]));
+    expect(r.sessionId).toMatch(/^op-agents\/[0-9a-f-]{36}$/); // minted per run, as the run adapter does
     expect(s.records.map((x) => x.sequence)).toEqual([...Array(12).keys()]);
     expect(s.seen.find((c) => c.interception_point === 'pre_model_call')?.messages).toMatchObject([
       { role: 'system', content: 'Answer briefly.' },
