@@ -9,7 +9,7 @@ import { createLogger, type Logger } from '../observability/logger.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
 import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import { ensureRedis } from '../queue/redisConnection.ts';
-import { startDeliveryService } from '../queue/service.ts';
+import { startDeliveryService } from './service.ts';
 import { openStore } from '../store/db.ts';
 import type { StoreHandle } from '../store/types.ts';
 import { serveEmbeddedStore } from '../store/embedded.ts';

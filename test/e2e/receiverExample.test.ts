@@ -7,7 +7,7 @@ import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../../src/con
 import { HookDispatcher } from '../../src/dispatch/HookDispatcher.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { createHookProducer } from '../../src/queue/producer.ts';
-import { startDeliveryService, type DeliveryService } from '../../src/queue/service.ts';
+import { startDeliveryService, type DeliveryService } from '../../src/worker/service.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
 import { deleteKeys, queueKeys, TEST_REDIS_URL } from '../support/redisKeys.ts';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServerApp } from '../../examples/server-app.ts';
 import { loadSettings } from '../../src/config/settings.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
-import { startDeliveryService, type DeliveryService } from '../../src/queue/service.ts';
+import { startDeliveryService, type DeliveryService } from '../../src/worker/service.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { deleteKeys, queueKeys } from '../support/redisKeys.ts';

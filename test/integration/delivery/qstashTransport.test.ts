@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Receiver } from '@upstash/qstash';
 import { createQStashPublisher } from '../../../src/delivery/qstashTransport.ts';
 import type { QStashPublishRequest } from '../../../src/delivery/types.ts';
-import { verifyQStashCallback } from '../../../src/delivery/qstashCallback.ts';
+import { verifyQStashCallback } from '../../../src/worker/qstashCallbacksVerify.ts';
 import { startLoopbackReceiver, startQStashServer, type LoopbackReceiver, type QStashServer } from '../../support/qstashServer.ts';
 
 let qstash: QStashServer;

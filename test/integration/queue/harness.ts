@@ -8,7 +8,7 @@ import { loadSettings, type Settings } from '../../../src/config/settings.ts';
 import { silentLogger, type Logger } from '../../../src/observability/logger.ts';
 import type { Store } from '../../../src/store/db.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
-import { startDeliveryService, type DeliveryService } from '../../../src/queue/service.ts';
+import { startDeliveryService, type DeliveryService } from '../../../src/worker/service.ts';
 import type { HookProducer } from '../../../src/queue/types.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { deleteKeys, listKeys, TEST_REDIS_URL } from '../../support/redisKeys.ts';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSettings, SettingsError } from '../../../src/config/settings.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
-import { startDeliveryService } from '../../../src/queue/service.ts';
+import { startDeliveryService } from '../../../src/worker/service.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { FAST_ENV, fetchHook, waitFor } from './harness.ts';

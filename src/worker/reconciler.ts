@@ -13,8 +13,8 @@ import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
 import { failExpiredHeldDeliveries, failUnwritableDelivery, findDueDeliveries, type DueDelivery } from '../store/deliveriesRepo.ts';
-import { addDeliveryJobs } from './jobs.ts';
-import type { DeliveryJobData } from './types.ts';
+import { addDeliveryJobs } from '../queue/jobs.ts';
+import type { DeliveryJobData } from '../queue/types.ts';
 
 export const RECONCILE_PAGE_ROWS = 500;
 export const RECONCILE_MAX_ROWS_PER_RUN = 20_000;

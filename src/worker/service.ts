@@ -23,12 +23,12 @@ import { createInFlightTracker } from './inFlightTracker.ts';
 import { createLedgerWriter } from './ledgerWriter.ts';
 import { createPgGate } from './pgGate.ts';
 import { createDeliveryProcessor, type DeliveryProcessor } from './processor.ts';
-import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbackUrls.ts';
+import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbacksUrls.ts';
 import { createReconciler, type Reconciler } from './reconciler.ts';
-import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
+import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
 import { createRetention, type Retention } from './retention.ts';
-import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from './types.ts';
-import { closeDeliveryWorker, createDeliveryWorker } from './worker.ts';
+import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from '../queue/types.ts';
+import { closeDeliveryWorker, createDeliveryWorker } from './bullWorker.ts';
 
 /** Bound on closing Redis and the HTTP server once the worker itself has stopped. */
 const CLOSE_STEP_TIMEOUT_MS = 3_000;
@@ -204,7 +204,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   if (options.http !== false) {
     const postRoutes: Record<string, PostRoute> = {};
     if (settings.HOOKRELAY_PUBLIC_URL) {
-      const { createQStashCallbackHandler } = await importQStash(() => import('./qstashCallbackHandler.ts'), 'HOOKRELAY_PUBLIC_URL');
+      const { createQStashCallbackHandler } = await importQStash(() => import('./qstashCallbacks.ts'), 'HOOKRELAY_PUBLIC_URL');
       const handler = createQStashCallbackHandler({
         db: store.db,
         publicUrl: settings.HOOKRELAY_PUBLIC_URL,

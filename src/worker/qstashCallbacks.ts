@@ -5,7 +5,7 @@
  */
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 import { sanitizeStorableText } from '../contract/storableText.ts';
-import { verifyQStashCallback } from '../delivery/qstashCallback.ts';
+import { verifyQStashCallback } from './qstashCallbacksVerify.ts';
 import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../contract/criticalError.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
@@ -13,7 +13,7 @@ import type { Db } from '../store/db.ts';
 import { getDeliveryRow, recordQStashCallback } from '../store/deliveriesRepo.ts';
 import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
 import { CRITICAL_ERROR_CLASS } from './outcome.ts';
-import { publicBase, QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbackUrls.ts';
+import { publicBase, QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbacksUrls.ts';
 
 /** A row a callback may still change: accepted, or not yet written by the worker that published it (its attempt is still in flight). */
 const WAITING_ON_QSTASH = new Set(['accepted_by_qstash', 'in_flight', 'queued', 'retrying']);

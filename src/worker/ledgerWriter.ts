@@ -21,8 +21,8 @@ import {
   type ClaimedDelivery,
   type InFlightMark,
 } from '../store/deliveriesRepo.ts';
-import { BatchItemFailure, createBatcher } from './batcher.ts';
-import { OutcomeNotStoredError } from './errors.ts';
+import { BatchItemFailure, createBatcher } from '../queue/batcher.ts';
+import { OutcomeNotStoredError } from '../queue/errors.ts';
 
 /** Rows per flush. */
 export const LEDGER_BATCH_ROWS = 500;
