@@ -143,6 +143,12 @@ describe('Q3/Q4 (issue 25): on default settings a down receiver’s deliveries s
     const held = await cli(['endpoints', 'disable', `${d.url}/hook`, '--hold', '--reason', 'keep everything']);
     expect(held.code).toBe(0);
     expect(held.stdout).toContain('--hold');
+    // Workers re-read endpoint policies every 2 s (docs/delivery.md): wait until this one sees both disabled.
+    await waitFor(
+      async () => /hookrelay_endpoint_state\{state="disabled"\} 2\b/.test(await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text()),
+      30_000,
+      'the worker to see C and D disabled',
+    );
 
     // B's breaker opens first (5 consecutive failures), then its victims are enqueued behind it.
     const trips = await enqueue('b-trip', 8, { id: 'trip', type: 'onComplete', webhook: { url: `${b.url}/hook` } });
