@@ -82,6 +82,7 @@ describe('Q3 retries (worker)', () => {
     expect(d?.attempts).toHaveLength(3);
     expect(hits.get('/down')).toBe(3);
     // Q11: the failed job left Redis; the row is the dead letter.
-    expect(await stack.worker().queue.getJob(id)).toBeUndefined();
+    // (The ledger row is written before BullMQ removes the job: wait for the removal.)
+    await waitFor(async () => (await stack.worker().queue.getJob(id)) === undefined, 10_000, 'the failed job to leave Redis');
   });
 });
