@@ -134,6 +134,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
 
     /** The empty placeholder a deferred result will fill once (P2). */
     async createPlaceholder(input: { operationId: string; toolCallId: string }): Promise<void> {
+      assertStorableEvent({ operationId: input.operationId, toolCallId: input.toolCallId }, 'createPlaceholder', '');
       await insertPlaceholder(await db(), input.operationId, input.toolCallId);
     },
 
@@ -147,6 +148,12 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
      * conditional write into the empty placeholder. The first final result wins.
      */
     async publishDeferredResult(input: PublishDeferredResultInput): Promise<PublishDeferredResultOutput> {
+      // A result Postgres cannot store (NUL, lone surrogate) is refused before any round runs or anything is written.
+      assertStorableEvent(
+        { operationId: input.operationId, toolCallId: input.toolCallId, result: input.result, interventionOperationId: input.interventionOperationId },
+        'publishDeferredResult',
+        '',
+      );
       const d = await db();
       const existing = await getPlaceholder(d, input.operationId, input.toolCallId);
       if (!existing) throw new PlaceholderNotFoundError(input.operationId, input.toolCallId);
@@ -215,6 +222,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       toolCallId: string;
       decision: ApprovalDecision;
     }): Promise<{ applied: boolean; decision: ApprovalDecision }> {
+      assertStorableEvent({ operationId: input.operationId, toolCallId: input.toolCallId, decision: input.decision }, 'claimApproval', '');
       const r = await claimPlaceholderApproval(await db(), { operationId: input.operationId, toolCallId: input.toolCallId, decision: { ...input.decision } });
       return { applied: r.applied, decision: r.approval as ApprovalDecision };
     },
@@ -270,6 +278,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
      * `parked` (waiting on an async tool): no hooks, no unregister, the session stays open.
      */
     async completeOperation(input: CompleteOperationInput): Promise<void> {
+      assertStorableEvent({ operationId: input.operationId, event: input.event }, 'completeOperation', '');
       const d = await db();
       await finishOperation(d, input.operationId, STATUS_BY_REASON[input.reason] ?? 'completed', input.reason);
       if (input.reason === 'parked') return;

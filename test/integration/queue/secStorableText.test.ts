@@ -124,6 +124,38 @@ describe('SEC-H3 text Postgres cannot store', () => {
     expect(rowsOf<{ n: number }>(await stack.db.store.db.execute(sql`select count(*)::int as n from operations`))[0]?.n).toBe(0);
   });
 
+  it('SEC-H3 deferred results, approvals and completions with \u0000 or a lone surrogate are refused with EventValidationError naming the path; the placeholder stays empty', async () => {
+    const operations = createOperationStore({ store: stack.db.store });
+    const dispatcher = new HookDispatcher({ mode: 'queue', producer: stack.producer, logger: silentLogger(), env: {} });
+    await operations.createOperation({ operationId: 'op-p', hooks: [] });
+    await operations.createPlaceholder({ operationId: 'op-p', toolCallId: 'call-1' });
+    const refuse = async (f: () => Promise<unknown>) => {
+      const e = await f().then(
+        () => undefined,
+        (x: unknown) => x,
+      );
+      expect(e).toBeInstanceOf(EventValidationError);
+      expect(isStorableText((e as Error).message)).toBe(true);
+      return (e as Error).message;
+    };
+    expect(await refuse(() => operations.createPlaceholder({ operationId: 'op-p', toolCallId: 'call\u0000' }))).toContain('toolCallId');
+    expect(
+      await refuse(() =>
+        operations.publishDeferredResult({ operationId: 'op-p', toolCallId: 'call-1', result: { content: 'out\u0000put' } as never, dispatcher }),
+      ),
+    ).toContain('result.content');
+    expect(
+      await refuse(() => operations.claimApproval({ operationId: 'op-p', toolCallId: 'call-1', decision: { action: 'reject', reason: 'no\udc00' } as never })),
+    ).toContain('decision.reason');
+    expect(await refuse(() => operations.completeOperation({ operationId: 'op-p', reason: 'done', event: { note: '\u0000' }, dispatcher } as never))).toContain(
+      'event.note',
+    );
+    const placeholder = await operations.getPlaceholder({ operationId: 'op-p', toolCallId: 'call-1' });
+    expect(placeholder?.result ?? null).toBeNull();
+    expect(placeholder?.approval ?? null).toBeNull();
+    expect((await operations.getOperation('op-p'))?.status).not.toBe('completed');
+  });
+
   it('SEC-H3 a batched outcome UPDATE with one row Postgres refuses: batch-mates written exactly once, only the bad row gets an error naming no parameter', async () => {
     const secret = `batchmate-secret-${Date.now()}`;
     const { deliveryIds } = await stack.producer.enqueueMany(
