@@ -23,7 +23,7 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
       const [{ loadSettings }, { openCliStore }, { openOperatorQueue }, { createConsole }, { startHttpServer }, { createLogger }, { sql }] = await Promise.all([
         import('../config/settings.ts'),
         import('./cliStore.ts'),
-        import('../queue/operatorQueue.ts'),
+        import('../operator/operatorQueue.ts'),
         import('../console/consoleHandler.ts'),
         import('../observability/httpServer.ts'),
         import('../observability/logger.ts'),

@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import { loadSettings, type Settings } from '../config/settings.ts';
-import { openOperatorQueue, type OperatorQueue } from '../queue/operatorQueue.ts';
+import { openOperatorQueue, type OperatorQueue } from '../operator/operatorQueue.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
 import type { Store } from '../store/db.ts';
 import { openCliStore } from './cliStore.ts';

@@ -3,7 +3,7 @@
  * state comes from Redis (the workers' shared gate), disable and limits from Postgres; the
  * command still answers from Postgres when Redis does not.
  */
-import { disableEndpointByOperator, enableEndpointAndReset, getEndpointView, listEndpointViews } from '../queue/endpointViews.ts';
+import { disableEndpointByOperator, enableEndpointAndReset, getEndpointView, listEndpointViews } from '../operator/endpointViews.ts';
 import { isolationSettings } from '../isolation/endpointIsolation.ts';
 import { getEndpointPolicy, setEndpointLimits } from '../store/endpointsRepo.ts';
 import type { CliContext } from './context.ts';

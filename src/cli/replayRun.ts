@@ -6,14 +6,14 @@
 import { createInterface } from 'node:readline/promises';
 import cliProgress from 'cli-progress';
 import {
-  REPLAY_BATCH,
   ReplayStatusError,
   previewReplay,
-  replayBatch,
   replayCandidatesByFilter,
   replayCandidatesByIds,
+  replayDeliveries,
   type ReplayResult,
-} from '../queue/replay.ts';
+  type ReplaySkip,
+} from '../operator/replay.ts';
 import type { CliContext } from './context.ts';
 import { toFilter } from './deliveriesCommand.ts';
 import { CONFIRM_ABOVE, type ReplayFlags } from './replayFlags.ts';
@@ -21,14 +21,38 @@ import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printJson } from './output.ts';
 
-/** Every matching id, newest first (the shared selection in queue/replay.ts). */
+/** Every matching id, newest first (the shared selection in operator/replay.ts). */
 async function byFilter(ctx: CliContext, flags: ReplayFlags): Promise<string[]> {
   try {
     return await replayCandidatesByFilter(ctx.store.db, toFilter(flags), flags.includeAccepted === true);
   } catch (err) {
-    if (err instanceof ReplayStatusError) throw new CliUsageError(err.message.replace('(got status', '(got --status'));
+    if (err instanceof ReplayStatusError) {
+      const accepted = err.includeAccepted ? ' and accepted_by_qstash ones' : '';
+      throw new CliUsageError(`only failed and held deliveries${accepted} can be replayed (got --status ${err.status})`);
+    }
     throw err;
   }
+}
+
+/** The CLI's words for a skip code (the JSON report's `reason` too). */
+function skipReason(skip: ReplaySkip): string {
+  switch (skip.skip) {
+    case 'already_delivered':
+      return 'already delivered';
+    case 'accepted_by_qstash':
+      return 'accepted by QStash (add --include-accepted)';
+    case 'not_replayable':
+      return `status ${skip.status} is not replayable`;
+    case 'taken':
+      return 'delivered or replayed since it was selected';
+  }
+}
+
+/** A result as `--json` prints it: a skip carries its worded `reason`, as before codes existed. */
+type ReportedResult = Exclude<ReplayResult, { result: 'skipped' }> | { id: string; result: 'skipped'; reason: string };
+
+function reported(r: ReplayResult): ReportedResult {
+  return r.result === 'skipped' ? { id: r.id, result: 'skipped', reason: skipReason(r) } : r;
 }
 
 async function confirm(count: number): Promise<boolean> {
@@ -41,19 +65,17 @@ async function confirm(count: number): Promise<boolean> {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** `replay --json` prints exactly this one object: the summary and every id's result. */
-type ReplayReport = { dryRun: boolean; replayed: number; wouldReplay: number; skipped: number; failed: number; results: ReplayResult[] };
+type ReplayReport = { dryRun: boolean; replayed: number; wouldReplay: number; skipped: number; failed: number; results: ReportedResult[] };
 
 export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFlags): Promise<number> {
   const byId = ids.length > 0;
   const { candidates, skipped, unknown } = byId
     ? await replayCandidatesByIds(ctx.store.db, ids, flags.includeAccepted === true)
     : { candidates: await byFilter(ctx, flags), skipped: [], unknown: [] };
-  const results: ReplayResult[] = [
+  const results: ReportedResult[] = [
     ...unknown.map((id) => ({ id, result: 'unknown' as const })),
-    ...skipped.map((s) => ({ id: s.id, result: 'skipped' as const, reason: s.reason })),
+    ...skipped.map((s) => ({ id: s.id, result: 'skipped' as const, reason: skipReason(s) })),
   ];
   const summary = { dryRun: flags.dryRun === true, replayed: 0, wouldReplay: 0, skipped: skipped.length, failed: unknown.length };
   for (const id of unknown) process.stderr.write(`${id}: unknown delivery id\n`);
@@ -61,7 +83,7 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
   if (candidates.length === 0) {
     if (flags.json) printJson({ ...summary, results } satisfies ReplayReport);
     if (!flags.json) {
-      for (const s of skipped) process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
+      for (const s of skipped) process.stdout.write(`${s.id}: skipped (${skipReason(s)})\n`);
       if (skipped.length > 0) process.stdout.write(`replayed 0, skipped ${skipped.length}, failed ${unknown.length}\n`);
       else if (!byId) process.stdout.write('nothing to replay: no deliveries match\n');
     }
@@ -75,7 +97,7 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
     results.push(...present.map(({ id, result, status, hookId, eventType }) => ({ id, result, status, hookId, eventType })));
     if (flags.json) printJson({ ...summary, wouldReplay: present.length, results } satisfies ReplayReport);
     if (!flags.json) {
-      for (const s of skipped) process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
+      for (const s of skipped) process.stdout.write(`${s.id}: skipped (${skipReason(s)})\n`);
       process.stdout.write(
         formatTable(
           ['ID', 'STATUS', 'EVENT', 'HOOK', 'LAST ERROR', 'CREATED'],
@@ -100,7 +122,7 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
       return EXIT.usage;
     }
   }
-  if (!flags.json) for (const s of skipped) process.stdout.write(`${s.id}: skipped (${s.reason})\n`);
+  if (!flags.json) for (const s of skipped) process.stdout.write(`${s.id}: skipped (${skipReason(s)})\n`);
 
   const queue = ctx.queue();
   const bar =
@@ -108,34 +130,26 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
       ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} {eta_formatted} left', hideCursor: true }, cliProgress.Presets.shades_classic)
       : undefined;
   bar?.start(candidates.length, 0);
-  const batchSize = Math.min(REPLAY_BATCH, flags.rate ?? REPLAY_BATCH);
   // Each replayed endpoint's open breaker probes now, once per run (issue 25).
-  const probed = new Set<string>();
-  const probe = (keys: readonly string[]) => {
-    const fresh = keys.filter((k) => !probed.has(k));
-    for (const k of fresh) probed.add(k);
-    return ctx.operator.fromRedis((gate) => Promise.all(fresh.map((k) => gate.probeNow(k))));
-  };
-  for (let i = 0; i < candidates.length; i += batchSize) {
-    const started = Date.now();
-    const batch = candidates.slice(i, i + batchSize);
-    const outcome = await replayBatch(ctx.store.db, queue, batch, flags.includeAccepted === true, probe);
-    results.push(...outcome);
-    const notQueued = outcome.filter((r) => r.result === 'not_queued').length;
-    summary.skipped += outcome.filter((r) => r.result === 'skipped').length;
-    summary.replayed += outcome.filter((r) => r.result === 'replayed').length;
-    summary.failed += notQueued;
-    if (notQueued > 0) {
-      process.stderr.write(
-        `${notQueued} deliveries could not be added to the queue (Redis?); they are queued in the ledger and the worker's reconciler will enqueue them\n`,
-      );
-    }
-    bar?.update(Math.min(candidates.length, i + batch.length));
-    if (flags.rate) {
-      const wait = (batch.length / flags.rate) * 1000 - (Date.now() - started);
-      if (wait > 0) await sleep(wait);
-    }
-  }
+  const probe = (keys: readonly string[]) => ctx.operator.fromRedis((gate) => Promise.all(keys.map((k) => gate.probeNow(k))));
+  const outcome = await replayDeliveries(ctx.store.db, queue, candidates, {
+    includeAccepted: flags.includeAccepted === true,
+    probe,
+    ...(flags.rate ? { rate: flags.rate } : {}),
+    onBatch: (batch, done) => {
+      const notQueued = batch.filter((r) => r.result === 'not_queued').length;
+      summary.skipped += batch.filter((r) => r.result === 'skipped').length;
+      summary.replayed += batch.filter((r) => r.result === 'replayed').length;
+      summary.failed += notQueued;
+      if (notQueued > 0) {
+        process.stderr.write(
+          `${notQueued} deliveries could not be added to the queue (Redis?); they are queued in the ledger and the worker's reconciler will enqueue them\n`,
+        );
+      }
+      bar?.update(done);
+    },
+  });
+  results.push(...outcome.map(reported));
   bar?.stop();
   if (flags.json) printJson({ ...summary, results } satisfies ReplayReport);
   if (!flags.json) process.stdout.write(`replayed ${summary.replayed}, skipped ${summary.skipped}, failed ${summary.failed}\n`);

@@ -11,7 +11,7 @@ export function registerStatsCommand(program: Command): void {
     .option('--json', 'one JSON object')
     .addHelpText('after', '\nExample:\n  hookrelay stats --json | jq .ledger')
     .action(async (flags: { json?: boolean }) => {
-      const [{ withContext }, { ledgerStats }] = await Promise.all([import('./context.ts'), import('../store/replayRepo.ts')]);
+      const [{ withContext }, { ledgerStats }] = await Promise.all([import('./context.ts'), import('../operator/ledgerStats.ts')]);
       await withContext(async (ctx) => {
         const ledger = await ledgerStats(ctx.store.db);
         let queue: Record<string, number> | null = null;

@@ -19,21 +19,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Settings } from '../config/settings.ts';
 import type { Logger } from '../observability/logger.ts';
-import { disableEndpointByOperator, enableEndpointAndReset, listEndpointViews } from '../queue/endpointViews.ts';
-import type { OperatorQueue } from '../queue/operatorQueue.ts';
-import {
-  REPLAY_BATCH,
-  ReplayStatusError,
-  previewReplay,
-  replayBatch,
-  replayCandidatesByFilter,
-  replayCandidatesByIds,
-  type ReplayResult,
-} from '../queue/replay.ts';
+import { disableEndpointByOperator, enableEndpointAndReset, listEndpointViews } from '../operator/endpointViews.ts';
+import type { OperatorQueue } from '../operator/operatorQueue.ts';
+import { ReplayStatusError, previewReplay, replayDeliveries, replayCandidatesByFilter, replayCandidatesByIds, type ReplayResult } from '../operator/replay.ts';
 import type { Db } from '../store/db.ts';
 import { deliveryStatuses, getDeliveryRow, listDeliveries, toDelivery, type DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { FilterInputError, deliveryFilterFrom, type FilterFields } from '../store/deliveryFilterInput.ts';
-import { attemptsPerMinute, ledgerStats, replayableStatuses } from '../store/replayRepo.ts';
+import { attemptsPerMinute, ledgerStats } from '../operator/ledgerStats.ts';
+import { replayableStatuses } from '../store/replayRepo.ts';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/types.ts';
 import { bearerOf, clearedCookie, csrfValue, defaultConsoleOrigins, sameOrigin, sameSecret, sessionCookie, sessionIdOf } from './auth.ts';
 import { ConsoleInputError, badTextProblem, parseDeliveryIdSegment, parseOverviewHours, textParam } from './queryInput.ts';
@@ -48,6 +41,7 @@ import {
   overviewPage,
   replayPreviewPage,
   replayResultPage,
+  skipText,
   type DeliveryDetail,
   type DeliveryFilterForm,
 } from './pages.ts';
@@ -273,20 +267,10 @@ export function createConsole(options: ConsoleOptions): Console {
     return row ? { ...toDelivery(row), endpointKey: row.endpointKey, hook: row.hook, payload: row.payload } : undefined;
   }
 
-  async function runReplay(ids: readonly string[]): Promise<ReplayResult[]> {
-    const results: ReplayResult[] = [];
-    // Each replayed endpoint's open breaker probes now, once per replay (issue 25).
-    const probed = new Set<string>();
-    const probe = (keys: readonly string[]) => {
-      const fresh = keys.filter((k) => !probed.has(k));
-      for (const k of fresh) probed.add(k);
-      return operator.fromRedis((gate) => Promise.all(fresh.map((k) => gate.probeNow(k))));
-    };
-    for (let i = 0; i < ids.length; i += REPLAY_BATCH) results.push(...(await replayBatch(db, operator.queue(), ids.slice(i, i + REPLAY_BATCH), false, probe)));
-    const notQueued = results.filter((r) => r.result === 'not_queued').length;
-    if (notQueued > 0)
-      logger.warn({ notQueued }, 'console replay: jobs not added to Redis; the rows are queued in the ledger and the reconciler enqueues them');
-    return results;
+  /** The shared replay loop (operator/replay.ts); each replayed endpoint's open breaker probes now (issue 25). */
+  function runReplay(ids: readonly string[]): Promise<ReplayResult[]> {
+    const probe = (keys: readonly string[]) => operator.fromRedis((gate) => Promise.all(keys.map((k) => gate.probeNow(k))));
+    return replayDeliveries(db, operator.queue(), ids, { includeAccepted: false, probe });
   }
 
   async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: { csrf?: string }): Promise<void> {
@@ -400,7 +384,9 @@ export function createConsole(options: ConsoleOptions): Console {
               : undefined;
           return send(res, 200, replayPreviewPage({ filter: f, ids: error ? [] : ids, rows, shownMax: PREVIEW_ROWS, csrf, ...(error ? { error } : {}) }));
         } catch (err) {
-          if (err instanceof FilterInputError || err instanceof ReplayStatusError) return send(res, 400, messagePage('Cannot replay', err.message, csrf));
+          if (err instanceof FilterInputError) return send(res, 400, messagePage('Cannot replay', err.message, csrf));
+          if (err instanceof ReplayStatusError)
+            return send(res, 400, messagePage('Cannot replay', `only failed and held deliveries can be replayed (got status ${err.status})`, csrf));
           throw err;
         }
       }
@@ -432,7 +418,7 @@ export function createConsole(options: ConsoleOptions): Console {
       const { candidates, skipped, unknown } = await replayCandidatesByIds(db, [id], false);
       if (unknown.length > 0) throw new HttpError(404, `no delivery ${id}`);
       if (candidates.length === 0)
-        return send(res, 409, messagePage('Not replayed', `${id}: ${skipped[0]?.reason ?? 'not replayable'}; nothing changed.`, csrf));
+        return send(res, 409, messagePage('Not replayed', `${id}: ${skipped[0] ? skipText(skipped[0]) : 'not replayable'}; nothing changed.`, csrf));
       await runReplay(candidates);
       return redirect(res, `${BASE}/deliveries/${encodeURIComponent(id)}?replayed=1`);
     }
@@ -443,8 +429,10 @@ export function createConsole(options: ConsoleOptions): Console {
       const previewed = (form.get('ids') ?? '').split(',').filter(Boolean);
       if (previewed.length === 0 || previewed.length > CONSOLE_REPLAY_MAX) throw new HttpError(400, 'nothing to replay in this form: open the preview again');
       const { candidates, skipped } = await replayCandidatesByIds(db, previewed, false);
-      const results: ReplayResult[] = [...skipped.map((s) => ({ id: s.id, result: 'skipped' as const, reason: s.reason })), ...(await runReplay(candidates))];
-      logger.info({ replayed: results.filter((r) => r.result === 'replayed').length, skipped: skipped.length }, 'console replay');
+      const results: ReplayResult[] = [...skipped.map((s) => ({ result: 'skipped' as const, ...s })), ...(await runReplay(candidates))];
+      // not_queued rows are queued in the ledger: the worker's reconciler adds their jobs.
+      const count = (r: ReplayResult['result']) => results.filter((x) => x.result === r).length;
+      logger.info({ replayed: count('replayed'), skipped: skipped.length, notQueued: count('not_queued') }, 'console replay');
       return send(res, 200, replayResultPage({ results, csrf }));
     }
     if (p === `${BASE}/endpoints/disable` || p === `${BASE}/endpoints/enable`) {

@@ -3,8 +3,8 @@
  * the ledger's snapshots, whose `${VAR}` templates were never resolved — nothing here resolves one.
  */
 import type { DeliveryAttempt } from '../contract/delivery.ts';
-import type { EndpointView } from '../queue/endpointViews.ts';
-import type { ReplayResult } from '../queue/replay.ts';
+import type { EndpointView } from '../operator/endpointViews.ts';
+import type { ReplayResult, ReplaySkip } from '../operator/replay.ts';
 import { Html, html, queryString } from './html.ts';
 
 export const BASE = '/console';
@@ -271,6 +271,20 @@ ${
   });
 }
 
+/** The console's words for a replay skip code. */
+export function skipText(skip: ReplaySkip): string {
+  switch (skip.skip) {
+    case 'already_delivered':
+      return 'already delivered';
+    case 'accepted_by_qstash':
+      return 'accepted by QStash (only hookrelay replay --include-accepted replays it)';
+    case 'not_replayable':
+      return `status ${skip.status} is not replayable`;
+    case 'taken':
+      return 'delivered or replayed since it was selected';
+  }
+}
+
 export function replayResultPage(p: { results: ReplayResult[]; csrf: string }): string {
   const n = (r: ReplayResult['result']) => p.results.filter((x) => x.result === r).length;
   const ids = p.results.filter((r) => r.result === 'replayed' || r.result === 'not_queued').map((r) => r.id);
@@ -288,7 +302,7 @@ export function replayResultPage(p: { results: ReplayResult[]; csrf: string }): 
 <thead><tr><th>ID</th><th>Result</th><th>Status now</th></tr></thead>
 <tbody>${p.results.map(
       (r) =>
-        html`<tr data-id="${r.id}"><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${r.result}${r.result === 'skipped' ? ` (${r.reason})` : ''}</td><td data-status-of="${r.id}">${r.result === 'replayed' || r.result === 'not_queued' ? badge('queued') : '—'}</td></tr>`,
+        html`<tr data-id="${r.id}"><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${r.result}${r.result === 'skipped' ? ` (${skipText(r)})` : ''}</td><td data-status-of="${r.id}">${r.result === 'replayed' || r.result === 'not_queued' ? badge('queued') : '—'}</td></tr>`,
     )}</tbody>
 </table>
 <p class="hint">Statuses refresh every 2 s.</p>`,

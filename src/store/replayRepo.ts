@@ -37,37 +37,6 @@ export async function claimForReplay(db: Db, ids: readonly string[], includeAcce
   }));
 }
 
-export type StatusCount = { status: string; count: number };
-
-/** Ledger counts by status and the age of the oldest undelivered row (for `hookrelay stats`). */
-export async function ledgerStats(db: Db): Promise<{ byStatus: StatusCount[]; oldestUndeliveredAt: Date | null }> {
-  const counts = await db.execute(sql`SELECT status, count(*)::int AS count FROM deliveries GROUP BY status ORDER BY status`);
-  const oldest = await db.execute(sql`SELECT min(created_at) AS oldest FROM deliveries WHERE status IN ('queued', 'in_flight', 'retrying')`);
-  const byStatus = rowsOf<StatusCount>(counts).map((r) => ({ status: r.status, count: Number(r.count) }));
-  const raw = rowsOf<{ oldest: Date | string | null }>(oldest)[0]?.oldest ?? null;
-  return { byStatus, oldestUndeliveredAt: raw === null ? null : new Date(raw) };
-}
-
-export type MinuteCount = { minute: Date; outcome: string; count: number };
-
-/**
- * Delivery attempts per minute by outcome (`delivered`, `failed`, `accepted_by_qstash`) since
- * `since`, from each row's attempt list — for the console's overview chart. Only rows touched
- * since then are read (an attempt updates its row).
- */
-export async function attemptsPerMinute(db: Db, since: Date): Promise<MinuteCount[]> {
-  const result = await db.execute(sql`
-    SELECT (floor(extract(epoch FROM (a->>'at')::timestamptz) / 60) * 60)::bigint AS minute, a->>'outcome' AS outcome, count(*)::int AS count
-    FROM deliveries d, jsonb_array_elements(d.attempts) a
-    WHERE d.updated_at >= ${since} AND (a->>'at')::timestamptz >= ${since}
-    GROUP BY 1, 2 ORDER BY 1`);
-  return rowsOf<{ minute: string | number; outcome: string; count: number }>(result).map((r) => ({
-    minute: new Date(Number(r.minute) * 1000),
-    outcome: r.outcome,
-    count: Number(r.count),
-  }));
-}
-
 /** The stored trace context of each id that has one (a replay links its span to them). */
 export async function traceContextsOf(db: Db, ids: readonly string[]): Promise<string[]> {
   if (ids.length === 0) return [];

@@ -16,7 +16,7 @@ import type { Logger } from '../observability/logger.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/metrics.ts';
 import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { Store } from '../store/db.ts';
-import { ledgerStats } from '../store/replayRepo.ts';
+import { ledgerStats } from '../operator/ledgerStats.ts';
 import { createEndpointGate } from '../isolation/endpointGate.ts';
 import { createEndpointIsolation, endpointKeyPrefix, isolationSettings, type EndpointIsolation } from '../isolation/endpointIsolation.ts';
 import { createInFlightTracker } from './inFlightTracker.ts';

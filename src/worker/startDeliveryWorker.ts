@@ -157,7 +157,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
     // Known once the HTTP server listens (on every interface): the console's default public origin.
     let httpPort: number | undefined;
     if (settings.HOOKRELAY_CONSOLE_TOKEN) {
-      const [{ createConsole }, { openOperatorQueue }] = await Promise.all([import('../console/consoleHandler.ts'), import('../queue/operatorQueue.ts')]);
+      const [{ createConsole }, { openOperatorQueue }] = await Promise.all([import('../console/consoleHandler.ts'), import('../operator/operatorQueue.ts')]);
       const operator = openOperatorQueue({ ...settings, REDIS_URL: redis.url });
       const consoleApp = createConsole({
         db: store.db,

@@ -7,8 +7,8 @@ import { Queue } from 'bullmq';
 import type { Settings } from '../config/settings.ts';
 import { createEndpointGate, type EndpointGate } from '../isolation/endpointGate.ts';
 import { endpointKeyPrefix, isolationSettings } from '../isolation/endpointIsolation.ts';
-import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
-import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from './types.ts';
+import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
+import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from '../queue/types.ts';
 
 /** How long an operator read waits for Redis before reporting it unknown. */
 export const OPERATOR_REDIS_TIMEOUT_MS = 3_000;

@@ -1,36 +1,55 @@
 /**
- * Q10: replay, as `hookrelay replay` and the console both do it — pick candidates (ids or a
- * filter), then per batch claim each row (`failed`/`held` → `queued`, a new generation, the same
- * delivery id so receivers dedupe on `webhook-id`) and add its job. A delivered row is never a
- * candidate. Rows claimed but not added to Redis stay `queued` in the ledger and the worker's
- * reconciler adds their jobs (Q2): nothing is lost when Redis is down.
+ * The operators' replay (Q10), one loop for `hookrelay replay` and the console: pick candidates
+ * (ids or a filter), then per batch claim each row (`failed`/`held` → `queued`, a new generation,
+ * the same delivery id so receivers dedupe on `webhook-id`) and add its job (`replayDeliveries`,
+ * paced by an optional rate and reporting each batch). A delivered row is never a candidate. Rows
+ * claimed but not added to Redis stay `queued` in the ledger and the worker's reconciler adds
+ * their jobs (Q2): nothing is lost when Redis is down. Skip reasons are codes
+ * (`ReplaySkipCode`): each edge (CLI, console) words them itself.
  */
 import type { Queue } from 'bullmq';
+import { HookrelayError } from '../contract/hookrelayError.ts';
 import type { Db } from '../store/db.ts';
 import { getDeliveryRow, listDeliveries, type DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { claimForReplay, replayableStatuses, traceContextsOf } from '../store/replayRepo.ts';
 import { activeTracer, inSpan, parseTraceContext, ROOT_CONTEXT, serializeTraceContext, SpanKind } from '../observability/tracing.ts';
-import { addDeliveryJobs } from './jobs.ts';
-import type { DeliveryJobData } from './types.ts';
+import { addDeliveryJobs } from '../queue/jobs.ts';
+import type { DeliveryJobData } from '../queue/types.ts';
 
 /** Claim and enqueue this many rows per round trip. */
 export const REPLAY_BATCH = 100;
 const PAGE = 1_000;
 
-export type ReplaySkip = { id: string; reason: string };
+/**
+ * Why a row was not replayed: `already_delivered`; `accepted_by_qstash` (replayable only when
+ * accepted rows are included); `not_replayable` (any other status, in `status`); `taken` (delivered
+ * or replayed since it was selected).
+ */
+export type ReplaySkipCode = 'already_delivered' | 'accepted_by_qstash' | 'not_replayable' | 'taken';
+
+export type ReplaySkip = { id: string; skip: ReplaySkipCode; status?: string };
 
 /** One id's result. */
 export type ReplayResult =
   | { id: string; result: 'replayed' | 'not_queued'; generation: number }
   | { id: string; result: 'would_replay'; status: string; hookId: string; eventType: string }
-  | { id: string; result: 'skipped'; reason: string }
+  | ({ result: 'skipped' } & ReplaySkip)
   | { id: string; result: 'unknown' };
 
-/** A filter replay asked for a status that cannot be replayed (usage, nothing changed). */
-export class ReplayStatusError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ReplayStatusError';
+/**
+ * A filter replay asked for a status that cannot be replayed (usage, nothing changed). The CLI
+ * and the console word it from `status` and `includeAccepted`.
+ */
+export class ReplayStatusError extends HookrelayError {
+  readonly code = 'HOOKRELAY_REPLAY_STATUS_INVALID' as const;
+  override readonly name = 'ReplayStatusError';
+  readonly status: string;
+  readonly includeAccepted: boolean;
+
+  constructor(status: string, includeAccepted: boolean) {
+    super(`only failed and held deliveries${includeAccepted ? ' and accepted_by_qstash ones' : ''} can be replayed (got status ${status})`);
+    this.status = status;
+    this.includeAccepted = includeAccepted;
   }
 }
 
@@ -47,13 +66,10 @@ export async function replayCandidatesByIds(
   for (const id of [...new Set(ids)]) {
     const row = await getDeliveryRow(db, id);
     if (!row) unknown.push(id);
-    else if (row.status === 'delivered') skipped.push({ id, reason: 'already delivered' });
-    else if (!allowed.includes(row.status)) {
-      skipped.push({
-        id,
-        reason: row.status === 'accepted_by_qstash' ? 'accepted by QStash (add --include-accepted)' : `status ${row.status} is not replayable`,
-      });
-    } else candidates.push(id);
+    else if (row.status === 'delivered') skipped.push({ id, skip: 'already_delivered' });
+    else if (row.status === 'accepted_by_qstash' && !allowed.includes(row.status)) skipped.push({ id, skip: 'accepted_by_qstash' });
+    else if (!allowed.includes(row.status)) skipped.push({ id, skip: 'not_replayable', status: row.status });
+    else candidates.push(id);
   }
   return { candidates, skipped, unknown };
 }
@@ -65,9 +81,7 @@ export async function replayCandidatesByIds(
 export async function replayCandidatesByFilter(db: Db, filter: DeliveryFilter, includeAccepted: boolean): Promise<string[]> {
   const status = typeof filter.status === 'string' ? filter.status : 'failed';
   if (!replayableStatuses(includeAccepted).includes(status)) {
-    throw new ReplayStatusError(
-      `only failed and held deliveries${includeAccepted ? ' and accepted_by_qstash ones' : ''} can be replayed (got status ${status})`,
-    );
+    throw new ReplayStatusError(status, includeAccepted);
   }
   const ids: string[] = [];
   let beforeId: string | undefined;
@@ -140,9 +154,7 @@ async function claimAndEnqueue(
   const keys = [...new Set(claimed.flatMap((c) => (c.endpointKey ? [c.endpointKey] : [])))];
   if (probe && keys.length > 0) await probe(keys).catch(() => undefined);
   const taken = new Set(claimed.map((c) => c.id));
-  const results: ReplayResult[] = batch
-    .filter((id) => !taken.has(id))
-    .map((id) => ({ id, result: 'skipped' as const, reason: 'delivered or replayed since it was selected' }));
+  const results: ReplayResult[] = batch.filter((id) => !taken.has(id)).map((id) => ({ id, result: 'skipped' as const, skip: 'taken' as const }));
   try {
     await addDeliveryJobs(
       queue,
@@ -151,6 +163,45 @@ async function claimAndEnqueue(
     results.push(...claimed.map((c) => ({ id: c.id, result: 'replayed' as const, generation: c.generation })));
   } catch {
     results.push(...claimed.map((c) => ({ id: c.id, result: 'not_queued' as const, generation: c.generation })));
+  }
+  return results;
+}
+
+export type ReplayOptions = {
+  /** Take `accepted_by_qstash` rows too (Q12). */
+  includeAccepted: boolean;
+  /** Deliveries per second at most (batches shrink to it and wait between them); none = as fast as it goes. */
+  rate?: number;
+  /** Each replayed endpoint's open breaker probes now, once per call (issue 25). */
+  probe?: ReplayProbe;
+  /** After each batch: its results, and how many candidates are done. */
+  onBatch?: (results: readonly ReplayResult[], done: number) => void;
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Replay every candidate, batch after batch (≤ REPLAY_BATCH, fewer under a rate). */
+export async function replayDeliveries(db: Db, queue: Queue<DeliveryJobData>, candidates: readonly string[], options: ReplayOptions): Promise<ReplayResult[]> {
+  const results: ReplayResult[] = [];
+  const probed = new Set<string>();
+  const probe: ReplayProbe | undefined = options.probe
+    ? (keys) => {
+        const fresh = keys.filter((k) => !probed.has(k));
+        for (const k of fresh) probed.add(k);
+        return fresh.length > 0 ? options.probe!(fresh) : Promise.resolve();
+      }
+    : undefined;
+  const batchSize = Math.max(1, Math.min(REPLAY_BATCH, options.rate ?? REPLAY_BATCH));
+  for (let i = 0; i < candidates.length; i += batchSize) {
+    const started = Date.now();
+    const batch = candidates.slice(i, i + batchSize);
+    const outcome = await replayBatch(db, queue, batch, options.includeAccepted, probe);
+    results.push(...outcome);
+    options.onBatch?.(outcome, Math.min(candidates.length, i + batch.length));
+    if (options.rate) {
+      const wait = (batch.length / options.rate) * 1000 - (Date.now() - started);
+      if (wait > 0) await sleep(wait);
+    }
   }
   return results;
 }
