@@ -23,7 +23,7 @@ import { resolveWebhookUrl } from './resolveUrl.ts';
 import { parseSigningSecrets, signatureHeaders } from './signing.ts';
 import { HookrelayError } from '../contract/hookrelayError.ts';
 import { HookConfigError } from '../contract/errors.ts';
-import { parseJsonLossless } from '../interception/losslessJson.ts';
+import { parseJsonLossless } from '../interception/json/losslessJson.ts';
 
 /** I3: the response cap of a remote verdict, as for decision webhooks. */
 export const MAX_VERDICT_RESPONSE_BYTES = 65_536;

@@ -15,7 +15,7 @@ import type { EmailLookup } from '../payload/emailCache.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { activeTracer, inSpan } from '../observability/tracing.ts';
 import { evaluateControls, type ToolCallControlOutcome } from '../control/evaluateControls.ts';
-import type { AgentHooksAttachment, AgentHooksBinding } from '../interception/agentHooks.ts';
+import type { AgentHooksAttachment, AgentHooksBinding } from '../interception/run/bundle.ts';
 import type { InterceptionEmitter } from '../interception/emitter.ts';
 import { AgentHooksInstallError } from '../interception/errors.ts';
 import { type ControlRunner, createControlRunner } from './controlRunner.ts';

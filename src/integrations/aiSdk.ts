@@ -1,8 +1,8 @@
 import { type LanguageModel, type LanguageModelMiddleware, type ModelMessage, type ToolSet, wrapLanguageModel } from 'ai';
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
-import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../interception/agentRun.ts';
+import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
 import { InterceptionBlocked } from '../interception/errors.ts';
-import type { ModelToolCall } from '../interception/modelStream.ts';
+import type { ModelToolCall } from '../interception/run/modelStream.ts';
 import { ToolCallDeniedError } from './errors.ts';
 import { type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 

@@ -1,8 +1,8 @@
 import type { Agent, AgentInputItem, InputGuardrail, Model, ModelRequest, ModelResponse, OutputGuardrail, Tool } from '@openai/agents';
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
-import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../interception/agentRun.ts';
+import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
 import { InterceptionBlocked } from '../interception/errors.ts';
-import type { ModelToolCall } from '../interception/modelStream.ts';
+import type { ModelToolCall } from '../interception/run/modelStream.ts';
 import { type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 
 /**

@@ -3,8 +3,8 @@ import type { JsonValue } from '../contract/agentHooks.ts';
 import type { HookEventOf } from '../contract/events.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 import type { ToolCallResult } from '../contract/toolContext.ts';
-import type { AgentHooks, StartRunOptions } from '../interception/agentHooks.ts';
-import type { AdmittedInput, AgentRun, ModelCaller, ModelCallResult, NativeMessage, RunEnd } from '../interception/agentRun.ts';
+import type { AgentHooks, StartRunOptions } from '../interception/run/bundle.ts';
+import type { AdmittedInput, AgentRun, ModelCaller, ModelCallResult, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
 import { InterceptionBlocked, ToolError } from '../interception/errors.ts';
 
 /**

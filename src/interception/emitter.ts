@@ -11,13 +11,13 @@ import {
 } from '../contract/agentHooks.ts';
 import { toResolverFunction, type ApprovalRedactor, type ApprovalResolver, type SeamConfig } from './approval.ts';
 import { resolveComposition, summarize } from './composition.ts';
-import { DEFAULT_MAX_DEPTH, findDomainViolation } from './canonicalJson.ts';
+import { DEFAULT_MAX_DEPTH, findDomainViolation } from './json/canonicalJson.ts';
 import { validateEnvelope, type EnvelopeLimits } from './envelope.ts';
 import { InterceptionBlocked } from './errors.ts';
 import type { DispatchEnv, DispatchOutcome } from './fold.ts';
 import { resolveIdentityProvider, type IdentityProviderOption, type ResolvedIdentityProvider } from './identity.ts';
 import { toRegistered, type Interceptor, type RegisteredInterceptor } from './interceptor.ts';
-import { jsonEqual } from './jsonEqual.ts';
+import { jsonEqual } from './json/jsonEqual.ts';
 import { dispatchParallel } from './parallel.ts';
 import { isInterceptionPoint, writeTarget } from './points.ts';
 import { HostError, HostErrorFailure } from './reasons.ts';

@@ -1,5 +1,5 @@
 import { AgentContextCoreSchema, ConditionalSchemas, type AgentContext } from '../contract/agentHooks.ts';
-import { DEFAULT_MAX_DEPTH, findDomainViolation } from './canonicalJson.ts';
+import { DEFAULT_MAX_DEPTH, findDomainViolation } from './json/canonicalJson.ts';
 
 /** §12.3 RECOMMENDED serialized-size bound. */
 export const DEFAULT_MAX_CONTEXT_BYTES = 5 * 1024 * 1024;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AgentContext, InterceptionPoint } from '../contract/agentHooks.ts';
-import { canonicalizeJcs } from './canonicalJson.ts';
+import { canonicalizeJcs } from './json/canonicalJson.ts';
 import { validateEnvelope } from './envelope.ts';
 import { HostError, HostErrorFailure } from './reasons.ts';
 

@@ -22,7 +22,7 @@ export {
   type AgentHooksBinding,
   type AgentHooksAttachment,
   type StartRunOptions,
-} from './agentHooks.ts';
+} from './run/bundle.ts';
 export type {
   AgentRun,
   AdmittedInput,
@@ -37,9 +37,9 @@ export type {
   ToolExecutor,
   ToolCallOutcome,
   RunEnd,
-} from './agentRun.ts';
-export type { ModelResponse, ModelResponseInput, ModelStreamPart } from './modelStream.ts';
-export { parseJsonLossless } from './losslessJson.ts';
+} from './run/agentRun.ts';
+export type { ModelResponse, ModelResponseInput, ModelStreamPart } from './run/modelStream.ts';
+export { parseJsonLossless } from './json/losslessJson.ts';
 export {
   JCS_SHA256,
   jcsSha256Identity,
@@ -48,7 +48,7 @@ export {
   type CustomIdentityProvider,
   type IdentityProviderOption,
 } from './identity.ts';
-export { canonicalizeJcs, DEFAULT_MAX_DEPTH } from './canonicalJson.ts';
+export { canonicalizeJcs, DEFAULT_MAX_DEPTH } from './json/canonicalJson.ts';
 export { validateEnvelope, DEFAULT_MAX_CONTEXT_BYTES } from './envelope.ts';
 export { parseTransformPath, applyTransformPath } from './path.ts';
 export { projectVerdict, truncateUtf8 } from './projection.ts';

@@ -1,5 +1,5 @@
 import { WireVerdictSchema, type Evidence, type HostErrorReason, type JsonValue, type Verdict as VerdictShape, type Warning } from '../contract/agentHooks.ts';
-import { canonicalizeJcs, findDomainViolation } from './canonicalJson.ts';
+import { canonicalizeJcs, findDomainViolation } from './json/canonicalJson.ts';
 import { parseTransformPath } from './path.ts';
 import { HostError, isReservedReason } from './reasons.ts';
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentContext, InterceptionRecord } from '../../../src/contract/agentHooks.ts';
 import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
-import { createAgentHooks } from '../../../src/interception/agentHooks.ts';
+import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
 import { InterceptionBlocked } from '../../../src/interception/errors.ts';
 import { Verdict } from '../../../src/interception/verdict.ts';
 import type { Interceptor } from '../../../src/interception/interceptor.ts';

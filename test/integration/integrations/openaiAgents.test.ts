@@ -10,7 +10,7 @@ import { z } from 'zod';
 import type { AgentContext, InterceptionRecord } from '../../../src/contract/agentHooks.ts';
 import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
 import { createOpenAIAgentsHooks } from '../../../src/integrations/openaiAgents.ts';
-import { createAgentHooks } from '../../../src/interception/agentHooks.ts';
+import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
 import type { Interceptor } from '../../../src/interception/interceptor.ts';
 import { Verdict } from '../../../src/interception/verdict.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';

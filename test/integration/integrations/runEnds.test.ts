@@ -15,7 +15,7 @@ import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
 import { createOpenAIAgentsHooks } from '../../../src/integrations/openaiAgents.ts';
-import { createAgentHooks } from '../../../src/interception/agentHooks.ts';
+import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
 import { Verdict } from '../../../src/interception/verdict.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createStoreRecordSink } from '../../../src/store/interceptionRecordSink.ts';

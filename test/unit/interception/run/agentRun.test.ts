@@ -5,7 +5,7 @@
  * Interceptors are in-process functions; the model and tools are scripted.
  */
 import { describe, expect, it } from 'vitest';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../../src/dispatch/HookDispatcher.ts';
 import {
   AgentContextBuilder,
   AgentHooksInstallError,
@@ -21,8 +21,8 @@ import {
   type InterceptionRecord,
   type ModelStreamPart,
   type PersistEntry,
-} from '../../../src/interception/index.ts';
-import { silentLogger } from '../../../src/observability/logger.ts';
+} from '../../../../src/interception/index.ts';
+import { silentLogger } from '../../../../src/observability/logger.ts';
 
 type Seen = { point: string; sequence: number; session: string; target: unknown };
 

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { JsonValue } from '../contract/agentHooks.ts';
+import type { JsonValue } from '../../contract/agentHooks.ts';
 import { activeRun, AgentRun, type AdmittedInput, type Persistence, type PersistEntry, type Streaming, type ToolSeamHostError } from './agentRun.ts';
-import { AgentContextBuilder } from './builder.ts';
-import { InterceptionEmitter, type InterceptionEmitterOptions } from './emitter.ts';
-import { AgentHooksInstallError, AgentRunStateError } from './errors.ts';
-import type { Interceptor } from './interceptor.ts';
+import { AgentContextBuilder } from '../builder.ts';
+import { InterceptionEmitter, type InterceptionEmitterOptions } from '../emitter.ts';
+import { AgentHooksInstallError, AgentRunStateError } from '../errors.ts';
+import type { Interceptor } from '../interceptor.ts';
 
 /**
  * What a dispatcher offers an AGENT-HOOKS-0.1 bundle (`HookDispatcher` implements it): the bundle

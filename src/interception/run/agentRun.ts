@@ -1,8 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { AgentContext, InterceptionPoint, JsonObject, JsonValue } from '../contract/agentHooks.ts';
-import type { AgentContextBuilder, Message } from './builder.ts';
-import type { InterceptionEmitter } from './emitter.ts';
-import { AgentHooksInstallError, AgentRunStateError, InterceptionBlocked, ToolError } from './errors.ts';
+import type { AgentContext, InterceptionPoint, JsonObject, JsonValue } from '../../contract/agentHooks.ts';
+import type { AgentContextBuilder, Message } from '../builder.ts';
+import type { InterceptionEmitter } from '../emitter.ts';
+import { AgentHooksInstallError, AgentRunStateError, InterceptionBlocked, ToolError } from '../errors.ts';
 import {
   isAsyncIterable,
   normalizePart,
@@ -12,9 +12,9 @@ import {
   type ModelStreamPart,
   type ModelResponseInput,
 } from './modelStream.ts';
-import { HostError, isReservedReason } from './reasons.ts';
+import { HostError, isReservedReason } from '../reasons.ts';
 import { refuseArgs, refuseInput, refuseMessages, refuseOutput, refuseResponse, refuseSegment, responseFromTarget } from './runTargets.ts';
-import { ProjectionError, toJsonValue } from './toJsonValue.ts';
+import { ProjectionError, toJsonValue } from '../json/toJsonValue.ts';
 
 /** The run's input after the `input` verdict (a transform may have rewritten it). */
 export type AdmittedInput = { content: JsonValue; role: 'user' | 'system' | 'external' };

@@ -1,5 +1,5 @@
-import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
-import type { ModelToolCall } from './builder.ts';
+import type { JsonObject, JsonValue } from '../../contract/agentHooks.ts';
+import type { ModelToolCall } from '../builder.ts';
 
 /**
  * The model side of a run, in the shapes agent loops already use: a whole response (as

@@ -1,4 +1,4 @@
-import { HostError, HostErrorFailure } from './reasons.ts';
+import { HostError, HostErrorFailure } from '../reasons.ts';
 
 /**
  * RFC 8785 (JCS) canonical JSON for the §10.2 identity and the §5.3 evidence

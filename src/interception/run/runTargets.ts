@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
+import type { JsonObject, JsonValue } from '../../contract/agentHooks.ts';
 import type { ModelResponse, ModelToolCall } from './modelStream.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { JsonValue } from '../contract/agentHooks.ts';
+import type { JsonValue } from '../../contract/agentHooks.ts';
 
 /** A value the run cannot project into a context (a cycle, nesting past any sane bound). */
 export class ProjectionError extends Error {
