@@ -125,7 +125,10 @@ export async function runAiSdkExample(options: AiSdkExampleOptions) {
       send_email: tool({
         description: 'Send an email',
         inputSchema: jsonSchema<{ to: string; body: string }>({ type: 'object', properties: { to: { type: 'string' }, body: { type: 'string' } } }),
-        execute: async ({ to }) => (emails.push(to), 'sent'),
+        execute: async ({ to }) => {
+          emails.push(to);
+          return 'sent';
+        },
       }),
     };
 

@@ -118,7 +118,10 @@ export async function runAgentsExample(options: AgentsExampleOptions) {
       name: 'send_email',
       description: 'Send an email',
       parameters: z.object({ to: z.string(), body: z.string() }),
-      execute: async ({ to }) => (emails.push(to), 'sent'),
+      execute: async ({ to }) => {
+        emails.push(to);
+        return 'sent';
+      },
     });
     const agent = new Agent({ name: 'weather', instructions: 'Answer briefly.', tools: [getWeather, sendEmail], model: scriptedModel() });
 

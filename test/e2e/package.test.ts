@@ -7,7 +7,7 @@
  * loads none of the heavy packages.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -20,6 +20,10 @@ const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const NPM_TIMEOUT_MS = 240_000;
 const HEAVY = ['bullmq', 'ioredis', 'pg', 'drizzle-orm', '@electric-sql/pglite', '@electric-sql/pglite-socket', '@upstash/qstash'];
+
+const devVersion = (name: string) =>
+  (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies[name];
+const FRAMEWORKS = [`ai@${devVersion('ai')}`, `@openai/agents@${devVersion('@openai/agents')}`];
 
 let scratch: string;
 let tarball: string;
@@ -41,7 +45,11 @@ beforeAll(async () => {
   tarball = path.join(scratch, info[0]!.filename);
   files = info[0]!.files.map((f) => f.path);
   writeFileSync(path.join(scratch, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, '@types/node@20'], { cwd: scratch, timeout: NPM_TIMEOUT_MS });
+  // The frameworks the integration entries are for (optional peers), at the versions the repository pins.
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, '@types/node@20', ...FRAMEWORKS], {
+    cwd: scratch,
+    timeout: NPM_TIMEOUT_MS,
+  });
 }, NPM_TIMEOUT_MS * 2);
 
 afterAll(() => {
@@ -51,8 +59,8 @@ afterAll(() => {
 describe('package: the tarball', () => {
   it('package: holds compiled JavaScript, declarations, migrations, docs, README and LICENSE', () => {
     for (const f of [
-      'dist/index.js',
-      'dist/index.d.ts',
+      'dist/entry/index.js',
+      'dist/entry/index.d.ts',
       'dist/entry/queue.js',
       'dist/entry/store.d.ts',
       'dist/entry/worker.js',
@@ -166,6 +174,35 @@ describe('package: plain node in a scratch app', () => {
     const heavy = await node(['--import', './register-hook.mjs', '--input-type=module', '-e', "await import('hookrelay/queue'); console.log('ok')"]);
     expect(heavy.stderr).toContain('PKG bullmq');
     expect(heavy.stderr).toContain('PKG ioredis');
+  });
+
+  it('package: AI-SDK / Agents-SDK hookrelay/ai-sdk loads ai but not @openai/agents, hookrelay/openai-agents not ai; neither loads BullMQ, ioredis or pg (issue 29)', async () => {
+    // Both frameworks are installed in the scratch app: each entry must still load only its own.
+    writeFileSync(
+      path.join(scratch, 'record-hook.mjs'),
+      `export async function resolve(specifier, context, next) {
+         const r = await next(specifier, context);
+         const m = /\\/node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(r.url);
+         if (m && m[1] !== 'hookrelay') process.stderr.write('PKG ' + m[1] + '\\n');
+         return r;
+       }`,
+    );
+    writeFileSync(path.join(scratch, 'register-hook.mjs'), "import { register } from 'node:module'; register('./record-hook.mjs', import.meta.url);\n");
+    const loaded = async (entry: string) => {
+      const out = await node(['--import', './register-hook.mjs', '--input-type=module', '-e', `await import('${entry}'); console.log('ok')`]);
+      expect(out.stdout.trim()).toBe('ok');
+      return new Set(
+        out.stderr
+          .split('\n')
+          .filter((l) => l.startsWith('PKG '))
+          .map((l) => l.slice(4)),
+      );
+    };
+    const ai = await loaded('hookrelay/ai-sdk');
+    expect(ai.has('ai')).toBe(true); // the hook sees a framework when it loads
+    expect([...ai].filter((p) => HEAVY.includes(p) || p.startsWith('@openai/') || p === 'openai')).toEqual([]);
+    const agents = await loaded('hookrelay/openai-agents');
+    expect([...agents].filter((p) => HEAVY.includes(p) || p === 'ai' || p.startsWith('@ai-sdk/'))).toEqual([]);
   });
 
   it('package: the installed library sends user-agent hookrelay/<its package.json version> (issue 28)', async () => {
@@ -341,4 +378,44 @@ describe('package: plain node in a scratch app', () => {
     expect(result.out).toBe('');
     expect(result.code).toBe(0);
   });
+
+  it('package: AI-SDK / Agents-SDK the tarball type-checks examples/ai-sdk-run.ts, examples/openai-agents-run.ts and the docs/integrations.md examples (issue 29)', async () => {
+    mkdirSync(path.join(scratch, 'integrations'), { recursive: true });
+    const checked = ['ai-sdk-run.ts', 'openai-agents-run.ts'];
+    for (const f of checked) copyFileSync(path.join(ROOT, 'examples', f), path.join(scratch, 'integrations', f));
+    // Each ```ts block of the page, as a user would paste it into a file of their own.
+    const page = readFileSync(path.join(ROOT, 'docs/integrations.md'), 'utf8');
+    const blocks = [...page.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    expect(blocks.length).toBeGreaterThanOrEqual(2);
+    blocks.forEach((code, i) => {
+      writeFileSync(path.join(scratch, 'integrations', `docs-${i}.ts`), `${code}\nexport {};\n`);
+      checked.push(`docs-${i}.ts`);
+    });
+    writeFileSync(
+      path.join(scratch, 'tsconfig.integrations.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          // The AI SDK's own declarations need @types/json-schema (not a dependency of it): libraries
+          // are not re-checked here; the user code is, against hookrelay's and the frameworks' types.
+          skipLibCheck: true,
+          noEmit: true,
+          types: ['node'],
+        },
+        files: checked.map((f) => `integrations/${f}`),
+      }),
+    );
+    const result = await run(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.integrations.json'], {
+      cwd: scratch,
+      timeout: 180_000,
+    }).then(
+      (r) => ({ code: 0, out: r.stdout }),
+      (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
+    );
+    expect(result.out).toBe('');
+    expect(result.code).toBe(0);
+  }, 200_000);
 });
