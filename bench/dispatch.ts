@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { Agent, request } from 'undici';
 // As shipped: the compiled package (dist/, built by `npm install`), not the sources under tsx.
-import { HookDispatcher, silentLogger } from '../dist/index.js';
+import { HookDispatcher, silentLogger } from '../dist/entry/index.js';
 import type { ToolCallHookContext } from '../src/contract/toolContext.ts';
 import type { AgentHook } from '../src/contract/hook.ts';
 

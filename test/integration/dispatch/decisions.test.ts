@@ -3,7 +3,7 @@
  * every R5 error case, with onError continue and block, through HookDispatcher.evaluate*.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HookDispatcher, type AgentHook } from '../../../src/index.ts';
+import { HookDispatcher, type AgentHook } from '../../../src/entry/index.ts';
 import { startReceiver, type Behaviour, type Receiver } from '../../support/receiver.ts';
 import { captureLogger, toolContext } from '../../unit/dispatch/helpers.ts';
 

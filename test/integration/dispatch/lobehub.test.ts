@@ -5,7 +5,7 @@
  * Real HTTP receivers on 127.0.0.1, real Postgres for the operation store; nothing mocked.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HookDispatcher, OperationIdMismatchError } from '../../../src/index.ts';
+import { HookDispatcher, OperationIdMismatchError } from '../../../src/entry/index.ts';
 import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';

@@ -3,7 +3,7 @@
  * environment hooks (E1–E4, L5), secrets, and the SSRF guard at dispatcher level (Q5).
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CriticalHookDeliveryError, HookConfigError, HookDispatcher, type AgentHook } from '../../../src/index.ts';
+import { CriticalHookDeliveryError, HookConfigError, HookDispatcher, type AgentHook } from '../../../src/entry/index.ts';
 import { userAgent } from '../../../src/delivery/userAgent.ts';
 import { WebhookDeliveryFailure } from '../../../src/contract/criticalError.ts';
 import { startReceiver, type Behaviour, type Receiver } from '../../support/receiver.ts';

@@ -5,7 +5,7 @@
  */
 import { Receiver as QStashReceiver } from '@upstash/qstash';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CriticalHookDeliveryError, HookDispatcher } from '../../../src/index.ts';
+import { CriticalHookDeliveryError, HookDispatcher } from '../../../src/entry/index.ts';
 import { startQStashServer, type QStashServer } from '../../support/qstashServer.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { captureLogger, rejection } from '../../unit/dispatch/helpers.ts';

@@ -5,7 +5,7 @@
  * Over a real socket on 127.0.0.1, through HookDispatcher.evaluateToolCall.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HookDispatcher, type AgentHook } from '../../../src/index.ts';
+import { HookDispatcher, type AgentHook } from '../../../src/entry/index.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { captureLogger, toolContext } from '../../unit/dispatch/helpers.ts';
 

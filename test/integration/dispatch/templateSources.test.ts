@@ -5,7 +5,7 @@
  * reaches an error or a log line.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CriticalHookDeliveryError, HookConfigError, HookDispatcher, TemplateEnvPatternError } from '../../../src/index.ts';
+import { CriticalHookDeliveryError, HookConfigError, HookDispatcher, TemplateEnvPatternError } from '../../../src/entry/index.ts';
 import { WebhookDeliveryFailure } from '../../../src/contract/criticalError.ts';
 import { deliverNotification } from '../../../src/delivery/deliver.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';

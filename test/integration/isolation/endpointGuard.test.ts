@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HookDispatcher, type AgentHook } from '../../../src/index.ts';
+import { HookDispatcher, type AgentHook } from '../../../src/entry/index.ts';
 import { createEndpointGate } from '../../../src/isolation/endpointGate.ts';
 import { createEndpointGuard, type ClosableEndpointGuard } from '../../../src/isolation/endpointGuard.ts';
 import { endpointKeyPrefix } from '../../../src/isolation/endpointIsolation.ts';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The package entry's HookDispatcher: it supplies queue mode's default (lazily loaded) producer.
-import { HookDispatcher } from '../../../src/index.ts';
+import { HookDispatcher } from '../../../src/entry/index.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { TEST_REDIS_URL } from './harness.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import * as hookrelay from '../../../src/index.ts';
+import * as hookrelay from '../../../src/entry/index.ts';
 import * as queueEntry from '../../../src/entry/queue.ts';
 import * as storeEntry from '../../../src/entry/store.ts';
 import * as workerEntry from '../../../src/entry/worker.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_DECISION_RESPONSE_BYTES, parseToolCallHookResponse } from '../../../src/index.ts';
+import { MAX_DECISION_RESPONSE_BYTES, parseToolCallHookResponse } from '../../../src/entry/index.ts';
 
 const pad = (json: string, total: number) => json + ' '.repeat(total - Buffer.byteLength(json));
 

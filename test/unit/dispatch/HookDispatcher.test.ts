@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { CriticalHookDeliveryError, HookDispatcher, type AgentHook } from '../../../src/index.ts';
+import { CriticalHookDeliveryError, HookDispatcher, type AgentHook } from '../../../src/entry/index.ts';
 import { HookConfigError } from '../../../src/contract/errors.ts';
 import { HOOK_TYPES, type HookType } from '../../../src/contract/hookTypes.ts';
 import { captureLogger, quietLogger, recordingProducer, rejection, thrown, toolContext } from './helpers.ts';

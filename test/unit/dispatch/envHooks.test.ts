@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { EnvHookConfigError, HookDispatcher, loadEnvHooks } from '../../../src/index.ts';
+import { EnvHookConfigError, HookDispatcher, loadEnvHooks } from '../../../src/entry/index.ts';
 import { quietLogger, recordingProducer, rejection, thrown } from './helpers.ts';
 
 const URL_ = 'https://policy.example.com/hook';

@@ -5,12 +5,12 @@
  * pays for them. Options are validated here, synchronously, exactly as the real factories do.
  * `hookrelay/queue`, `hookrelay/store` and `hookrelay/worker` export the real factories directly.
  */
-import { resolveTemplateEnv } from './config/templateEnv.ts';
-import type { OperationStore, OperationStoreOptions } from './control/operationStore.ts';
-import type { HookProducer, HookProducerOptions } from './queue/types.ts';
-import type { StoreDb } from './store/types.ts';
-import type { StoreRecordSink } from './store/interceptionRecordSink.ts';
-import type { RunningDeliveryWorker, StartDeliveryWorkerOptions } from './worker/startDeliveryWorker.ts';
+import { resolveTemplateEnv } from '../config/templateEnv.ts';
+import type { OperationStore, OperationStoreOptions } from '../control/operationStore.ts';
+import type { HookProducer, HookProducerOptions } from '../queue/types.ts';
+import type { StoreDb } from '../store/types.ts';
+import type { StoreRecordSink } from '../store/interceptionRecordSink.ts';
+import type { RunningDeliveryWorker, StartDeliveryWorkerOptions } from '../worker/startDeliveryWorker.ts';
 
 /** Methods of `T` that return promises: the only ones a deferred facade can forward. */
 type AsyncMethods<T> = { [K in keyof T]: T[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof T];
@@ -35,14 +35,14 @@ function deferred<T extends object, K extends AsyncMethods<T>>(load: Promise<T>,
 /** Q1/Q2: the durable-delivery producer (see `hookrelay/queue`); BullMQ and pg load now, in the background. */
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
   resolveTemplateEnv(options.templateEnv, options.env ?? process.env);
-  const load = import('./queue/producer.ts').then((m) => m.createHookProducer(options));
+  const load = import('../queue/producer.ts').then((m) => m.createHookProducer(options));
   return deferred<HookProducer, 'enqueue' | 'enqueueMany' | 'getDelivery' | 'close'>(load, ['enqueue', 'enqueueMany', 'getDelivery', 'close']);
 }
 
 /** SPEC §7–§8: the operation store (see `hookrelay/store`); pg and drizzle load now, in the background. */
 export function createOperationStore(options: OperationStoreOptions = {}): OperationStore {
   resolveTemplateEnv(options.templateEnv, process.env);
-  const load = import('./control/operationStore.ts').then((m) => m.createOperationStore(options));
+  const load = import('../control/operationStore.ts').then((m) => m.createOperationStore(options));
   return deferred<OperationStore, AsyncMethods<OperationStore>>(load, [
     'createOperation',
     'getOperation',
@@ -59,7 +59,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
 
 /** I4: interception records in Postgres (see `hookrelay/store`); drizzle loads now, in the background. */
 export function createStoreRecordSink(db: StoreDb): StoreRecordSink {
-  const load = import('./store/interceptionRecordSink.ts').then((m) => m.createStoreRecordSink(db));
+  const load = import('../store/interceptionRecordSink.ts').then((m) => m.createStoreRecordSink(db));
   const real = deferred<StoreRecordSink, 'nextSequence' | 'highestSequence'>(load, ['nextSequence', 'highestSequence']);
   return {
     sink: async (record) => (await load).sink(record),
@@ -71,6 +71,6 @@ export function createStoreRecordSink(db: StoreDb): StoreRecordSink {
 
 /** The programmatic worker (see `hookrelay/worker`). */
 export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = {}): Promise<RunningDeliveryWorker> {
-  const { startDeliveryWorker: start } = await import('./worker/startDeliveryWorker.ts');
+  const { startDeliveryWorker: start } = await import('../worker/startDeliveryWorker.ts');
   return start(options);
 }

@@ -1,0 +1,70 @@
+/**
+ * hookrelay: the library entry. Importing it has no side effects: no connections, no
+ * environment reads, no timers (SPEC §12) — and it loads none of BullMQ, ioredis, pg, drizzle,
+ * PGlite or @upstash/qstash: the factories that need them import them when called (./lazy.ts).
+ * `hookrelay/queue`, `hookrelay/store` and `hookrelay/worker` are the layer entries.
+ */
+import { HookDispatcher as DispatcherCore, type HookDispatcherOptions } from '../dispatch/HookDispatcher.ts';
+import { createHookProducer } from './lazy.ts';
+
+export * from '../contract/index.ts';
+export {
+  SPEC_VERSION,
+  InterceptionPointSchema,
+  EnforcementModeSchema,
+  HostErrorReasonSchema,
+  AgentContextCoreSchema,
+  VerdictSchema,
+  WireVerdictSchema,
+  CompositionConfigSchema,
+  InterceptionRecordSchema,
+  type Verdict as VerdictShape,
+  type HostErrorReason,
+} from '../contract/agentHooks.ts';
+export * from '../interception/index.ts';
+export { resolveHeaderTemplates } from '../delivery/headerTemplates.ts';
+export { createLogger, silentLogger, type Logger } from '../observability/logger.ts';
+export { loadSettings, SettingsError, type Settings } from '../config/settings.ts';
+export type { HookDispatcherOptions, DispatchProducer, EvaluateOptions } from '../dispatch/HookDispatcher.ts';
+
+/**
+ * The dispatcher (SPEC §12). Queue mode without a `producer` gets one built from the
+ * dispatcher's environment (BullMQ and pg load then, not at import), owned and closed by it.
+ */
+export class HookDispatcher extends DispatcherCore {
+  constructor(options: HookDispatcherOptions = {}) {
+    super(options, { createProducer: createHookProducer });
+  }
+}
+export { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from '../contract/criticalError.ts';
+// Every error a public function throws on purpose: one base, a stable `code` on each (`HOOKRELAY_*`).
+export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from '../contract/hookrelayError.ts';
+export { DeliveryConfigError, SsrfBlockedError } from '../delivery/errors.ts';
+export { PayloadTooLargeError } from '../queue/payloadCap.ts';
+export { OutcomeNotStoredError, RedisUnavailableError } from '../queue/errors.ts';
+export { StorageError } from '../contract/storageError.ts';
+export { ToolCallContextError } from '../payload/toolCallContext.ts';
+export { WorkerPluginError } from '../worker/plugin.ts';
+export { parseToolCallHookResponse, MAX_DECISION_RESPONSE_BYTES, type ToolCallHookResponse } from '../control/parseDecisionResponse.ts';
+export type { ToolCallControlOutcome } from '../control/evaluateControls.ts';
+export { buildToolCallHookContext, createWebhookPayloadBuilder, redactResultForEvents } from '../payload/index.ts';
+export { loadEnvHooks, EnvHookConfigError } from '../config/envHooks.ts';
+export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../control/operationErrors.ts';
+export type {
+  OperationStore,
+  OperationStoreOptions,
+  ApprovalDecision,
+  PublishDeferredResultInput,
+  PublishDeferredResultOutput,
+} from '../control/operationStore.ts';
+export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError } from '../store/errors.ts';
+export { createHookProducer, createOperationStore, createStoreRecordSink, startDeliveryWorker } from './lazy.ts';
+export { createRemoteInterceptor, RemoteInterceptorConfigSchema, RemoteInterceptorError, type RemoteInterceptorConfig } from '../delivery/remoteInterceptor.ts';
+export { FetchTransport } from '../delivery/fetchTransport.ts';
+export type { StoreRecordSink } from '../store/interceptionRecordSink.ts';
+export { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from '../dispatch/interceptionSeam.ts';
+export { shutdownReasonFor, type ShutdownReason } from '../dispatch/shutdownReason.ts';
+export type { HookProducer, HookProducerOptions, EnqueueInput, EnqueueResult, EnqueueManyResult } from '../queue/types.ts';
+// The programmatic worker (also `hookrelay/worker`): run it in your own worker file.
+export type { StartDeliveryWorkerOptions, RunningDeliveryWorker } from '../worker/startDeliveryWorker.ts';
+export type { EmailLookup } from '../payload/emailCache.ts';
