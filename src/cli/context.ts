@@ -10,7 +10,7 @@ export type CliContext = {
   settings: Settings;
   store: Store;
   queue(): Queue<DeliveryJobData>;
-  /** The queue and gate as the console holds them too (queue/operatorQueue.ts). */
+  /** The queue and gate as the console holds them too (operator/operatorQueue.ts). */
   operator: OperatorQueue;
   close(): Promise<void>;
 };

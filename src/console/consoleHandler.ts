@@ -4,7 +4,7 @@
  * a dry-run preview and a confirmation), endpoints (breaker, in-flight vs cap, failure rate,
  * disable / enable) and an overview (charts, oldest undelivered age). Mounted under `/console`
  * by the worker's HTTP server and by `hookrelay console`; it reads and changes the ledger and the
- * queue only through the functions the CLI uses (store/*, queue/replay.ts, queue/endpointViews.ts).
+ * queue only through the functions the CLI uses (store/*, operator/replay.ts, operator/endpointViews.ts).
  *
  * Security: it exists only with HOOKRELAY_CONSOLE_TOKEN; every request but the sign-in page and
  * the static assets needs a live server-side session (cookie, sessions.ts) or the bearer token;

@@ -1,7 +1,7 @@
 /**
  * Endpoint isolation (§ endpoints in the README): which receiver a webhook goes to, the states a
  * receiver's circuit breaker can be in, and the port the decision path asks before it sends.
- * Pure: the Redis side lives in queue/endpointGate.ts.
+ * Pure: the Redis side lives in isolation/endpointGate.ts.
  */
 
 /** Breaker states, plus `disabled` (operator or auto-disable; nothing is attempted). */

@@ -1,4 +1,4 @@
-/** AGENT-HOOKS-0.1 interception: the public surface re-exported by `src/index.ts`. */
+/** AGENT-HOOKS-0.1 interception: the public surface re-exported by `src/entry/index.ts`. */
 export { InterceptionEmitter, type InterceptionEmitterOptions, type EmitOptions, type RecordSink, type HostFailure } from './emitter.ts';
 export { AgentContextBuilder, type AgentContextBuilderOptions, type Message, type ModelToolCall, type ToolCallInput } from './builder.ts';
 export {

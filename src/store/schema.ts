@@ -105,7 +105,7 @@ export const deliveries = pgTable(
 
 /**
  * Endpoints an operator (or auto-disable) has acted on: disabled, or given their own limits.
- * Breaker state is not here: it lives in Redis, shared by the workers (queue/endpointGate.ts).
+ * Breaker state is not here: it lives in Redis, shared by the workers (isolation/endpointGate.ts).
  */
 export const endpoints = pgTable('endpoints', {
   key: text('key').primaryKey(),
