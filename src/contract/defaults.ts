@@ -21,5 +21,5 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
 export const DEFAULT_RETENTION_DAYS = 30;
 export const DEFAULT_LOG_LEVEL = 'info';
 
-/** Endpoint isolation: concurrent attempts per endpoint across all workers (HOOKRELAY_ENDPOINT_CONCURRENCY). */
-export const DEFAULT_ENDPOINT_CONCURRENCY = 16;
+/** Endpoint isolation: a fixed cap on concurrent attempts per endpoint (HOOKRELAY_ENDPOINT_CONCURRENCY); 0 = none, the adaptive limit alone (issue 27). */
+export const DEFAULT_ENDPOINT_CONCURRENCY = 0;

@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
 import type { EndpointState } from '../contract/endpoint.ts';
+import type { LimitOutcome } from './adaptiveLimit.ts';
 
 /** Breaker and limiter settings (defaults in the README's endpoint section). */
 export type BreakerPolicy = {
@@ -31,9 +32,10 @@ export type BreakerPolicy = {
   /** No success for this long while failing → the endpoint is disabled; 0 = never. */
   autoDisableMs: number;
   /**
-   * Slow start: concurrent attempts a new endpoint (or one whose state Redis forgot) may have at
-   * first, within its cap; +1 per success up to the cap, halved (down to 1) per failure. So N
-   * unknown receivers that all hang hold N × this many worker slots, not N × the cap.
+   * The adaptive limit's start (adaptiveLimit.ts): concurrent attempts a new endpoint (or one
+   * whose state Redis forgot) may have at first; +1 per fast success up to the cap (or LIMIT_MAX),
+   * ×0.9 per slow one (not below this), halved (down to 1) per failure. So N unknown receivers
+   * that all hang hold N × this many worker slots.
    */
   initialLimit: number;
 };
@@ -58,7 +60,10 @@ export type AdmitInput = {
   token: string;
   /** How long the slot is held at most (a worker that dies frees it when this lapses). */
   leaseMs: number;
-  /** Concurrent attempts allowed across all workers; 0 = no cap. */
+  /**
+   * The adaptive limit's ceiling across all workers: the configured cap, or LIMIT_MAX when none
+   * is; 0 = no limit at all (a decision reporting its outcome).
+   */
   cap: number;
   /** Deliveries per second across all workers; 0 = none. */
   rate: number;
@@ -71,7 +76,8 @@ export type Admission =
 /** busy: at its cap; rate: over its rate limit; open: breaker open; probing: half-open with its probe out. */
 export type DeferReason = 'busy' | 'rate' | 'open' | 'probing';
 
-export type ReleaseOutcome = 'ok' | 'fail' | 'none';
+/** ok / slow: a success (slow: it took long, the adaptive limit shrinks); fail; none: says nothing. */
+export type ReleaseOutcome = LimitOutcome;
 export type ReleaseItem = { token: string; outcome: ReleaseOutcome };
 export type Release = { transition?: 'open' | 'closed'; autoDisable: boolean };
 
@@ -79,7 +85,7 @@ export type EndpointSnapshot = {
   key: string;
   state: Exclude<EndpointState, 'disabled'>;
   inFlight: number;
-  /** The slow-start limit earned so far (null: never released under a cap; starts at `initialLimit`). */
+  /** The adaptive limit earned so far (null: nothing released yet; starts at `initialLimit`). */
   earnedLimit: number | null;
   consecutiveFailures: number;
   windowAttempts: number;

@@ -12,6 +12,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
 import { disableEndpoint, listEndpointPolicies, type EndpointPolicy } from '../store/endpointsRepo.ts';
+import { isSlowAttempt, limitCeiling } from './adaptiveLimit.ts';
 import { createExchangeBatcher } from './endpointExchange.ts';
 import { DEFAULT_BREAKER_POLICY, type BreakerPolicy, type DeferReason, type EndpointGate, type ReleaseOutcome } from './endpointGate.ts';
 
@@ -41,12 +42,16 @@ export type AdmitRequest = {
   starts: number;
 };
 
-export type AdmitDecision = { kind: 'go' } | { kind: 'defer'; atMs: number; reason: DeferReason } | { kind: 'hold' };
+/** defer: not now; `atMs` when to ask again (backoff, the rate limiter's or the breaker's time), `inFlight` the endpoint's attempts now. */
+export type AdmitDecision = { kind: 'go' } | { kind: 'defer'; atMs: number; reason: DeferReason; inFlight: number } | { kind: 'hold' };
 
 export type EndpointIsolation = {
   admit(request: AdmitRequest): Promise<AdmitDecision>;
-  /** Frees the slot and feeds the breaker; never throws (a lost release only holds a slot until its lease). */
-  settle(key: string, token: string, result: NotificationResult | undefined): Promise<void>;
+  /**
+   * Frees the slot and feeds the breaker and the adaptive limit (a success slower than the
+   * webhook's `timeoutMs` allows counts as slow); never throws (a lost release only holds a slot until its lease).
+   */
+  settle(key: string, token: string, result: NotificationResult | undefined, timeoutMs?: number): Promise<void>;
   /** Endpoints per state (the `hookrelay_endpoint_state` gauge). */
   stateCounts(): Promise<Partial<Record<EndpointState, number>>>;
   /** Re-reads the endpoints table now (a hold found the endpoint enabled again). */
@@ -58,7 +63,7 @@ export type EndpointIsolation = {
 export type EndpointIsolationOptions = {
   gate: EndpointGate;
   db: Db;
-  /** Concurrent attempts per endpoint across all workers (HOOKRELAY_ENDPOINT_CONCURRENCY); 0 = no cap. */
+  /** Fixed cap per endpoint across all workers (HOOKRELAY_ENDPOINT_CONCURRENCY), the adaptive limit's ceiling; 0 = none. */
   defaultCap: number;
   logger: Logger;
   metrics?: DeliveryMetrics;
@@ -107,7 +112,8 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
     async admit(request) {
       const policy = policies.get(request.key);
       if (policy?.disabledAt) return { kind: 'hold' };
-      const cap = policy?.concurrency ?? options.defaultCap;
+      // The adaptive limit, within the configured cap (none configured: LIMIT_MAX).
+      const cap = limitCeiling(policy?.concurrency ?? options.defaultCap);
       const rate = lowest(request.hookRate, policy?.rateLimit ?? undefined);
       const admission = await exchange.admit(request.key, { token: request.token, leaseMs: request.leaseMs, cap, rate: rate ?? 0 });
       if (admission.admitted) {
@@ -125,11 +131,11 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
         atMs = admission.retryAtMs + random() * OPEN_JITTER_MS;
       } else atMs = now + backoff;
       options.metrics?.endpointDeferrals.inc({ reason: admission.reason });
-      return { kind: 'defer', atMs, reason: admission.reason };
+      return { kind: 'defer', atMs, reason: admission.reason, inFlight: admission.inFlight };
     },
-    async settle(key, token, result) {
+    async settle(key, token, result, timeoutMs) {
       try {
-        const released = await exchange.release(key, { token, outcome: breakerOutcome(result) });
+        const released = await exchange.release(key, { token, outcome: breakerOutcome(result, timeoutMs) });
         if (released.transition) transition(key, released.transition);
         if (released.autoDisable) await autoDisable(key);
       } catch (error) {
@@ -158,10 +164,14 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
   };
 }
 
-/** What an attempt tells the breaker: success, the endpoint's failure, or nothing (a local problem). */
-export function breakerOutcome(result: NotificationResult | undefined): ReleaseOutcome {
+/**
+ * What an attempt tells the breaker and the adaptive limit: success (slow when it took longer
+ * than the webhook's timeout makes "slow", see adaptiveLimit.ts), the endpoint's failure, or
+ * nothing (a local problem).
+ */
+export function breakerOutcome(result: NotificationResult | undefined, timeoutMs?: number): ReleaseOutcome {
   if (!result) return 'none';
-  if (result.ok) return 'ok';
+  if (result.ok) return timeoutMs !== undefined && isSlowAttempt(result.durationMs, timeoutMs) ? 'slow' : 'ok';
   return result.local === true || NEUTRAL_ERRORS.has(result.errorClass) ? 'none' : 'fail';
 }
 

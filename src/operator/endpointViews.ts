@@ -41,9 +41,10 @@ export type EndpointView = {
   held: number;
 };
 
+/** The adaptive limit earned so far, within the configured cap (0 = none). */
 function earnedLimit(snapshot: EndpointSnapshot | undefined, cap: number, initial: number): number | null {
-  if (cap === 0) return null;
-  return Math.min(cap, snapshot?.earnedLimit ?? initial);
+  const earned = snapshot?.earnedLimit ?? initial;
+  return cap === 0 ? earned : Math.min(cap, earned);
 }
 
 export function endpointView(

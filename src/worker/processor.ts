@@ -40,6 +40,7 @@ import { deadlineBudgetMs } from '../delivery/retryPolicy.ts';
 import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
 import type { DeferReason } from '../isolation/endpointGate.ts';
 import type { EndpointIsolation } from '../isolation/endpointIsolation.ts';
+import { createAdmission, type Admission } from './admission.ts';
 import { createHookCache, type HookCache } from './hookCache.ts';
 import type { InFlightTracker } from './inFlightTracker.ts';
 import type { LedgerWriter } from './ledgerWriter.ts';
@@ -81,8 +82,13 @@ export type ProcessorDeps = {
   inFlight?: InFlightTracker;
   /** Added to the webhook timeout to form the in_flight lease (the worker's lock duration). */
   leaseMarginMs?: number;
-  /** Per-endpoint cap, rate limit, breaker and disable; none → every job is attempted at once. */
+  /** Per-endpoint adaptive limit, rate limit, breaker and disable; none → every job is attempted at once. */
   isolation?: EndpointIsolation;
+  /**
+   * The worker's slots and the in-memory endpoint waits (admission.ts); none → no worker limit
+   * beyond BullMQ's and no waiting in memory (a busy endpoint defers the job, moved to delayed).
+   */
+  admission?: Admission;
 };
 
 /** One attempt's subject, from the job (hot path) or from the ledger row. */
@@ -121,6 +127,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     maxConcurrent: 2,
     run: (starts) => startDeliveryDeadlines(deps.db, starts),
   });
+  const admission = deps.admission ?? createAdmission({ concurrency: Number.MAX_SAFE_INTEGER, waitAllowance: 0, ...(deps.isolation ? { isolation: deps.isolation } : {}) });
   return async (job, token) => {
     const data = job.data;
     const deliveryId = data?.deliveryId ?? job.id;
@@ -134,69 +141,25 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
 
     const trackKey = `${job.id}:${job.attemptsStarted}`;
     const leaseMs = hookTimeoutMs(target.hook) + leaseMarginMs;
-    // Endpoint isolation: a busy, rate-limited or open endpoint puts the job back without an
-    // attempt (nothing recorded, no retry budget spent); a disabled one holds the row.
-    const endpoint = deps.isolation && target.hook ? endpointOf(target.hook) : undefined;
-    if (endpoint !== undefined && deps.isolation && target.hook) {
-      const admission = await deps.isolation.admit({
-        key: endpoint,
-        token: trackKey,
-        leaseMs,
-        hookRate: target.hook.webhook.rateLimit,
-        starts: job.attemptsStarted,
-      });
-      if (admission.kind === 'hold') {
-        // Held keeps its deadline (the reconciler fails it there) unless an operator disabled with --hold.
-        const deadline = new Date(target.deadlineAtMs ?? Date.now() + budgetMs);
-        const { result: held, kept } = await deps.gate.run(() => holdDelivery(deps.db, target.id, target.generation, endpoint, deadline));
-        if (held === 'held') {
-          deps.metrics?.endpointHeld.inc();
-          deps.logger.warn(
-            { deliveryId, hookId: target.hookId, endpoint, ...(kept ? {} : { deadlineAt: deadline.toISOString() }) },
-            kept
-              ? 'endpoint disabled with --hold; delivery held until an operator acts (`hookrelay endpoints enable --replay`)'
-              : 'endpoint disabled; delivery held until its deadline, then failed (replay it after `hookrelay endpoints enable`)',
-          );
-        }
-        if (held !== 'enabled') return;
-        // Enabled since this worker last looked: pick up the new policy and run the job again shortly.
-        await deps.isolation.refresh();
-        if (!token) throw new Error('delivery job has no lock token; cannot defer it');
-        await job.moveToDelayed(Date.now() + HOLD_RECHECK_MS, token);
-        throw new DelayedError();
-      }
-      if (admission.kind === 'defer') {
-        if (!token) throw new Error('delivery job has no lock token; cannot defer it');
-        const now = Date.now();
-        let deadline = target.deadlineAtMs;
-        if (deadline === undefined) {
-          // First wait of this generation: its clock starts now, kept in the ledger (worker restarts, Redis loss) and the job.
-          const stored = await deps.gate.run(() =>
-            deadlineClocks.submit({ id: target.id, generation: target.generation, deadlineAt: new Date(now + budgetMs) }),
-          );
-          if (stored === undefined) return; // no longer waiting (finished or replayed meanwhile)
-          deadline = stored.getTime();
-          await job.updateData({ ...data, deliveryId, generation: target.generation, deadlineAt: deadline });
-        }
-        if (now >= deadline) return failWaiting(deps, target, WAIT_REASONS[admission.reason]);
-        // Never sleep past the deadline: the job wakes there to fail if its endpoint still says wait.
-        await job.moveToDelayed(Math.round(Math.min(admission.atMs, deadline)), token);
-        throw new DelayedError();
-      }
-    }
+    const admitted = await admitAttempt({ deps, admission, deadlineClocks, budgetMs, job, token, target, trackKey, leaseMs });
+    // Held, deferred, expired or given back: no attempt now.
+    if (admitted === undefined) return;
+    const endpoint = admitted.endpoint;
 
     const startedAt = new Date();
     // One CLIENT span per attempt, continuing the stored trace (none without an SDK: nothing allocated).
     const span = startDeliverSpan(target);
     deps.inFlight?.begin(trackKey, { id: target.id, generation: target.generation, attemptCount: target.attemptCount, leaseMs });
-    let result: NotificationResult;
+    let result: NotificationResult | undefined;
     try {
       result = await attempt(deps, target, span);
     } finally {
       deps.inFlight?.end(trackKey);
+      // The worker's slot frees at once; the endpoint's with the release below (the next waiter's admit carries it).
+      admitted.done(result?.durationMs);
     }
     // Freed at once (another job may take the slot), awaited once the outcome is written.
-    const settled = endpoint !== undefined ? deps.isolation?.settle(endpoint, trackKey, result) : undefined;
+    const settled = endpoint !== undefined ? deps.isolation?.settle(endpoint, trackKey, result, hookTimeoutMs(target.hook)) : undefined;
     // The first attempt of a generation starts its clock (stored with the outcome).
     const deadlineAtMs = target.deadlineAtMs ?? startedAt.getTime() + budgetMs;
     const decision = decideOutcome({ claimed: target, result, startedAt, scheduleSeconds: deps.scheduleSeconds, nowMs: Date.now(), deadlineAtMs });
@@ -256,6 +219,98 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
       }
     }
   };
+}
+
+type AdmitContext = {
+  deps: ProcessorDeps;
+  admission: Admission;
+  deadlineClocks: { submit(start: DeadlineStart): Promise<Date | undefined> };
+  budgetMs: number;
+  job: Job<DeliveryJobData>;
+  token: string | undefined;
+  target: AttemptTarget;
+  trackKey: string;
+  leaseMs: number;
+};
+
+/**
+ * The admission step, the one seam where a job is let through to its attempt (issue 27; ordered
+ * delivery, issue 30, adds its rule here). Returns the admitted attempt (its `done` must be
+ * called when it ends) or undefined when there is no attempt now: the job was held (endpoint
+ * disabled), failed at its deadline, or — by throwing DelayedError — deferred or given back.
+ * A job whose endpoint is at its limit waits in memory first (admission.ts); only an open
+ * breaker, a far rate limit, a full wait queue or a long wait move it to delayed (Q3: its
+ * deadline persisted first, so the wait counts against it across restarts).
+ */
+async function admitAttempt(ctx: AdmitContext): Promise<{ endpoint: string | undefined; done(durationMs: number | undefined): void } | undefined> {
+  const { deps, job, token, target } = ctx;
+  const data = job.data;
+  const endpoint = deps.isolation && target.hook ? endpointOf(target.hook) : undefined;
+  const admission = await ctx.admission.admit({
+    endpoint,
+    token: ctx.trackKey,
+    leaseMs: ctx.leaseMs,
+    hookRate: target.hook?.webhook.rateLimit,
+    starts: job.attemptsStarted,
+    deadlineAtMs: target.deadlineAtMs,
+    budgetMs: ctx.budgetMs,
+  });
+  switch (admission.kind) {
+    case 'go':
+      // A wait here started the generation's clock: the outcome stores it.
+      if (admission.deadlineAtMs !== undefined) target.deadlineAtMs ??= admission.deadlineAtMs;
+      return { endpoint, done: admission.done };
+    case 'requeue':
+      // The worker is stopping: the job goes back to the queue untouched (no attempt, no wait counted beyond its clock).
+      if (!token) throw new Error('delivery job has no lock token; cannot give it back');
+      await job.moveToDelayed(Date.now(), token);
+      throw new DelayedError();
+    case 'hold': {
+      if (endpoint === undefined || !deps.isolation) return undefined;
+      // Held keeps its deadline (the reconciler fails it there) unless an operator disabled with --hold.
+      const deadline = new Date(target.deadlineAtMs ?? Date.now() + ctx.budgetMs);
+      const { result: held, kept } = await deps.gate.run(() => holdDelivery(deps.db, target.id, target.generation, endpoint, deadline));
+      if (held === 'held') {
+        deps.metrics?.endpointHeld.inc();
+        deps.logger.warn(
+          { deliveryId: target.id, hookId: target.hookId, endpoint, ...(kept ? {} : { deadlineAt: deadline.toISOString() }) },
+          kept
+            ? 'endpoint disabled with --hold; delivery held until an operator acts (`hookrelay endpoints enable --replay`)'
+            : 'endpoint disabled; delivery held until its deadline, then failed (replay it after `hookrelay endpoints enable`)',
+        );
+      }
+      if (held !== 'enabled') return undefined;
+      // Enabled since this worker last looked: pick up the new policy and run the job again shortly.
+      await deps.isolation.refresh();
+      if (!token) throw new Error('delivery job has no lock token; cannot defer it');
+      await job.moveToDelayed(Date.now() + HOLD_RECHECK_MS, token);
+      throw new DelayedError();
+    }
+    case 'expired':
+      await failWaiting(deps, target, WAIT_REASONS[admission.reason]);
+      return undefined;
+    case 'defer': {
+      if (!token) throw new Error('delivery job has no lock token; cannot defer it');
+      const now = Date.now();
+      let deadline = target.deadlineAtMs;
+      if (deadline === undefined) {
+        // First wait of this generation (begun in memory, or now): its clock is kept in the ledger (worker restarts, Redis loss) and the job.
+        const stored = await deps.gate.run(() =>
+          ctx.deadlineClocks.submit({ id: target.id, generation: target.generation, deadlineAt: new Date(admission.deadlineAtMs ?? now + ctx.budgetMs) }),
+        );
+        if (stored === undefined) return undefined; // no longer waiting (finished or replayed meanwhile)
+        deadline = stored.getTime();
+        await job.updateData({ ...data, deliveryId: target.id, generation: target.generation, deadlineAt: deadline });
+      }
+      if (now >= deadline) {
+        await failWaiting(deps, target, WAIT_REASONS[admission.reason]);
+        return undefined;
+      }
+      // Never sleep past the deadline: the job wakes there to fail if its endpoint still says wait.
+      await job.moveToDelayed(Math.round(Math.min(admission.atMs, deadline)), token);
+      throw new DelayedError();
+    }
+  }
 }
 
 /** A parsed hook's endpoint key, once per parsed object (the hook cache shares them across jobs). */

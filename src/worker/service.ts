@@ -22,6 +22,7 @@ import { createEndpointIsolation, endpointKeyPrefix, isolationSettings, type End
 import { createInFlightTracker } from './inFlightTracker.ts';
 import { createLedgerWriter } from './ledgerWriter.ts';
 import { createPgGate } from './pgGate.ts';
+import { createAdmission, deliveryWaitAllowance } from './admission.ts';
 import { createDeliveryProcessor, type DeliveryProcessor } from './processor.ts';
 import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbacksUrls.ts';
 import { createReconciler, type Reconciler } from './reconciler.ts';
@@ -133,6 +134,10 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     },
   });
 
+  // Issue 27: HOOKRELAY_CONCURRENCY attempts at once; BullMQ runs as many again, which wait in
+  // memory (for a slot of the worker or of their endpoint) instead of a moveToDelayed round trip.
+  const waitAllowance = deliveryWaitAllowance(settings.HOOKRELAY_CONCURRENCY);
+  const admission = createAdmission({ concurrency: settings.HOOKRELAY_CONCURRENCY, waitAllowance, ...(isolation ? { isolation } : {}) });
   const attemptProcessor = createDeliveryProcessor({
     db: store.db,
     ledger,
@@ -152,6 +157,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     inFlight,
     leaseMarginMs: settings.HOOKRELAY_LOCK_DURATION_MS,
     ...(isolation ? { isolation } : {}),
+    admission,
   });
   // Jobs running now: what a stop drains (reported in its one shutdown line).
   let running = 0;
@@ -167,7 +173,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     queueName: settings.HOOKRELAY_QUEUE,
     prefix,
     connection,
-    concurrency: settings.HOOKRELAY_CONCURRENCY,
+    concurrency: settings.HOOKRELAY_CONCURRENCY + waitAllowance,
     lockDurationMs: settings.HOOKRELAY_LOCK_DURATION_MS,
     stalledIntervalMs: settings.HOOKRELAY_STALLED_INTERVAL_MS,
     processor,
@@ -233,6 +239,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       const started = Date.now();
       const inFlightAtStop = running;
       await Promise.all([reconciler.stop(), retention.stop()]);
+      // Jobs waiting in memory (no attempt yet) go back to the queue now; attempts under way drain.
+      admission.close();
       let cutOff = 0;
       const graceful = await closeDeliveryWorker(worker, settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS, logger, () => {
         cutOff = running;

@@ -5,6 +5,11 @@
   ARGV: [1..10] the policy: cooldownMs, maxCooldownMs, autoDisableMs, initialLimit, windowMs,
         failureThreshold, minRequests, failureRatio, touchMs, stateTtlMs;
         then r, then (token, outcome) x r, then (token, key, cap, leaseMs, rate) x n.
+  outcome: ok, slow (a success that took long), fail, none. cap: the adaptive limit's ceiling
+  (workers pass the configured cap, or LIMIT_MAX when none is); 0 = no limit at all (a
+  decision reporting its outcome).
+  The adaptive limit mirrors src/isolation/adaptiveLimit.ts nextLimit: ok +1 up to the cap,
+  slow x0.9 not below initialLimit, fail halved down to 1.
   Returns (transition, autoDisable) x r, then (code, retryAt, transition, inFlight) x n;
   code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing.
 ]]
@@ -44,9 +49,14 @@ for i = P + 2, P + 1 + 2 * r, 2 do
   else
     dirty = true
     if st.cap > 0 then
-      local limit = st.limit or INITIAL
-      if outcome == 'ok' then st.limit = math.min(st.cap, limit + 1) else st.limit = math.max(1, math.floor(limit / 2)) end
+      local limit = math.min(st.limit or INITIAL, st.cap)
+      if outcome == 'ok' then st.limit = math.min(st.cap, limit + 1)
+      elseif outcome == 'slow' then
+        if limit > INITIAL then st.limit = math.max(INITIAL, math.floor(limit * 0.9)) else st.limit = limit end
+      else st.limit = math.max(1, math.floor(limit / 2)) end
     end
+    -- A slow success is a success for the breaker.
+    if outcome == 'slow' then outcome = 'ok' end
     if now - st.wStart > WINDOW then st.wStart, st.wTotal, st.wFail = now, 0, 0 end
     if outcome == 'ok' then
       st.failingSince = false
@@ -100,7 +110,7 @@ for i = P + 2 + 2 * r, #ARGV, 5 do
       redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
       inflight = redis.call('ZCARD', KEYS[2])
     end
-    -- Slow start: the cap an endpoint has earned (+1 per success, halved per failure), within its cap.
+    -- The adaptive limit the endpoint has earned (+1 per fast success, x0.9 per slow one, halved per failure), within its cap.
     if cap > 0 and inflight >= math.min(cap, st.limit or INITIAL) then
       code = 1
     elseif rate > 0 then

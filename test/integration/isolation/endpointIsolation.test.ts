@@ -188,7 +188,8 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       ['hook 2/s below policy 5/s', 2, 5, 2],
       ['policy 2/s below hook 10/s', 10, 2, 2],
       ['hook 3/s only', 3, undefined, 3],
-      ['policy 4/s only', undefined, 4, 4],
+      // Issue 27: below the adaptive limit's start (4), so the burst meets the rate, not the limit.
+      ['policy 3/s only', undefined, 3, 3],
     ])('%s: a burst of the lower rate goes, the next is deferred for rate', async (_label, hookRate, policyRate, effective) => {
       const key = `rate-${randomUUID()}`;
       if (policyRate !== undefined) await setEndpointLimits(db, key, { rateLimit: policyRate });
@@ -207,9 +208,10 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       expect(await counterValue(metrics.endpointDeferrals, { reason: 'rate' })).toBe(1);
     });
 
-    it('no rate anywhere → no limit', async () => {
+    // Issue 27: no fixed cap is no longer "no limit": the adaptive limit starts at initialLimit (4).
+    it('no rate and no cap anywhere → only the adaptive limit: its first 4 go, the 5th is busy', async () => {
       const { iso } = await make();
-      expect(kinds(await admitMany(iso, 'unlimited', 25)).every((k) => k === 'go')).toBe(true);
+      expect(kinds(await admitMany(iso, 'unlimited', 5))).toEqual(['go', 'go', 'go', 'go', 'defer:busy']);
     });
   });
 
@@ -255,8 +257,8 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       const { iso: late } = await make({ gate, random: () => 1 });
       await attempt(early, 'long-open', failure('http_error'));
       const openUntil = (await gate.snapshot('long-open'))?.openUntil?.getTime() ?? 0;
-      expect(await admit(early, 'long-open')).toEqual({ kind: 'defer', reason: 'open', atMs: openUntil });
-      expect(await admit(late, 'long-open')).toEqual({ kind: 'defer', reason: 'open', atMs: openUntil + 1_000 });
+      expect(await admit(early, 'long-open')).toEqual({ kind: 'defer', reason: 'open', atMs: openUntil, inFlight: 0 });
+      expect(await admit(late, 'long-open')).toEqual({ kind: 'defer', reason: 'open', atMs: openUntil + 1_000, inFlight: 0 });
     });
 
     it.each([

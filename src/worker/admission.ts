@@ -1,0 +1,243 @@
+/**
+ * The processor's admission step (issue 27): may this job's attempt start now?
+ *
+ * Two limits apply. The worker's own: HOOKRELAY_CONCURRENCY attempts at once (a FIFO semaphore,
+ * `deliverySlots`). The endpoint's: the shared gate in Redis (adaptive limit, rate limit,
+ * breaker, disabled). BullMQ runs `concurrency + waitAllowance` jobs, so a job whose endpoint is
+ * at its limit waits here, in memory, in that endpoint's FIFO — its BullMQ job stays active and
+ * locked (lock renewal keeps it owned; a crashed worker's jobs are re-run by stall detection) —
+ * and starts when an attempt of the same endpoint ends, with no `moveToDelayed` and no re-fetch.
+ *
+ * Bounded, so a stuck endpoint cannot take the worker: an endpoint's queue holds at most
+ * max(MIN_ENDPOINT_QUEUE, its attempts in flight) jobs and all queues together at most the wait
+ * allowance; past that, or for long waits (an open breaker, a rate limit further than
+ * RATE_MEMORY_WAIT_MS, any wait past MAX_MEMORY_WAIT_MS), the job is deferred as before (moved to
+ * delayed, re-fetched later), which frees its BullMQ slot for other endpoints' jobs.
+ *
+ * Q3 (issue 25): waiting here counts against the delivery's deadline. A wait starts the
+ * generation's clock in memory (persisted by the processor if the job is then deferred, stored
+ * with the attempt's outcome otherwise); a waiter whose deadline passes is `expired`.
+ */
+import type { DeferReason } from '../isolation/endpointGate.ts';
+import type { EndpointIsolation } from '../isolation/endpointIsolation.ts';
+import { createDeliverySlots, type DeliverySlots } from './deliverySlots.ts';
+
+/** Every endpoint may keep this many jobs waiting, however few attempts it has in flight. */
+export const MIN_ENDPOINT_QUEUE = 4;
+/** A job waits in memory at most this long; then it is deferred (long waits do not belong in memory). */
+export const MAX_MEMORY_WAIT_MS = 10_000;
+/** A rate-limited job waits in memory only when its turn is at most this far. */
+export const RATE_MEMORY_WAIT_MS = 1_000;
+/** The head waiter of an endpoint re-asks the gate this often (slots freed by other workers, lapsed leases): doubling. */
+const POLL_BASE_MS = 20;
+const POLL_MAX_MS = 1_000;
+/** Deferral when the endpoint's queue is full: backoff by starts, at least the endpoint's typical attempt. */
+const DEFER_BASE_MS = 50;
+const DEFER_MAX_MS = 5_000;
+/** Weight of the newest attempt duration in the endpoint's moving average. */
+const EWMA_WEIGHT = 0.2;
+
+/**
+ * Jobs BullMQ runs beyond HOOKRELAY_CONCURRENCY, waiting in memory: as many again (a full round
+ * of attempts ready to start as slots free, with no fetch in between), at least MIN_ENDPOINT_QUEUE.
+ */
+export function deliveryWaitAllowance(concurrency: number): number {
+  return Math.max(MIN_ENDPOINT_QUEUE, concurrency);
+}
+
+export type AdmissionRequest = {
+  /** The endpoint key; undefined → no endpoint gate (isolation off, or an invalid hook). */
+  endpoint: string | undefined;
+  token: string;
+  leaseMs: number;
+  hookRate: number | undefined;
+  /** How many times BullMQ has started this job (deferrals back off with it). */
+  starts: number;
+  /** Q3: the generation's deadline, if its clock started. */
+  deadlineAtMs: number | undefined;
+  /** Q3: the schedule's budget (a first wait's clock: now + this). */
+  budgetMs: number;
+};
+
+/**
+ * go: start the attempt now (call `done` with its duration when it ends, always);
+ * hold: the endpoint is disabled; defer: move the job to delayed until `atMs`;
+ * expired: the deadline passed while waiting; requeue: the worker is stopping, give the job back.
+ * `deadlineAtMs` is set when a wait here started the clock.
+ */
+export type AdmissionResult =
+  | { kind: 'go'; deadlineAtMs: number | undefined; done(durationMs: number | undefined): void }
+  | { kind: 'hold' }
+  | { kind: 'defer'; atMs: number; reason: DeferReason; deadlineAtMs: number | undefined }
+  | { kind: 'expired'; reason: DeferReason; deadlineAtMs: number }
+  | { kind: 'requeue' };
+
+export type Admission = {
+  admit(request: AdmissionRequest): Promise<AdmissionResult>;
+  /** Jobs waiting in memory for their endpoint now. */
+  waiting(): number;
+  /** Stop: every waiter (endpoint or slot) is given back (`requeue`); later admits too. */
+  close(): void;
+};
+
+type Wake = 'slot' | 'timer' | 'stop';
+type Waiter = { wake(why: Wake): void };
+/** An endpoint's waiters (FIFO), its attempts in flight as the gate last said, its attempts' moving average. */
+type EndpointQueue = { waiters: Waiter[]; inFlight: number; ewmaMs: number | undefined };
+
+export function createAdmission(options: {
+  /** HOOKRELAY_CONCURRENCY: attempts at once. */
+  concurrency: number;
+  /** Jobs that may wait in memory for their endpoint, all endpoints together. */
+  waitAllowance: number;
+  isolation?: EndpointIsolation;
+  random?: () => number;
+}): Admission {
+  const slots: DeliverySlots = createDeliverySlots(options.concurrency);
+  const random = options.random ?? Math.random;
+  const queues = new Map<string, EndpointQueue>();
+  let waitingTotal = 0;
+  let closed = false;
+
+  const queueOf = (endpoint: string): EndpointQueue => {
+    let q = queues.get(endpoint);
+    if (!q) {
+      q = { waiters: [], inFlight: 0, ewmaMs: undefined };
+      queues.set(endpoint, q);
+    }
+    return q;
+  };
+  const forget = (endpoint: string, q: EndpointQueue): void => {
+    if (q.waiters.length === 0 && q.ewmaMs === undefined) queues.delete(endpoint);
+  };
+  const room = (q: EndpointQueue): boolean =>
+    !closed && waitingTotal < options.waitAllowance && q.waiters.length < Math.max(MIN_ENDPOINT_QUEUE, q.inFlight);
+  const wakeHead = (q: EndpointQueue, why: Wake): void => q.waiters[0]?.wake(why);
+
+  /**
+   * Waits in `q` until woken (a slot of the endpoint freed, a timer, stop); `head` re-joins at the
+   * front. A woken head asks the gate and, admitted, wakes the next (`admit`): never all at once.
+   */
+  const wait = (q: EndpointQueue, untilMs: number, head: boolean): Promise<Wake> =>
+    new Promise<Wake>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waiter: Waiter = {
+        wake(why) {
+          const at = q.waiters.indexOf(waiter);
+          if (at < 0) return;
+          q.waiters.splice(at, 1);
+          waitingTotal -= 1;
+          clearTimeout(timer);
+          resolve(why);
+        },
+      };
+      if (head) q.waiters.unshift(waiter);
+      else q.waiters.push(waiter);
+      waitingTotal += 1;
+      timer = setTimeout(() => waiter.wake('timer'), Math.max(0, untilMs - Date.now()));
+    });
+
+  /** Deferral time when the endpoint's queue is full: backoff by starts, at least its typical attempt. */
+  const deferAt = (q: EndpointQueue, starts: number, atLeast: number): number => {
+    const now = Date.now();
+    const doublings = Math.min(Math.max(0, starts - 1), 6);
+    const backoff = Math.min(DEFER_MAX_MS, Math.max(DEFER_BASE_MS * 2 ** doublings, q.ewmaMs ?? 0)) * (0.5 + random() / 2);
+    return Math.max(atLeast, now + backoff);
+  };
+
+  const goWithoutGate = async (): Promise<AdmissionResult> => {
+    if (!(await slots.acquire())) return { kind: 'requeue' };
+    return { kind: 'go', deadlineAtMs: undefined, done: () => slots.release() };
+  };
+
+  return {
+    async admit(request) {
+      const isolation = options.isolation;
+      const endpoint = request.endpoint;
+      if (closed) return { kind: 'requeue' };
+      if (endpoint === undefined || !isolation) return goWithoutGate();
+      const q = queueOf(endpoint);
+      let deadline = request.deadlineAtMs;
+      let clockStarted = false;
+      const waitStarted = Date.now();
+      let polls = 0;
+      const startClock = (now: number): number => {
+        if (deadline === undefined) {
+          deadline = now + request.budgetMs;
+          clockStarted = true;
+        }
+        return deadline;
+      };
+      const started = () => (clockStarted ? deadline : undefined);
+
+      // FIFO: behind the jobs already waiting for this endpoint, without asking the gate.
+      if (q.waiters.length > 0) {
+        const now = Date.now();
+        if (!room(q)) {
+          const by = startClock(now);
+          if (now >= by) return { kind: 'expired', reason: 'busy', deadlineAtMs: by };
+          return { kind: 'defer', atMs: Math.min(deferAt(q, request.starts, now), by), reason: 'busy', deadlineAtMs: started() };
+        }
+        const by = startClock(now);
+        if (now >= by) return { kind: 'expired', reason: 'busy', deadlineAtMs: by };
+        const why = await wait(q, Math.min(by, waitStarted + MAX_MEMORY_WAIT_MS), false);
+        if (why === 'stop') return { kind: 'requeue' };
+      }
+
+      for (;;) {
+        if (!(await slots.acquire())) return { kind: 'requeue' };
+        const decision = await isolation
+          .admit({ key: endpoint, token: request.token, leaseMs: request.leaseMs, hookRate: request.hookRate, starts: request.starts })
+          .catch((error: unknown) => {
+            slots.release();
+            wakeHead(q, 'timer');
+            throw error;
+          });
+        if (decision.kind === 'go') {
+          // Cascade: the limit may have grown; the next waiter asks too (it stays at the head if not).
+          wakeHead(q, 'slot');
+          return {
+            kind: 'go',
+            deadlineAtMs: started(),
+            done: (durationMs) => {
+              slots.release();
+              if (durationMs !== undefined) q.ewmaMs = q.ewmaMs === undefined ? durationMs : q.ewmaMs + EWMA_WEIGHT * (durationMs - q.ewmaMs);
+              // A slot of this endpoint freed: its head waiter takes it (the release rides on its admit).
+              wakeHead(q, 'slot');
+              forget(endpoint, q);
+            },
+          };
+        }
+        slots.release();
+        if (decision.kind === 'defer') q.inFlight = decision.inFlight;
+        if (decision.kind === 'hold') {
+          wakeHead(q, 'timer');
+          return { kind: 'hold' };
+        }
+        const now = Date.now();
+        const memoryWait = decision.reason === 'busy' || (decision.reason === 'rate' && decision.atMs - now <= RATE_MEMORY_WAIT_MS);
+        const by = startClock(now);
+        if (now >= by) {
+          wakeHead(q, 'timer');
+          return { kind: 'expired', reason: decision.reason, deadlineAtMs: by };
+        }
+        if (!memoryWait || !room(q) || now - waitStarted >= MAX_MEMORY_WAIT_MS) {
+          wakeHead(q, 'timer');
+          const atMs = decision.reason === 'busy' ? deferAt(q, request.starts, decision.atMs) : decision.atMs;
+          return { kind: 'defer', atMs: Math.min(atMs, by), reason: decision.reason, deadlineAtMs: started() };
+        }
+        // Wait at the head: woken by a slot of this endpoint freeing here, or polls for one freed elsewhere.
+        const pollAt = decision.reason === 'rate' ? decision.atMs : now + Math.min(POLL_MAX_MS, POLL_BASE_MS * 2 ** polls) * (0.5 + random() / 2);
+        polls += 1;
+        const why = await wait(q, Math.min(pollAt, by, waitStarted + MAX_MEMORY_WAIT_MS), true);
+        if (why === 'stop') return { kind: 'requeue' };
+      }
+    },
+    waiting: () => waitingTotal,
+    close() {
+      closed = true;
+      for (const q of queues.values()) for (const w of [...q.waiters]) w.wake('stop');
+      slots.close();
+    },
+  };
+}
