@@ -21,13 +21,15 @@ export async function startWorkerProcess(opts: {
   nodeFlags?: string[];
   /** `tsx`: the same sources through the tsx loader (how the bin ran before the package build), for a before/after figure. */
   variant?: 'shipped' | 'tsx';
+  /** Another checkout's build (a before/after figure); default this one. */
+  root?: string;
 }): Promise<WorkerProcess> {
-  // The throughput runs deliver to ONE endpoint: its cap is raised to the worker's concurrency
-  // (what a user with one receiver sets), so isolation is on and its cost measured, but the cap
-  // does not bind. The isolation section passes its own settings.
-  const entry = opts.variant === 'tsx' ? ['--import', 'tsx', path.join(root, 'bench/tsxCli.mjs')] : [path.join(root, 'bin/hookrelay.mjs')];
+  // Issue 27: the worker as installed — nothing set but the connection URLs, the queue and
+  // HOOKRELAY_CONCURRENCY (plus what a row adds through `env`, labelled by that row).
+  const base = opts.root ?? root;
+  const entry = opts.variant === 'tsx' ? ['--import', 'tsx', path.join(base, 'bench/tsxCli.mjs')] : [path.join(base, 'bin/hookrelay.mjs')];
   const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, ...(opts.nodeFlags ?? []), ...entry, 'worker'], {
-    cwd: root,
+    cwd: base,
     env: {
       PATH: process.env.PATH ?? '',
       DATABASE_URL: opts.databaseUrl,
@@ -36,7 +38,6 @@ export async function startWorkerProcess(opts: {
       HOOKRELAY_CONCURRENCY: String(opts.concurrency),
       HOOKRELAY_ALLOWED_CIDRS: '127.0.0.0/8',
       HOOKRELAY_HTTP_PORT: '0',
-      HOOKRELAY_ENDPOINT_CONCURRENCY: String(opts.concurrency),
       LOG_LEVEL: 'warn',
       ...opts.env,
     },

@@ -8,8 +8,9 @@
  * locked (lock renewal keeps it owned; a crashed worker's jobs are re-run by stall detection) —
  * and starts when an attempt of the same endpoint ends, with no `moveToDelayed` and no re-fetch.
  *
- * Bounded, so a stuck endpoint cannot take the worker: an endpoint's queue holds at most
- * max(MIN_ENDPOINT_QUEUE, its attempts in flight) jobs and all queues together at most the wait
+ * Bounded, so a stuck endpoint cannot take the worker: an endpoint's queue holds
+ * max(MIN_ENDPOINT_QUEUE, its attempts in flight) jobs — more only while its attempts are quick
+ * enough that the last would start within SHORT_WAIT_MS — and all queues together at most the wait
  * allowance; past that, or for long waits (an open breaker, a rate limit further than
  * RATE_MEMORY_WAIT_MS, any wait past MAX_MEMORY_WAIT_MS), the job is deferred as before (moved to
  * delayed, re-fetched later), which frees its BullMQ slot for other endpoints' jobs.
@@ -28,6 +29,8 @@ export const MIN_ENDPOINT_QUEUE = 4;
 export const MAX_MEMORY_WAIT_MS = 10_000;
 /** A rate-limited job waits in memory only when its turn is at most this far. */
 export const RATE_MEMORY_WAIT_MS = 1_000;
+/** A queue longer than a round of attempts is kept while its expected wait stays under this. */
+const SHORT_WAIT_MS = 250;
 /** The head waiter of an endpoint re-asks the gate this often (slots freed by other workers, lapsed leases): doubling. */
 const POLL_BASE_MS = 20;
 const POLL_MAX_MS = 1_000;
@@ -110,8 +113,13 @@ export function createAdmission(options: {
   const forget = (endpoint: string, q: EndpointQueue): void => {
     if (q.waiters.length === 0 && q.ewmaMs === undefined) queues.delete(endpoint);
   };
-  const room = (q: EndpointQueue): boolean =>
-    !closed && waitingTotal < options.waitAllowance && q.waiters.length < Math.max(MIN_ENDPOINT_QUEUE, q.inFlight);
+  // An endpoint's queue: a round of its attempts, or more while its attempts are quick (a waiter
+  // then starts within SHORT_WAIT_MS: a fresh, fast endpoint still growing its limit keeps its jobs).
+  const room = (q: EndpointQueue): boolean => {
+    if (closed || waitingTotal >= options.waitAllowance) return false;
+    if (q.waiters.length < Math.max(MIN_ENDPOINT_QUEUE, q.inFlight)) return true;
+    return q.ewmaMs !== undefined && (q.ewmaMs * (q.waiters.length + 1)) / Math.max(1, q.inFlight) <= SHORT_WAIT_MS;
+  };
   const wakeHead = (q: EndpointQueue, why: Wake): void => q.waiters[0]?.wake(why);
 
   /**

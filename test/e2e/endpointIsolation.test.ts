@@ -151,12 +151,13 @@ describe('endpoints: isolation with the worker as a process', () => {
       const latencies = deliveryIds.map((id) => arrivals.get(id)! - enqueuedAt).sort((a, b) => a - b);
       expect(percentile(latencies, 99)).toBeLessThanOrEqual(2_000);
 
-      // The hanging endpoint held at most its cap (16) at once; its attempts time out at 5 s and
-      // the breaker opens after 5 consecutive failures: from then on nothing goes out.
+      // The hanging endpoint held at most its adaptive limit's start (4) at once (issue 27; the
+      // fixed cap was 16); its attempts time out at 5 s, each failure halves the limit, and the
+      // breaker opens after 5 consecutive failures: from then on nothing goes out.
       await waitFor(() => logLines(worker, /endpoint circuit opened/).length === 1, 15_000, 'the breaker opens');
       const sent = hanging.requests();
       expect(sent).toBeGreaterThanOrEqual(5);
-      expect(sent).toBeLessThanOrEqual(16 + 5);
+      expect(sent).toBeLessThanOrEqual(4 + 5);
       const attempts = async () => {
         const r = await db.store.pool!.query<{ n: number; untouched: number; total: number }>(
           `select coalesce(sum(attempt_count), 0)::int as n, count(*) filter (where attempt_count = 0)::int as untouched, count(*)::int as total
@@ -289,7 +290,8 @@ describe('endpoints: isolation with the worker as a process', () => {
       expect(badRate.code).toBe(2);
       expect(badRate.stderr).toMatch(/--rate must be a number/);
       const cleared = await cli(['endpoints', 'limit', key, '--concurrency', 'default', '--rate', 'none', '--json'], env);
-      expect(JSON.parse(cleared.stdout)).toEqual({ key, concurrency: 16, ownConcurrency: null, rateLimit: null });
+      // Issue 27: the default is no fixed cap (0), the adaptive limit alone.
+      expect(JSON.parse(cleared.stdout)).toEqual({ key, concurrency: 0, ownConcurrency: null, rateLimit: null });
 
       const missing = await cli(['endpoints', 'show', 'https://nowhere.example/none'], env);
       expect(missing.code).toBe(2);
