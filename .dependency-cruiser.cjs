@@ -2,7 +2,8 @@
  * The house's layers (see README "Layout"): imports point down the flow
  *   contract → dispatch / control → payload → delivery → queue → store
  * (the operator console reads store and queue, and is mounted by the worker and the CLI)
- * and nothing imports the edges (cli, worker, entry). `npm run lint:layers` fails on a
+ * and nothing imports the edges (cli, worker, entry; the top-level workers/ processes import only
+ * src/entry/). `npm run lint:layers` fails on a
  * back-arrow; CI runs it.
  */
 const LAYERS = {
@@ -47,6 +48,20 @@ module.exports = {
       to: { path: '^src/entry/' },
     },
     {
+      name: 'workers-use-the-package-entries',
+      comment: 'workers/ (the deployable processes) import only the package entries (src/entry/), as a user worker file does',
+      severity: 'error',
+      from: { path: '^workers/' },
+      to: { path: '^src/', pathNot: '^src/entry/' },
+    },
+    {
+      name: 'workers-are-not-imported',
+      comment: 'workers/ holds process entry points: nothing imports them',
+      severity: 'error',
+      from: {},
+      to: { path: '^workers/' },
+    },
+    {
       name: 'no-circular',
       comment: 'a cycle makes the load order (and a lazy entry) fragile',
       severity: 'error',
@@ -56,12 +71,12 @@ module.exports = {
     {
       name: 'not-to-unresolvable',
       severity: 'error',
-      from: { path: '^src/' },
+      from: { path: '^(src|workers)/' },
       to: { couldNotResolve: true },
     },
   ],
   options: {
-    includeOnly: '^src/',
+    includeOnly: '^(src|workers)/',
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'types', 'default'], extensions: ['.ts', '.js'] },

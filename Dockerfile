@@ -1,7 +1,7 @@
 # hookrelay delivery worker (also runs `hookrelay migrate` and the admin CLI).
 # Two stages: `build` compiles src/ → dist/ with the dev dependencies, then drops them; the
-# runtime stage gets only package.json, the pruned node_modules, dist/, bin/, migrations/ and
-# assets/ (the operator console's script and styles).
+# runtime stage gets only package.json, the pruned node_modules, dist/ (with dist/workers/, the
+# deployable worker entries), bin/, migrations/ and assets/ (the operator console's script and styles).
 
 FROM node:20-slim AS build
 WORKDIR /app
@@ -9,8 +9,9 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` (the build) needs src/, copied after this layer so that a source
 # change does not reinstall the dependencies; the build runs just below.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.build.json tsconfig.workers.json ./
 COPY src ./src
+COPY workers ./workers
 COPY scripts/copy-lua.mjs ./scripts/
 RUN npm run build
 # Drop the dev dependencies. The QStash SDK and the OpenTelemetry Node SDK are optional peers
@@ -47,5 +48,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.HOOKRELAY_HTTP_PORT||8787)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # SIGTERM → graceful shutdown within HOOKRELAY_SHUTDOWN_TIMEOUT_MS (default 25 s), exit 0.
 # Heap flags as in package.json's `start` and bin/hookrelay.mjs: they cap V8 heap growth
-# (peak RSS ~132 MB draining 100,000 queued deliveries).
-CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=384", "bin/hookrelay.mjs", "worker"]
+# (peak RSS ~132 MB draining 100,000 queued deliveries). dist/workers/delivery.js is the compiled
+# workers/delivery.ts: the delivery worker from the environment (what `hookrelay worker` runs).
+CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=384", "dist/workers/delivery.js"]

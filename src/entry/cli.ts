@@ -1,12 +1,14 @@
 /**
  * The `hookrelay` bin's composition root: the admin CLI with the worker plugged in. The worker's
  * modules load only when `start` or `worker` runs, so `hookrelay --help` and the admin commands
- * never pay for them — and the CLI layer itself never imports the worker.
+ * never pay for them — and the CLI layer itself never imports the worker. `hookrelay worker` runs
+ * the function the deployed worker process (workers/delivery.ts) runs, with the CLI's flags on top.
  */
 import { runCli as runAdminCli, type WorkerRunner } from '../cli/main.ts';
 
 const runWorker: WorkerRunner = async ({ plugin: pluginFile, ...options }) => {
-  const { loadWorkerPlugin, runDeliveryWorkerUntilSignal } = await import('../worker/index.ts');
+  // Through the `hookrelay/worker` entry, as workers/delivery.ts (the deployed process) does.
+  const { loadWorkerPlugin, runDeliveryWorkerUntilSignal } = await import('./worker.ts');
   const plugin = pluginFile !== undefined ? await loadWorkerPlugin(pluginFile) : undefined;
   await runDeliveryWorkerUntilSignal({ ...options, ...(plugin ? { emailLookup: plugin.emailLookup } : {}) });
 };

@@ -15,7 +15,7 @@ import { silentLogger } from '../../src/observability/logger.ts';
 import { createHookProducer } from '../../src/queue/producer.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import { insertDeliveries, newDeliveryId, type NewDelivery } from '../../src/store/deliveriesRepo.ts';
-import { startDeliveryWorker, type RunningDeliveryWorker } from '../../src/worker/index.ts';
+import { startDeliveryWorker, type RunningDeliveryWorker } from '../../src/worker/startDeliveryWorker.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
 import { ROOT } from '../support/hookrelayProcess.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';

@@ -17,7 +17,7 @@ import { createHookProducer } from '../../src/queue/producer.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import { listDeliveries } from '../../src/store/deliveriesRepo.ts';
 import { listEndpointPolicies } from '../../src/store/endpointsRepo.ts';
-import { startDeliveryWorker, type RunningDeliveryWorker } from '../../src/worker/index.ts';
+import { startDeliveryWorker, type RunningDeliveryWorker } from '../../src/worker/startDeliveryWorker.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { TEST_REDIS_URL } from '../support/redisKeys.ts';

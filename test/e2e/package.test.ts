@@ -64,6 +64,7 @@ describe('package: the tarball', () => {
       'dist/entry/queue.js',
       'dist/entry/store.d.ts',
       'dist/entry/worker.js',
+      'dist/workers/delivery.js',
       'bin/hookrelay.mjs',
       'README.md',
       'LICENSE',
@@ -298,6 +299,20 @@ describe('package: plain node in a scratch app', () => {
     it('package: OTEL_EXPORTER_OTLP_ENDPOINT without the optional @opentelemetry/sdk-node says what to install (exit 2)', async () => {
       const bin = path.join(scratch, 'node_modules/.bin/hookrelay');
       const failed = await run(bin, ['worker'], {
+        cwd: scratch,
+        env: { PATH: process.env.PATH ?? '', DATABASE_URL: schema.url, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
+        timeout: 60_000,
+      }).then(
+        () => undefined,
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(failed?.code).toBe(2);
+      expect(failed?.stderr).toContain('npm install @opentelemetry/sdk-node');
+    });
+
+    it('package: the installed dist/workers/delivery.js (the image CMD) loads hookrelay/worker and fails as `hookrelay worker` does (exit 2)', async () => {
+      const entry = path.join(scratch, 'node_modules/hookrelay/dist/workers/delivery.js');
+      const failed = await run(process.execPath, [entry], {
         cwd: scratch,
         env: { PATH: process.env.PATH ?? '', DATABASE_URL: schema.url, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
         timeout: 60_000,

@@ -148,16 +148,22 @@ describe('Dockerfile', () => {
     expect(lastOf(finalStage, 'EXPOSE')?.args).toBe(String(D.DEFAULT_HTTP_PORT));
   });
 
-  it("CMD runs a script that exists, with package.json start's node flags, as the worker", () => {
+  it("CMD runs the compiled workers/delivery.ts with package.json start's node flags", () => {
     const start = nodeCommand(pkg.scripts.start!.split(/\s+/));
     const cmd = nodeCommand(execForm(lastOf(finalStage, 'CMD')!.args));
-    expect(existsSync(path.join(ROOT, cmd.script)), cmd.script).toBe(true);
-    expect(cmd.script).toBe(start.script);
+    // dist/workers/delivery.js is what tsconfig.workers.json emits for workers/delivery.ts, in the build script.
+    expect(cmd.script).toBe('dist/workers/delivery.js');
+    expect(cmd.args).toEqual([]);
+    const workersBuild = JSON.parse(read('tsconfig.workers.json').replace(/^\s*\/\/.*$/gm, '')) as { compilerOptions: { rootDir: string; outDir: string } };
+    const source = path.posix
+      .join(workersBuild.compilerOptions.rootDir, path.posix.relative(workersBuild.compilerOptions.outDir, cmd.script))
+      .replace(/\.js$/, '.ts');
+    expect(existsSync(path.join(ROOT, source)), source).toBe(true);
+    expect(pkg.scripts.build).toContain('tsc -p tsconfig.workers.json');
     expect(cmd.flags).toEqual(start.flags);
-    expect(cmd.args).toEqual(['worker']);
-    // The bin's shebang carries the same flags (`./bin/hookrelay.mjs` run directly).
+    // The bin `start` runs carries the same flags in its shebang (`./bin/hookrelay.mjs` run directly).
     expect(
-      read(cmd.script)
+      read(start.script)
         .split('\n')[0]!
         .split(/\s+/)
         .filter((w) => w.startsWith('--')),
@@ -180,7 +186,12 @@ describe('Dockerfile', () => {
       );
     for (const source of sources) {
       expect(existsSync(path.join(ROOT, source)), source).toBe(true);
-      expect(ignored, `${source} is copied, so it must not be ignored`).not.toContain(path.posix.normalize(source));
+      // Ignored by itself or a parent folder, unless a later `!` line takes it back.
+      const normalized = path.posix.normalize(source);
+      const parents = normalized.split('/').map((_, i, parts) => parts.slice(0, i + 1).join('/'));
+      const excludedAt = ignored.findLastIndex((l) => parents.includes(l));
+      const includedAt = ignored.lastIndexOf(`!${normalized}`);
+      expect(excludedAt === -1 || includedAt > excludedAt, `${source} is copied, so it must not be ignored`).toBe(true);
     }
   });
 });
@@ -246,6 +257,10 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(services)).toEqual(expect.arrayContaining(['redis', 'postgres', 'migrate', 'worker']));
     for (const name of ['redis', 'postgres', 'worker']) expect(services[name]!.healthcheck?.test?.length, `${name} healthcheck`).toBeGreaterThan(0);
     expect(services.worker!.healthcheck!.test.join(' ')).toContain(`127.0.0.1:${services.worker!.environment!.HOOKRELAY_HTTP_PORT}/readyz`);
+  });
+
+  it("the worker runs the image's CMD (the compiled workers/delivery.ts)", () => {
+    expect(services.worker!.command).toEqual(execForm(lastOf(finalStage, 'CMD')!.args));
   });
 
   it('publishes every port on 127.0.0.1 only', () => {

@@ -17,7 +17,7 @@ import { replayBatch } from '../../../src/operator/replay.ts';
 import type { HookProducer } from '../../../src/queue/types.ts';
 import { listDeliveries } from '../../../src/store/deliveriesRepo.ts';
 import { loadSettings } from '../../../src/config/settings.ts';
-import { startDeliveryWorker, type RunningDeliveryWorker } from '../../../src/worker/index.ts';
+import { startDeliveryWorker, type RunningDeliveryWorker } from '../../../src/worker/startDeliveryWorker.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { TEST_REDIS_URL } from '../../support/redisKeys.ts';

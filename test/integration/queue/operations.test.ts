@@ -9,7 +9,7 @@ import { openStore } from '../../../src/store/db.ts';
 import { TEST_DATABASE_URL } from '../../support/db.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { createStack, fetchHook, waitFor, type Stack } from './harness.ts';
-import { withApplicationName } from '../../../src/worker/index.ts';
+import { withApplicationName } from '../../../src/worker/startDeliveryWorker.ts';
 
 type Rows<T> = { rows: T[] };
 

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import type { HookProducer } from '../../../src/queue/types.ts';
-import { startDeliveryWorker, type RunningDeliveryWorker } from '../../../src/worker/index.ts';
+import { startDeliveryWorker, type RunningDeliveryWorker } from '../../../src/worker/startDeliveryWorker.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { deleteKeys, queueKeys, TEST_REDIS_URL } from '../../support/redisKeys.ts';

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/observability/logger.ts';
-import { startDeliveryWorker } from '../../../src/worker/index.ts';
+import { startDeliveryWorker } from '../../../src/worker/startDeliveryWorker.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { TEST_REDIS_URL } from '../../support/redisKeys.ts';
 import { waitFor } from '../queue/harness.ts';
