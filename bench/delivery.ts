@@ -112,12 +112,7 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
         '',
         `defaults ×${fmt(median(scale.one) / median(scale.tuned), 2)}`,
       ],
-      [
-        `c=64 / c=16 (product, defaults)`,
-        fmt(m('product/64') / m('product/16'), 2),
-        '≥ 1',
-        verdict(m('product/64') >= m('product/16')),
-      ],
+      [`c=64 / c=16 (product, defaults)`, fmt(m('product/64') / m('product/16'), 2), '≥ 1', verdict(m('product/64') >= m('product/16'))],
       [`enqueue→received p50 at ${LATENCY_RATE}/s (ms, ${latency.count} events)`, fmt(latency.p50, 1), '', ''],
       [`enqueue→received p99 at ${LATENCY_RATE}/s (ms)`, fmt(latency.p99, 1), `≤ ${TARGETS.p99Ms}`, verdict(latency.p99 <= TARGETS.p99Ms)],
       [`latency knee: highest offered rate with p99 ≤ ${TARGETS.p99Ms} ms (${kneeTrail.join('; ')})`, `${knee}/s`, '', ''],

@@ -15,6 +15,25 @@ import { migrateStore } from '../src/store/migrate.ts';
 import { BENCH_REDIS_URL, createBenchSchema, kibPayload, printTable, sleep, startReceiverProcess, uniqueName } from './support.ts';
 import { startWorkerProcess } from './workerProcess.ts';
 
+/**
+ * A script call named by its KEYS count (unique among the scripts a delivery runs): BullMQ's
+ * `<name>-<keys>.lua` files and the endpoint gate's `endpointExchange-3.lua`.
+ */
+const SCRIPTS_BY_KEYS: Record<string, string> = {
+  '14': 'moveToFinished (BullMQ: complete + fetch the next job)',
+  '11': 'moveToActive (BullMQ: fetch a job)',
+  '12': 'moveToDelayed (BullMQ: defer a job)',
+  '9': 'moveStalledJobsToWait (BullMQ: stall check)',
+  '3': 'endpointExchange (hookrelay: endpoint gate, batched)',
+  '1': 'extendLocks / updateData (BullMQ, 1 key)',
+  '2': 'extendLock / other (BullMQ, 2 keys)',
+};
+function scriptName(args: string[]): string {
+  const command = String(args[0] ?? '').toLowerCase();
+  if (command !== 'evalsha' && command !== 'eval') return command;
+  return `${command} ${SCRIPTS_BY_KEYS[String(args[2])] ?? `(${args[2]} keys)`}`;
+}
+
 export type RedisCost = { deliveries: number; roundTrips: Map<string, number>; inScripts: Map<string, number> };
 
 export async function measureRedisCommands(opts: { deliveries: number; concurrency: number; env?: Record<string, string> }): Promise<RedisCost> {
@@ -42,7 +61,7 @@ export async function measureRedisCommands(opts: { deliveries: number; concurren
   let recording = true;
   monitor.on('monitor', (_time: string, args: string[], source: string, database: string) => {
     if (!recording || Number(database) !== db) return;
-    const name = String(args[0] ?? '').toLowerCase();
+    const name = scriptName(args);
     const into = source === 'lua' ? inScripts : roundTrips;
     into.set(name, (into.get(name) ?? 0) + 1);
   });

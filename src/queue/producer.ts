@@ -20,7 +20,7 @@ import { endpointKey } from '../contract/endpoint.ts';
 import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';
 import { buildDeliveryBody } from '../payload/deliveryBody.ts';
 import { createBatcher } from './batcher.ts';
-import { addDeliveryJobs, withTimeout } from './jobs.ts';
+import { addDeliveryJobs, QUEUE_STREAMS, withTimeout } from './jobs.ts';
 import { assertPayloadWithinCap } from './payloadCap.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { assertQueuePrefixFits, readSettings } from '../config/settings.ts';
@@ -114,7 +114,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
       ownedRedis.on('error', (err: Error) => logger.debug({ err: err }, 'producer redis connection error'));
       connection = ownedRedis;
     }
-    queue = new Queue<DeliveryJobData>(queueName, { connection, prefix: queuePrefix });
+    queue = new Queue<DeliveryJobData>(queueName, { connection, prefix: queuePrefix, streams: QUEUE_STREAMS });
     queue.on('error', (err: Error) => logger.debug({ err: err }, 'producer queue error'));
     return queue;
   };

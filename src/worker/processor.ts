@@ -127,7 +127,8 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     maxConcurrent: 2,
     run: (starts) => startDeliveryDeadlines(deps.db, starts),
   });
-  const admission = deps.admission ?? createAdmission({ concurrency: Number.MAX_SAFE_INTEGER, waitAllowance: 0, ...(deps.isolation ? { isolation: deps.isolation } : {}) });
+  const admission =
+    deps.admission ?? createAdmission({ concurrency: Number.MAX_SAFE_INTEGER, waitAllowance: 0, ...(deps.isolation ? { isolation: deps.isolation } : {}) });
   return async (job, token) => {
     const data = job.data;
     const deliveryId = data?.deliveryId ?? job.id;

@@ -28,6 +28,7 @@ import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbacksUrls
 import { createReconciler, type Reconciler } from './reconciler.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
 import { createRetention, type Retention } from './retention.ts';
+import { QUEUE_STREAMS } from '../queue/jobs.ts';
 import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from '../queue/types.ts';
 import { closeDeliveryWorker, createDeliveryWorker } from './bullWorker.ts';
 
@@ -73,7 +74,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const connection: QueueRedis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true);
   connection.on('error', (err: Error) => logger.debug({ err: err }, 'redis connection error'));
 
-  const queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix });
+  const queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix, streams: QUEUE_STREAMS });
   queue.on('error', (err: Error) => logger.debug({ err: err }, 'queue error'));
   let isolation: EndpointIsolation | undefined;
   const metrics = createDeliveryMetrics({

@@ -70,7 +70,16 @@ describe('endpoint waits and the adaptive limit (issue 27)', () => {
     const result =
       outcome === 'ok'
         ? ({ ok: true, transport: 'fetch', httpStatus: 200, fellBack: false, durationMs: 2 } as const)
-        : ({ ok: false, errorClass: 'http_error', httpStatus: 503, permanent: false, critical: false, transport: 'fetch', fellBack: false, durationMs: 2 } as const);
+        : ({
+            ok: false,
+            errorClass: 'http_error',
+            httpStatus: 503,
+            permanent: false,
+            critical: false,
+            transport: 'fetch',
+            fellBack: false,
+            durationMs: 2,
+          } as const);
     go.done(result.durationMs);
     await iso.settle(endpoint, tok, result, 10_000);
   };
@@ -79,7 +88,28 @@ describe('endpoint waits and the adaptive limit (issue 27)', () => {
     for (const cap of [0, 12]) {
       const gate = createEndpointGate(redis, { keyPrefix: prefix, policy: { failureThreshold: 1_000, minRequests: 1_000 } });
       const key = `mirror-${cap}`;
-      const outcomes: LimitOutcome[] = ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'slow', 'fail', 'ok', 'none', 'slow', 'slow', 'fail', 'fail', 'fail', 'ok'];
+      const outcomes: LimitOutcome[] = [
+        'ok',
+        'ok',
+        'ok',
+        'ok',
+        'ok',
+        'ok',
+        'ok',
+        'ok',
+        'ok',
+        'ok',
+        'slow',
+        'fail',
+        'ok',
+        'none',
+        'slow',
+        'slow',
+        'fail',
+        'fail',
+        'fail',
+        'ok',
+      ];
       let expected: number | undefined;
       for (const outcome of outcomes) {
         const t = token();
