@@ -3,7 +3,8 @@ import { HookTypeSchema } from './hookTypes.ts';
 
 /** Q12: ledger statuses. */
 /** `held`: its endpoint is disabled; never attempted, kept, replayable once the endpoint is enabled. */
-export const DELIVERY_STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'accepted_by_qstash', 'held'] as const;
+/** `skipped` (issue 30): an operator gave up on a failed or held delivery (`hookrelay deliveries skip`); final, and it releases the ordered deliveries after it. */
+export const DELIVERY_STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'accepted_by_qstash', 'held', 'skipped'] as const;
 export const DeliveryStatusSchema = z.enum(DELIVERY_STATUSES);
 export type DeliveryStatus = z.infer<typeof DeliveryStatusSchema>;
 
@@ -25,6 +26,8 @@ export const DELIVERY_ERROR_CLASSES = [
   'endpoint_busy',
   'rate_limited',
   'endpoint_disabled',
+  /** Issue 30: an ordered delivery's deadline passed while an earlier one of its operation and endpoint was still unfinished. */
+  'ordering_wait',
 ] as const;
 export type DeliveryErrorClass = (typeof DELIVERY_ERROR_CLASSES)[number];
 
@@ -66,7 +69,9 @@ export const DeliverySchema = z.object({
   deliveredAt: z.date().nullable(),
   /** Q3: when this generation gives up — its first attempt (or first wait) + the schedule + slack; null before a worker took it, and while held by `--hold`. */
   deadlineAt: z.date().nullable(),
-  /** Why a `failed` row failed: the last attempt's class, or `circuit_open`, `endpoint_busy`, `rate_limited`, `endpoint_disabled` (the deadline passed while it waited). */
+  /** Why a `failed` row failed: the last attempt's class, or `circuit_open`, `endpoint_busy`, `rate_limited`, `endpoint_disabled`, `ordering_wait` (the deadline passed while it waited). */
   failureReason: z.string().nullable(),
+  /** Issue 30: its place (1, 2, …) among the ordered deliveries of its operation to its endpoint; null when unordered. */
+  sequence: z.number().int().min(1).nullable(),
 });
 export type Delivery = z.infer<typeof DeliverySchema>;

@@ -5,6 +5,9 @@ import { isControlHookType } from './hookTypes.ts';
 import { canonicalQStashDestination, qstashDestinationProblem } from './qstashDestination.ts';
 import { reservedTemplateSourceProblem } from './templateSources.ts';
 
+/** Issue 30: the header an ordered delivery carries its per-(operation, endpoint) sequence in. */
+export const SEQUENCE_HEADER = 'hookrelay-sequence';
+
 /** Largest timeout in seconds: setTimeout's 2^31-1 ms ceiling (W1). */
 export const MAX_TIMEOUT_SECONDS = 2_147_483.647;
 export const DEFAULT_TIMEOUT_SECONDS = DEFAULT_WEBHOOK_TIMEOUT_SECONDS;
@@ -18,8 +21,20 @@ export const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
  * W1b: hop-by-hop and framing names (undici refuses host/content-length overrides, keep-alive,
  * upgrade, transfer-encoding and expect at send time; te, trailer and connection are hop-by-hop).
  */
-const FORBIDDEN_HEADER_NAMES = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'trailer', 'upgrade', 'keep-alive', 'te', 'expect']);
-/** Proxy, browser-reserved, QStash control, and `webhook-*`: hookrelay's own id/timestamp/signature (Q1, Q6). */
+const FORBIDDEN_HEADER_NAMES = new Set([
+  'host',
+  'content-length',
+  'connection',
+  'transfer-encoding',
+  'trailer',
+  'upgrade',
+  'keep-alive',
+  'te',
+  'expect',
+  // Issue 30: hookrelay's own (an ordered delivery's sequence); a hook may not forge it.
+  SEQUENCE_HEADER,
+]);
+/** Proxy, browser-reserved, QStash control, and `webhook-*`: hookrelay's own id/timestamp/signature (Q1, Q6); `hookrelay-sequence` is named above. */
 const FORBIDDEN_HEADER_PREFIXES = ['proxy-', 'sec-', 'upstash-', 'webhook-'];
 /**
  * Anything but HTAB, visible ASCII, space and obs-text (0x80–0xFF): the field-value rule undici
@@ -30,7 +45,7 @@ const UNSAFE_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 export const UNSAFE_HEADER_VALUE_MESSAGE =
   'value contains CR, LF or NUL, or another character HTTP does not allow in a header value (controls, DEL, beyond U+00FF)';
 
-/** W1b: names a caller may never set (hop-by-hop, framing, browser-reserved, QStash control, webhook-*). */
+/** W1b: names a caller may never set (hop-by-hop, framing, browser-reserved, QStash control, webhook-*, hookrelay-sequence). */
 export function isForbiddenHeaderName(name: string): boolean {
   const lower = name.toLowerCase();
   return FORBIDDEN_HEADER_NAMES.has(lower) || FORBIDDEN_HEADER_PREFIXES.some((p) => lower.startsWith(p));
@@ -212,6 +227,14 @@ const webhookFields = {
     .refine((r) => r > 0, { message: 'must be greater than 0' })
     .refine((r) => r <= 100_000, { message: 'must be at most 100000 per second' })
     .optional(),
+  /**
+   * Issue 30: `operation` — this hook's deliveries of one operation to its endpoint arrive in the
+   * order they were enqueued (a per-(operation, endpoint) sequence); `none` opts out of a
+   * producer's default. Unset: the producer's default (unordered unless it says so).
+   */
+  ordering: z.enum(['operation', 'none']).optional(),
+  /** Issue 30, ordered deliveries: after this delivery fails for good, the next one goes (`continue`, the default) or waits for an operator (`block`). */
+  onFailure: z.enum(['continue', 'block']).optional(),
 };
 
 function webhookConfigSchema(environmentHook: boolean) {
@@ -222,6 +245,11 @@ function webhookConfigSchema(environmentHook: boolean) {
       if (w.eventFields !== undefined) ctx.addIssue({ code: 'custom', path: ['eventFields'], message: "is not allowed with responseHandling 'toolCall'" });
     } else if (w.onError === 'block') {
       ctx.addIssue({ code: 'custom', path: ['onError'], message: "'block' requires responseHandling 'toolCall'" });
+    }
+    // Ordering is decided by the worker's own send (QStash delivers on its own schedule) and is for notifications.
+    if (w.ordering === 'operation') {
+      if (w.delivery === 'qstash') ctx.addIssue({ code: 'custom', path: ['ordering'], message: "'operation' requires delivery 'fetch'" });
+      if (w.responseHandling === 'toolCall') ctx.addIssue({ code: 'custom', path: ['ordering'], message: "is not allowed with responseHandling 'toolCall'" });
     }
     if (w.delivery === 'qstash') {
       const problem = qstashUrlProblem(w.url);

@@ -7,7 +7,7 @@ import { canonicalQStashDestination, qstashDestinationProblem } from '../contrac
 import { sanitizeStorableText } from '../contract/storableText.ts';
 import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
-import { timeoutMs } from '../contract/webhook.ts';
+import { SEQUENCE_HEADER, timeoutMs } from '../contract/webhook.ts';
 import type { Logger } from '../observability/logger.ts';
 import { DeliveryConfigError } from './errors.ts';
 import type { FetchTransport, SendOutcome } from './fetchTransport.ts';
@@ -56,6 +56,8 @@ export type DeliverNotificationInput = {
   excerptBytes?: number;
   /** W3C `traceparent` / `tracestate` of the attempt's span, so the receiver can join the trace. */
   traceHeaders?: Record<string, string> | undefined;
+  /** Issue 30: an ordered delivery's sequence, sent as `hookrelay-sequence` (unordered: no header). */
+  sequence?: number | undefined;
 };
 
 export type NotificationTransport = 'fetch' | 'qstash';
@@ -124,6 +126,7 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
   const signed = (): Record<string, string> => ({
     ...headers,
     ...input.traceHeaders,
+    ...(input.sequence !== undefined ? { [SEQUENCE_HEADER]: String(input.sequence) } : {}),
     ...signatureHeaders({ id: input.deliveryId, timestampSeconds: Math.floor(now() / MS_PER_SECOND), body: input.payload, secrets: input.signingSecrets }),
   });
   const attemptTimeoutMs = timeoutMs(webhook);

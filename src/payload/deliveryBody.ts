@@ -13,12 +13,20 @@ export type DeliveryBody = {
   emailUserId?: string;
 };
 
-export function buildDeliveryBody(input: { hook: PayloadHook; event: Record<string, unknown>; deliveryId: string; occurredAt: Date }): DeliveryBody {
+export function buildDeliveryBody(input: {
+  hook: PayloadHook;
+  event: Record<string, unknown>;
+  deliveryId: string;
+  occurredAt: Date;
+  /** Issue 30: an ordered delivery's sequence; set last, so neither the event nor the hook's body can change it. */
+  sequence?: number | null | undefined;
+}): DeliveryBody {
   const payload = assemblePayload({
     hook: input.hook,
     event: input.event,
     extra: { deliveryId: input.deliveryId, occurredAt: input.occurredAt.toISOString() },
   });
+  if (typeof input.sequence === 'number') payload.sequence = input.sequence;
   const userId = emailUserId(payload, input.event);
   return userId === undefined ? { body: JSON.stringify(payload) } : { body: JSON.stringify(payload), emailUserId: userId };
 }

@@ -18,6 +18,7 @@ import { silentLogger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { endpointKey } from '../contract/endpoint.ts';
 import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';
+import { assignSequences } from '../store/orderingRepo.ts';
 import { buildDeliveryBody } from '../payload/deliveryBody.ts';
 import { createBatcher } from './batcher.ts';
 import { addDeliveryJobs, QUEUE_STREAMS, withTimeout } from './jobs.ts';
@@ -65,10 +66,17 @@ export const ENQUEUE_CONCURRENT_COMMITS = 2;
 const CLOSE_TIMEOUT_MS = 2_000;
 
 /** A ledger row and what its job carries, so the worker's first attempt reads nothing back. */
-type PreparedRow = NewDelivery & { job: DeliveryJobAttempt };
+type PreparedRow = NewDelivery & {
+  job: DeliveryJobAttempt;
+  /** Issue 30: numbered at commit (its body, which carries the number, is built then). */
+  ordered: boolean;
+  endpointKey: string;
+};
 type PreparedItem = { rows: PreparedRow[]; idempotencyKey: string | undefined };
 /** One call's part of a group commit: its ids per item, or why they could not be resolved. */
 type CallOutcome = { perItem: string[][]; queued: boolean } | { error: unknown };
+/** What one commit stored: the ids inserted, and the sequence of each ordered one (issue 30). */
+type Stored = { ids: string[]; sequences: Map<string, number> };
 
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
   const logger = options.logger ?? silentLogger();
@@ -83,6 +91,8 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   // W2: an invalid pattern fails here (TemplateEnvPatternError names the variable).
   const templateEnv = resolveTemplateEnv(options.templateEnv, settings);
   const queuePrefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
+  const orderingDefault = options.ordering ?? 'none';
+  if (orderingDefault !== 'operation' && orderingDefault !== 'none') throw new TypeError("createHookProducer: ordering must be 'operation' or 'none'");
   // Redis Cluster: the prefix must be a hash tag (one slot per queue); refused here, not at the first enqueue.
   if (!options.redis) assertQueuePrefixFits(queuePrefix, settings.HOOKRELAY_REDIS_CLUSTER);
 
@@ -141,28 +151,33 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     return added;
   };
 
+  const runCommit = async (calls: PreparedItem[][]): Promise<CallOutcome[]> => {
+    const database = await db();
+    const rows = calls.flatMap((items) => items.flatMap((p) => p.rows));
+    // One statement (one transaction beyond INSERT_CHUNK_ROWS, or with ordered rows): all of these calls or none.
+    const { inserted, refused, sequences } = await insertCalls(database, calls, rows);
+    if (sequences.size > 0) numberBodies(rows, sequences);
+    // Every stored row gets its job, whatever happens to a sibling call below.
+    const queued = await addJobs(rows.filter((r) => inserted.has(r.id)));
+    return Promise.all(
+      calls.map(async (items, i): Promise<CallOutcome> => {
+        if (refused.has(i)) return { error: refused.get(i) };
+        try {
+          return { perItem: await resolveIds(database, items, inserted), queued };
+        } catch (error) {
+          return { error };
+        }
+      }),
+    );
+  };
   const commits = createBatcher<PreparedItem[], CallOutcome>({
     maxBatch: ENQUEUE_GROUP_CALLS,
     maxConcurrent: ENQUEUE_CONCURRENT_COMMITS,
-    async run(calls) {
-      const database = await db();
-      const rows = calls.flatMap((items) => items.flatMap((p) => p.rows));
-      // One statement (one transaction beyond INSERT_CHUNK_ROWS): all of these calls or none.
-      const { inserted, refused } = await insertCalls(database, calls, rows);
-      // Every stored row gets its job, whatever happens to a sibling call below.
-      const queued = await addJobs(rows.filter((r) => inserted.has(r.id)));
-      return Promise.all(
-        calls.map(async (items, i): Promise<CallOutcome> => {
-          if (refused.has(i)) return { error: refused.get(i) };
-          try {
-            return { perItem: await resolveIds(database, items, inserted), queued };
-          } catch (error) {
-            return { error };
-          }
-        }),
-      );
-    },
+    run: runCommit,
   });
+  // Issue 30: calls with ordered rows commit one group at a time, in call order, so one
+  // producer's sequences follow the order its enqueue calls were made (not which commit won a race).
+  const orderedCommits = createBatcher<PreparedItem[], CallOutcome>({ maxBatch: ENQUEUE_GROUP_CALLS, maxConcurrent: 1, run: runCommit });
 
   const commit = async (prepared: PreparedItem[], span: Span | undefined): Promise<EnqueueManyResult> => {
     // The worker's attempt spans continue this trace: its context travels with each row and job.
@@ -175,7 +190,8 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
         }
       }
     }
-    const outcome = await commits.submit(prepared);
+    const ordered = prepared.some((p) => p.rows.some((r) => r.ordered));
+    const outcome = await (ordered ? orderedCommits : commits).submit(prepared);
     if ('error' in outcome) throw outcome.error;
     span?.setAttribute('hookrelay.queued', outcome.queued);
     return { deliveryIds: outcome.perItem.flat(), perItem: outcome.perItem, queued: outcome.queued };
@@ -186,7 +202,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     // Items of one call often share one hooks array: validate it once (nothing can change it
     // during this synchronous pass).
     const hooksSeen = new Map<unknown, ParsedSerializedHook[]>();
-    const prepared = items.map((item) => prepareItem(item, maxPayloadBytes, templateEnv, hooksSeen));
+    const prepared = items.map((item) => prepareItem(item, maxPayloadBytes, templateEnv, hooksSeen, orderingDefault));
     if (prepared.every((p) => p.rows.length === 0)) return { deliveryIds: [], perItem: prepared.map(() => []), queued: true };
     if (closed || closing) throw new Error('the hook producer is closed');
     if (activeTracer() === undefined) return commit(prepared, undefined);
@@ -222,7 +238,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
       if (closed || closing) return;
       // New calls are refused at once; the calls already submitted finish their commit first.
       closing = true;
-      await commits.drain();
+      await Promise.all([commits.drain(), orderedCommits.drain()]);
       closed = true;
       if (queue)
         await withTimeout(
@@ -248,41 +264,69 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
 async function insertCalls(
   db: Db,
   calls: readonly PreparedItem[][],
-  rows: readonly NewDelivery[],
-): Promise<{ inserted: Set<string>; refused: Map<number, unknown> }> {
+  rows: readonly PreparedRow[],
+): Promise<{ inserted: Set<string>; refused: Map<number, unknown>; sequences: Map<string, number> }> {
   const refused = new Map<number, unknown>();
   try {
-    return { inserted: new Set(await insertAll(db, rows)), refused };
+    const stored = await insertAll(db, rows);
+    return { inserted: new Set(stored.ids), refused, sequences: stored.sequences };
   } catch (error) {
     if (calls.length === 1 || !isRowDataError(error)) throw error;
   }
   const inserted = new Set<string>();
+  const sequences = new Map<string, number>();
   for (const [i, items] of calls.entries()) {
     try {
-      for (const id of await insertAll(
+      const stored = await insertAll(
         db,
         items.flatMap((p) => p.rows),
-      ))
-        inserted.add(id);
+      );
+      for (const id of stored.ids) inserted.add(id);
+      for (const [id, n] of stored.sequences) sequences.set(id, n);
     } catch (error) {
       refused.set(i, error);
     }
   }
-  return { inserted, refused };
+  return { inserted, refused, sequences };
 }
 
-/** One statement when it fits, else one transaction: enqueue stores all of a call or nothing. */
-async function insertAll(db: Db, rows: readonly NewDelivery[]): Promise<string[]> {
-  if (rows.length <= INSERT_CHUNK_ROWS) return insertDeliveries(db, rows);
+/**
+ * One statement when it fits and nothing is ordered, else one transaction: enqueue stores all of
+ * a call or nothing. Ordered rows that were inserted (not those an idempotency key already
+ * stored) are numbered in the same transaction (issue 30): contiguous, and never a number for a
+ * row that does not exist.
+ */
+async function insertAll(db: Db, rows: readonly PreparedRow[]): Promise<Stored> {
+  const ordered = rows.some((r) => r.ordered);
+  if (rows.length <= INSERT_CHUNK_ROWS && !ordered) return { ids: await insertDeliveries(db, rows), sequences: new Map() };
   return storageCall('insert deliveries', () =>
     db.transaction(async (tx) => {
       const ids: string[] = [];
       for (let i = 0; i < rows.length; i += INSERT_CHUNK_ROWS) {
         ids.push(...(await insertDeliveries(tx as unknown as Db, rows.slice(i, i + INSERT_CHUNK_ROWS))));
       }
-      return ids;
+      const inserted = new Set(ids);
+      const toNumber = rows.filter((r) => r.ordered && inserted.has(r.id)).map((r) => ({ id: r.id, operationId: r.operationId, endpointKey: r.endpointKey }));
+      return { ids, sequences: await assignSequences(tx as unknown as Db, toNumber) };
     }),
   );
+}
+
+/** Issue 30: an ordered row's job carries its sequence, and its body carries it too (built now, once). */
+function numberBodies(rows: readonly PreparedRow[], sequences: ReadonlyMap<string, number>): void {
+  for (const row of rows) {
+    const sequence = sequences.get(row.id);
+    if (sequence === undefined) continue;
+    const { body } = buildDeliveryBody({
+      hook: row.hook as ParsedSerializedHook,
+      event: row.payload as Record<string, unknown>,
+      deliveryId: row.id,
+      occurredAt: row.occurredAt,
+      sequence,
+    });
+    row.job.body = body;
+    row.job.sequence = sequence;
+  }
 }
 
 /** Q1a: rows that were not inserted already exist under their idempotency key; use those ids. */
@@ -307,6 +351,7 @@ function prepareItem(
   maxPayloadBytes: number,
   templateEnv: TemplateEnvPattern,
   hooksSeen: Map<unknown, ParsedSerializedHook[]>,
+  orderingDefault: 'operation' | 'none',
 ): PreparedItem {
   if (typeof input.operationId !== 'string' || input.operationId === '') throw new TypeError('enqueue: operationId must be a non-empty string');
   if (!isHookType(input.type)) throw new TypeError(`enqueue: unknown hook type ${JSON.stringify(input.type)}`);
@@ -333,8 +378,10 @@ function prepareItem(
     .map((hook: ParsedSerializedHook): PreparedRow => {
       const id = newDeliveryId();
       const { body, emailUserId } = buildDeliveryBody({ hook, event, deliveryId: id, occurredAt });
+      const key = endpointKey(hook.webhook);
       return {
         id,
+        ordered: isOrdered(hook, orderingDefault),
         operationId: input.operationId,
         eventType: input.type,
         hookId: hook.id,
@@ -342,7 +389,7 @@ function prepareItem(
         transport: hook.webhook.delivery,
         payload: event,
         idempotencyKey: input.idempotencyKey ?? null,
-        endpointKey: endpointKey(hook.webhook),
+        endpointKey: key,
         occurredAt,
         // Templates stay unresolved and no email is added: this is data at rest in Redis (W2, B3).
         job: {
@@ -356,6 +403,16 @@ function prepareItem(
       };
     });
   return { rows, idempotencyKey: input.idempotencyKey };
+}
+
+/**
+ * Issue 30: the hook's own `ordering`, else the producer's default — for fetch webhooks only
+ * (QStash sends on its own schedule; the schema refuses `ordering: 'operation'` with it).
+ */
+function isOrdered(hook: ParsedSerializedHook, orderingDefault: 'operation' | 'none'): boolean {
+  const own = hook.webhook.ordering;
+  if (own !== undefined) return own === 'operation';
+  return orderingDefault === 'operation' && hook.webhook.delivery === 'fetch';
 }
 
 /** A parsed hook's JSON, once per parsed object (hookrelay's own, never mutated). */

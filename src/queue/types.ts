@@ -44,6 +44,8 @@ export type DeliveryJobAttempt = {
   generationAttemptCount: number;
   /** W3C trace context of the enqueueing span, as the ledger row stores it (only when tracing is on). */
   trace?: string;
+  /** Issue 30: the ordered delivery's sequence (absent when unordered); its endpoint key is the hook's. */
+  sequence?: number;
 };
 
 export type EnqueueInput = {
@@ -96,6 +98,11 @@ export type HookProducerOptions = {
   env?: Record<string, string | undefined>;
   /** W2: which variables hook templates may read; default `HOOKRELAY_TEMPLATE_ENV`, else `none`. */
   templateEnv?: string;
+  /**
+   * Issue 30: the default for fetch webhooks whose config says no `ordering`: `operation` delivers
+   * each operation's events to each endpoint in enqueue order. Default `none` (unordered).
+   */
+  ordering?: 'operation' | 'none';
 };
 
 /** What the dispatcher's queue mode calls. */

@@ -53,6 +53,7 @@ export function toDelivery(row: Row): Delivery {
     deliveredAt: row.deliveredAt,
     deadlineAt: row.deadlineAt,
     failureReason: row.failureReason,
+    sequence: row.sequence ?? null,
   };
 }
 
@@ -204,6 +205,9 @@ export type ClaimedDelivery = {
   traceContext: string | null;
   /** Q3: this generation's deadline, once a worker started its clock (null before). */
   deadlineAt: Date | null;
+  /** Issue 30: its sequence among the ordered deliveries of (operation, endpoint key); null when unordered. */
+  sequence: number | null;
+  endpointKey: string | null;
 };
 
 type ClaimRow = {
@@ -219,6 +223,8 @@ type ClaimRow = {
   occurred_at: Date | string;
   trace_context: string | null;
   deadline_at: Date | string | null;
+  sequence: number | null;
+  endpoint_key: string | null;
 };
 
 /**
@@ -230,7 +236,7 @@ export async function loadClaimableDeliveries(db: Db, ids: readonly string[]): P
   const result = await storageCall('load deliveries', () =>
     db.execute(sql`
     SELECT d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at, d.trace_context, d.deadline_at,
-           ${generationAttemptCount}
+           d.sequence, d.endpoint_key, ${generationAttemptCount}
       FROM deliveries AS d
      WHERE d.id = ANY(${sql.param([...ids])}::text[])
        AND d.status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])`),
@@ -252,6 +258,8 @@ function toClaimed(r: ClaimRow): ClaimedDelivery {
     occurredAt: r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at),
     traceContext: r.trace_context ?? null,
     deadlineAt: r.deadline_at === null || r.deadline_at === undefined ? null : r.deadline_at instanceof Date ? r.deadline_at : new Date(r.deadline_at),
+    sequence: r.sequence === null || r.sequence === undefined ? null : Number(r.sequence),
+    endpointKey: r.endpoint_key ?? null,
   };
 }
 
@@ -403,7 +411,7 @@ export async function startDeliveryDeadlines(db: Db, starts: readonly DeadlineSt
 }
 
 /** Q3: why a delivery's deadline passed without an attempt (its endpoint kept it waiting). */
-export const WAIT_FAILURE_REASONS = ['circuit_open', 'endpoint_busy', 'rate_limited', 'endpoint_disabled'] as const;
+export const WAIT_FAILURE_REASONS = ['circuit_open', 'endpoint_busy', 'rate_limited', 'endpoint_disabled', 'ordering_wait'] as const;
 export type WaitFailureReason = (typeof WAIT_FAILURE_REASONS)[number];
 
 /**
@@ -499,7 +507,7 @@ export async function findDueDeliveries(db: Db, options: { afterId: string; limi
 }
 
 /**
- * Q11: drops payload and attempts of finished rows created before `cutoff` (the row and its
+ * Q11: drops payload and attempts of finished rows (skipped ones too) created before `cutoff` (the row and its
  * metadata stay). At most `limit` rows per call; returns how many were pruned.
  */
 export async function pruneDeliveryPayloads(db: Db, cutoff: Date, limit: number): Promise<number> {
@@ -508,7 +516,7 @@ export async function pruneDeliveryPayloads(db: Db, cutoff: Date, limit: number)
      WHERE id IN (
        SELECT id FROM deliveries
         WHERE created_at < ${cutoff.toISOString()}::timestamptz
-          AND status IN ('delivered', 'failed', 'accepted_by_qstash')
+          AND status IN ('delivered', 'failed', 'accepted_by_qstash', 'skipped')
           AND (payload IS NOT NULL OR attempts <> '[]'::jsonb)
         LIMIT ${limit})
     RETURNING id`);
@@ -526,7 +534,7 @@ export async function deleteFinishedDeliveries(db: Db, cutoff: Date, limit: numb
      WHERE id IN (
        SELECT id FROM deliveries
         WHERE created_at < ${cutoff.toISOString()}::timestamptz
-          AND status IN ('delivered', 'failed', 'accepted_by_qstash')
+          AND status IN ('delivered', 'failed', 'accepted_by_qstash', 'skipped')
         LIMIT ${limit})
     RETURNING id`);
   return rowsOf<{ id: string }>(result).length;

@@ -87,6 +87,8 @@ export const deliveries = pgTable(
     deadlineAt: timestamp('deadline_at', { withTimezone: true, mode: 'date' }),
     /** Why a `failed` row failed: the last attempt's class, or circuit_open / endpoint_busy / rate_limited / endpoint_disabled. */
     failureReason: text('failure_reason'),
+    /** Issue 30: its place (1, 2, …) among the ordered deliveries of (operation, endpoint key); null when unordered. */
+    sequence: integer('sequence'),
     ...timestamps,
     deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),
   },
@@ -100,7 +102,31 @@ export const deliveries = pgTable(
     index('deliveries_due_idx').on(t.status, t.nextAttemptAt).where(sql`${t.status} IN ('queued', 'retrying', 'in_flight')`),
     // Partial: rows held for a disabled endpoint, found by endpoint when it is enabled again.
     index('deliveries_held_idx').on(t.endpointKey).where(sql`${t.status} = 'held'`),
+    // Issue 30: one sequence number per (operation, endpoint) (a bug never sends two deliveries as one place).
+    uniqueIndex('deliveries_sequence_uq').on(t.operationId, t.endpointKey, t.sequence).where(sql`${t.sequence} IS NOT NULL`),
+    // Issue 30: the ordered rows that still hold back later ones (unfinished, or failed under onFailure 'block').
+    // The worker's ordering gate reads only this index; the predicate is ORDERING_OPEN_SQL (orderingRepo.ts), word for word.
+    index('deliveries_ordering_open_idx')
+      .on(t.operationId, t.endpointKey, t.sequence)
+      .where(
+        sql`sequence IS NOT NULL AND (status IN ('queued', 'retrying', 'in_flight', 'held') OR (status = 'failed' AND (hook -> 'webhook' ->> 'onFailure') = 'block'))`,
+      ),
   ],
+);
+
+/**
+ * Issue 30: the last sequence given out per (operation, endpoint key) for ordered deliveries. The
+ * producer bumps it in the transaction that stores the rows, so sequences are contiguous (1..N)
+ * and monotonic across producer processes.
+ */
+export const deliverySequences = pgTable(
+  'delivery_sequences',
+  {
+    operationId: text('operation_id').notNull(),
+    endpointKey: text('endpoint_key').notNull(),
+    lastSequence: integer('last_sequence').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.operationId, t.endpointKey] })],
 );
 
 /**

@@ -41,6 +41,7 @@ import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
 import type { DeferReason } from '../isolation/endpointGate.ts';
 import type { EndpointIsolation } from '../isolation/endpointIsolation.ts';
 import { createAdmission, type Admission } from './admission.ts';
+import { createOrderingGate, type OrderedTarget, type OrderingGate } from './ordering.ts';
 import { createHookCache, type HookCache } from './hookCache.ts';
 import type { InFlightTracker } from './inFlightTracker.ts';
 import type { LedgerWriter } from './ledgerWriter.ts';
@@ -89,6 +90,8 @@ export type ProcessorDeps = {
    * beyond BullMQ's and no waiting in memory (a busy endpoint defers the job, moved to delayed).
    */
   admission?: Admission;
+  /** Issue 30: the ordering gate (its wakes need the queue); none → one without wakes (parked jobs re-check on their timer). */
+  ordering?: OrderingGate;
 };
 
 /** One attempt's subject, from the job (hot path) or from the ledger row. */
@@ -110,6 +113,8 @@ type AttemptTarget = {
   trace: string | undefined;
   /** Q3: this generation's deadline (ms), once its clock started. */
   deadlineAtMs: number | undefined;
+  /** Issue 30: its sequence among the ordered deliveries of its operation and endpoint; undefined when unordered. */
+  sequence: number | undefined;
 };
 
 /** Q3: the reason a delivery that waited past its deadline failed with. */
@@ -129,7 +134,8 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
   });
   const admission =
     deps.admission ?? createAdmission({ concurrency: Number.MAX_SAFE_INTEGER, waitAllowance: 0, ...(deps.isolation ? { isolation: deps.isolation } : {}) });
-  return async (job, token) => {
+  const ordering = deps.ordering ?? createOrderingGate({ db: deps.db, run: deps.gate.run, budgetMs, logger: deps.logger });
+  return ordering.wrap(async (job, token) => {
     const data = job.data;
     const deliveryId = data?.deliveryId ?? job.id;
     if (typeof deliveryId !== 'string') throw new UnrecoverableError('delivery job without a delivery id');
@@ -139,6 +145,11 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     // Already delivered, failed or accepted (or unknown): never sent again.
     if (!target) return;
     if (typeof data?.deadlineAt === 'number' && data.generation === target.generation) target.deadlineAtMs ??= data.deadlineAt;
+
+    // Issue 30: an ordered delivery waits (parked, not an attempt) until the earlier ones of its operation and endpoint are settled.
+    if (target.sequence !== undefined && target.hook && (await ordering.admit(job, token, orderedTarget(target, target.hook, target.sequence))) === 'expired') {
+      return failWaiting(deps, target, 'ordering_wait');
+    }
 
     const trackKey = `${job.id}:${job.attemptsStarted}`;
     const leaseMs = hookTimeoutMs(target.hook) + leaseMarginMs;
@@ -219,6 +230,19 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
         throw error;
       }
     }
+  });
+}
+
+/** Issue 30: what the ordering gate needs of an ordered target. */
+function orderedTarget(target: AttemptTarget, hook: ParsedSerializedHook, sequence: number): OrderedTarget {
+  return {
+    id: target.id,
+    generation: target.generation,
+    operationId: target.operationId,
+    endpointKey: endpointOf(hook),
+    sequence,
+    onFailure: hook.webhook.onFailure ?? 'continue',
+    deadlineAtMs: target.deadlineAtMs,
   };
 }
 
@@ -344,6 +368,7 @@ function targetFromJob(id: string, generation: number, data: DeliveryJobAttempt,
     generation,
     trace: data.trace,
     deadlineAtMs: undefined,
+    sequence: data.sequence,
   };
 }
 
@@ -356,7 +381,7 @@ async function targetFromLedger(deps: ProcessorDeps, id: string, hooks: HookCach
 function targetFromRow(row: ClaimedDelivery, hooks: HookCache): AttemptTarget {
   const hook = hooks.parseValue(row.hook);
   const event = row.payload !== null && typeof row.payload === 'object' && !Array.isArray(row.payload) ? (row.payload as Record<string, unknown>) : undefined;
-  const built = hook && event ? buildDeliveryBody({ hook, event, deliveryId: row.id, occurredAt: row.occurredAt }) : undefined;
+  const built = hook && event ? buildDeliveryBody({ hook, event, deliveryId: row.id, occurredAt: row.occurredAt, sequence: row.sequence }) : undefined;
   return {
     id: row.id,
     operationId: row.operationId,
@@ -370,6 +395,7 @@ function targetFromRow(row: ClaimedDelivery, hooks: HookCache): AttemptTarget {
     generation: row.generation,
     trace: row.traceContext ?? undefined,
     deadlineAtMs: row.deadlineAt?.getTime(),
+    sequence: row.sequence ?? undefined,
   };
 }
 
@@ -434,6 +460,7 @@ async function attempt(deps: ProcessorDeps, target: AttemptTarget, span: Span | 
       logger: deps.logger,
       excerptBytes: RESPONSE_EXCERPT_BYTES,
       ...(span ? { traceHeaders: traceHeaders(span) } : {}),
+      ...(target.sequence !== undefined ? { sequence: target.sequence } : {}),
     });
   } catch (error) {
     // A bug, not a delivery outcome: retried per schedule like a network failure, logged by name only.

@@ -5,7 +5,9 @@
  * cursor carries over to the next run so a large backlog is walked in slices.
  *
  * Each pass also fails the held rows whose deadline passed (Q3, issue 25: held for a disabled
- * endpoint is not a hiding place, unless an operator disabled it with `--hold`).
+ * endpoint is not a hiding place, unless an operator disabled it with `--hold`), and wakes the
+ * ordered deliveries (issue 30) that may go but whose wake was lost (a worker killed between an
+ * outcome and its wake, a flushed Redis): their parked jobs are promoted.
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -14,7 +16,9 @@ import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
 import { failExpiredHeldDeliveries, failUnwritableDelivery, findDueDeliveries, type DueDelivery } from '../store/deliveriesRepo.ts';
 import { addDeliveryJobs } from '../queue/jobs.ts';
-import type { DeliveryJobData } from '../queue/types.ts';
+import { DELIVERY_JOB_NAME, type DeliveryJobData } from '../queue/types.ts';
+import { findOrderingHeads, type OrderingKey } from '../store/orderingRepo.ts';
+import { Job } from 'bullmq';
 
 export const RECONCILE_PAGE_ROWS = 500;
 export const RECONCILE_MAX_ROWS_PER_RUN = 20_000;
@@ -103,6 +107,24 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     });
   };
 
+  /** Issue 30: ordered heads that may go and did not change for the grace period: promote their parked jobs (a refused promote is harmless). */
+  let headsAfter: OrderingKey | undefined;
+  const wakeOrderingHeads = async (): Promise<void> => {
+    const heads = await findOrderingHeads(options.db, { after: headsAfter, limit: pageRows, graceMs });
+    const last = heads.at(-1);
+    headsAfter = heads.length < pageRows || last === undefined ? undefined : { operationId: last.operationId, endpointKey: last.endpointKey };
+    let woken = 0;
+    for (const head of heads) {
+      if (!head.wake) continue;
+      const promoted = await new Job<DeliveryJobData>(options.queue, DELIVERY_JOB_NAME, { deliveryId: head.id, generation: 0 }, {}, head.id).promote().then(
+        () => true,
+        () => false,
+      );
+      if (promoted) woken++;
+    }
+    if (woken > 0) options.logger.info({ woken }, 'reconciler woke ordered deliveries whose wake was lost');
+  };
+
   /** Held rows past their deadline → failed (`endpoint_disabled`); critical ones counted and logged at error level. */
   const failExpiredHeld = async (): Promise<void> => {
     for (let done = 0; done < maxRows; ) {
@@ -157,6 +179,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       options.logger.info({ requeued }, 'reconciler re-enqueued deliveries that had no live job');
     }
     await failExpiredHeld();
+    await wakeOrderingHeads();
     return requeued;
   };
 

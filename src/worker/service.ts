@@ -24,6 +24,8 @@ import { createLedgerWriter } from './ledgerWriter.ts';
 import { createPgGate } from './pgGate.ts';
 import { createAdmission, deliveryWaitAllowance } from './admission.ts';
 import { createDeliveryProcessor, type DeliveryProcessor } from './processor.ts';
+import { createOrderingGate } from './ordering.ts';
+import { deadlineBudgetMs } from '../delivery/retryPolicy.ts';
 import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbacksUrls.ts';
 import { createReconciler, type Reconciler } from './reconciler.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
@@ -159,6 +161,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     leaseMarginMs: settings.HOOKRELAY_LOCK_DURATION_MS,
     ...(isolation ? { isolation } : {}),
     admission,
+    // Issue 30: with the queue, a settled ordered delivery wakes the next one at once.
+    ordering: createOrderingGate({ db: store.db, queue, run: gate.run, budgetMs: deadlineBudgetMs(settings.retryScheduleSeconds), logger }),
   });
   // Jobs running now: what a stop drains (reported in its one shutdown line).
   let running = 0;
