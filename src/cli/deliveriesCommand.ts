@@ -53,6 +53,7 @@ function summary(d: Delivery) {
     lastErrorClass: d.lastErrorClass,
     lastHttpStatus: d.lastHttpStatus,
     failureReason: d.failureReason,
+    sequence: d.sequence,
     deadlineAt: d.deadlineAt?.toISOString() ?? null,
     createdAt: d.createdAt.toISOString(),
     deliveredAt: d.deliveredAt?.toISOString() ?? null,
@@ -99,6 +100,34 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
     });
 
   deliveries
+    .command('skip')
+    .description('give up on failed or held deliveries: status skipped (final, never sent); ordered deliveries waiting behind them go')
+    .argument('<ids...>', 'delivery ids (dlv_…)')
+    .option('--json', 'one JSON object per id: {"id","result","status"?}')
+    .addHelpText(
+      'after',
+      "\nA delivery with onFailure 'block' that failed holds back the later ordered deliveries of its\noperation: replay it (`hookrelay replay <id>`) or skip it.\n\nExample:\n  hookrelay deliveries skip dlv_01J9Z3R6Y4V8Q2W7E5T1N0K3M8",
+    )
+    .action(async (ids: string[], flags: { json?: boolean }) => {
+      const [{ withContext }, { skipAndRelease }] = await Promise.all([import('./context.ts'), import('../operator/skip.ts')]);
+      await withContext(async (ctx) => {
+        const { outcomes, woken } = await skipAndRelease(ctx.store.db, ctx.queue, ids);
+        if (flags.json) {
+          for (const o of outcomes) process.stdout.write(`${JSON.stringify(o.result === 'skipped' ? { id: o.id, result: o.result } : o)}\n`);
+        } else {
+          for (const o of outcomes) {
+            if (o.result === 'skipped') process.stdout.write(`${o.id}  skipped\n`);
+            else if (o.result === 'unknown') process.stdout.write(`${o.id}  unknown: no delivery with this id\n`);
+            else process.stdout.write(`${o.id}  not skipped: status ${o.status} (only failed and held deliveries can be skipped)\n`);
+          }
+          if (woken > 0) process.stdout.write(`woke ${woken} ordered ${woken === 1 ? 'delivery' : 'deliveries'} waiting behind them\n`);
+        }
+        // Exit 1 when an id was not skipped, so scripts notice (nothing else changed for it).
+        if (outcomes.some((o) => o.result !== 'skipped')) process.exitCode = 1;
+      });
+    });
+
+  deliveries
     .command('show')
     .description('one delivery: attempts, errors, the hook (header templates, never resolved secrets) and payload')
     .argument('<id>', 'delivery id (dlv_…)')
@@ -115,7 +144,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
           return printJson({ ...summary(d), occurredAt: row.occurredAt.toISOString(), hook: row.hook, payload: row.payload, attempts: d.attempts });
         const lines = [
           `${d.id}  ${d.status}  ${d.eventType} → ${d.hookId} (${d.transport})`,
-          `operation ${d.operationId}  generation ${d.generation}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,
+          `operation ${d.operationId}  generation ${d.generation}${d.sequence !== null ? `  sequence ${d.sequence}` : ''}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,
           `deadline ${iso(d.deadlineAt)}${d.status === 'failed' ? `  failed: ${lastError(d)}` : ''}`,
           '',
           d.attempts.length === 0

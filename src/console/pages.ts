@@ -12,7 +12,7 @@ export const BASE = '/console';
 export type Section = 'overview' | 'deliveries' | 'endpoints' | 'none';
 
 /** The statuses a filter offers, in lifecycle order. */
-export const STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'held', 'accepted_by_qstash'] as const;
+export const STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'held', 'skipped', 'accepted_by_qstash'] as const;
 
 export function layout(p: { title: string; section: Section; csrf?: string; body: Html; flash?: string }): string {
   const nav = (section: Section, href: string, label: string) =>
@@ -185,6 +185,8 @@ export type DeliveryDetail = DeliveryRowView & {
   updatedAt: Date;
   deliveredAt: Date | null;
   nextAttemptAt: Date | null;
+  /** Issue 30: its place among the ordered deliveries of its operation and endpoint; null when unordered. */
+  sequence?: number | null;
 };
 
 export function deliveryPage(d: DeliveryDetail, p: { csrf: string; replayable: boolean; flash?: string }): string {
@@ -197,7 +199,7 @@ export function deliveryPage(d: DeliveryDetail, p: { csrf: string; replayable: b
     body: html`<h1>Delivery <code>${d.id}</code> ${badge(d.status)}</h1>
 <dl class="summary">
   ${row('Operation', d.operationId)}${row('Event type', d.eventType)}${row('Hook', d.hookId)}${row('Transport', d.transport)}
-  ${row('Endpoint', d.endpointKey ?? '—')}${row('Attempts', d.attemptCount)}${row('Generation', d.generation)}
+  ${row('Endpoint', d.endpointKey ?? '—')}${row('Attempts', d.attemptCount)}${row('Generation', d.generation)}${typeof d.sequence === 'number' ? row('Sequence', d.sequence) : ''}
   ${row('Created', ts(d.createdAt))}${row('Updated', ts(d.updatedAt))}${row('Delivered', ts(d.deliveredAt))}${row('Next attempt', ts(d.nextAttemptAt))}
   ${row('Last error', d.lastErrorClass ? `${d.lastErrorClass}${d.lastHttpStatus ? ` (HTTP ${d.lastHttpStatus})` : ''}` : '—')}
 </dl>
@@ -206,6 +208,10 @@ ${
     ? html`<form method="post" action="${BASE}/deliveries/${encodeURIComponent(d.id)}/replay" class="inline">
   <input type="hidden" name="_csrf" value="${p.csrf}">
   <button type="submit">Replay this delivery</button> <span class="hint">Re-sent with the same delivery id (<code>webhook-id</code>), so the receiver can drop a duplicate.</span>
+</form>
+<form method="post" action="${BASE}/deliveries/${encodeURIComponent(d.id)}/skip" class="inline">
+  <input type="hidden" name="_csrf" value="${p.csrf}">
+  <button type="submit">Skip this delivery</button> <span class="hint">Never sent; marked <code>skipped</code>. Ordered deliveries of its operation waiting behind it go.</span>
 </form>`
     : d.status === 'delivered'
       ? html`<p class="hint">Delivered: a delivered delivery is never re-sent.</p>`

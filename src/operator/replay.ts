@@ -12,6 +12,8 @@ import { HookrelayError } from '../contract/hookrelayError.ts';
 import type { Db } from '../store/db.ts';
 import { getDeliveryRow, listDeliveries, type DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { claimForReplay, replayableStatuses, traceContextsOf } from '../store/replayRepo.ts';
+import { sql } from 'drizzle-orm';
+import { rowsOf } from '../store/db.ts';
 import { activeTracer, inSpan, parseTraceContext, ROOT_CONTEXT, serializeTraceContext, SpanKind } from '../observability/tracing.ts';
 import { addDeliveryJobs } from '../queue/jobs.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
@@ -180,8 +182,26 @@ export type ReplayOptions = {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Replay every candidate, batch after batch (≤ REPLAY_BATCH, fewer under a rate). */
-export async function replayDeliveries(db: Db, queue: Queue<DeliveryJobData>, candidates: readonly string[], options: ReplayOptions): Promise<ReplayResult[]> {
+/**
+ * Issue 30: replay keeps order. The ordered candidates are claimed in (operation, endpoint,
+ * sequence) order — they take the places ordered candidates had, unordered ones keep theirs — so
+ * sequence n is queued again no later than n+1 and the worker's ordering gate holds n+1 behind it.
+ */
+export async function orderForReplay(db: Db, candidates: readonly string[]): Promise<string[]> {
+  if (candidates.length === 0) return [];
+  const result = await db.execute(sql`
+    SELECT id FROM deliveries WHERE id = ANY(${sql.param([...candidates])}::text[]) AND sequence IS NOT NULL
+     ORDER BY operation_id, endpoint_key, sequence`);
+  const ordered = rowsOf<{ id: string }>(result).map((r) => r.id);
+  if (ordered.length === 0) return [...candidates];
+  const isOrdered = new Set(ordered);
+  let next = 0;
+  return candidates.map((id) => (isOrdered.has(id) ? (ordered[next++] as string) : id));
+}
+
+/** Replay every candidate, batch after batch (≤ REPLAY_BATCH, fewer under a rate), ordered deliveries in sequence order. */
+export async function replayDeliveries(db: Db, queue: Queue<DeliveryJobData>, requested: readonly string[], options: ReplayOptions): Promise<ReplayResult[]> {
+  const candidates = await orderForReplay(db, [...new Set(requested)]);
   const results: ReplayResult[] = [];
   const probed = new Set<string>();
   const probe: ReplayProbe | undefined = options.probe
