@@ -1,6 +1,15 @@
+/**
+ * `hookrelay endpoints …`: its flags, and what each subcommand does once they are checked.
+ * Breaker state comes from Redis (the workers' shared gate), disable and limits from Postgres;
+ * the command still answers from Postgres when Redis does not. The operator and store modules
+ * load only when a subcommand runs.
+ */
 import type { Command } from 'commander';
+import type { CliContext } from './context.ts';
 import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
+import { formatTable, iso, printJson, printJsonArray } from './output.ts';
+import { runReplay } from './replayCommand.ts';
 
 type JsonFlag = { json?: boolean };
 
@@ -19,7 +28,6 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
     .description('every endpoint seen in the last week and every one disabled or limited, most recently used first')
     .option('--json', 'a JSON array, one endpoint per line ([] when none)')
     .action(async (flags: JsonFlag) => {
-      const { listEndpoints } = await import('./endpointsRun.ts');
       const { withContext } = await import('./context.ts');
       await withContext((ctx) => listEndpoints(ctx, flags.json === true));
     });
@@ -30,7 +38,6 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
     .argument('<key>', 'endpoint key (see `hookrelay endpoints list`)')
     .option('--json', 'one JSON object')
     .action(async (key: string, flags: JsonFlag) => {
-      const { showEndpoint } = await import('./endpointsRun.ts');
       const { withContext } = await import('./context.ts');
       await withContext((ctx) => showEndpoint(ctx, key, flags.json === true));
     });
@@ -45,7 +52,6 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
     .option('--hold', 'keep every delivery held, with no deadline, until you enable the endpoint and replay them (also on an endpoint already disabled)')
     .option('--json', 'one JSON object')
     .action(async (key: string, flags: JsonFlag & { reason: string; hold?: boolean }) => {
-      const { disableEndpointCommand } = await import('./endpointsRun.ts');
       const { withContext } = await import('./context.ts');
       await withContext((ctx) => disableEndpointCommand(ctx, key, flags.reason, flags.json === true, flags.hold === true));
     });
@@ -57,7 +63,6 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
     .option('--replay', 'also replay its held deliveries (same delivery id and webhook-id)')
     .option('--json', 'one JSON object')
     .action(async (key: string, flags: JsonFlag & { replay?: boolean }) => {
-      const { enableEndpointCommand } = await import('./endpointsRun.ts');
       const { withContext } = await import('./context.ts');
       const code = await withContext((ctx) => enableEndpointCommand(ctx, key, flags.replay === true, flags.json === true));
       if (code !== EXIT.ok) process.exitCode = code;
@@ -76,7 +81,6 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
       const concurrency =
         flags.concurrency === undefined ? undefined : flags.concurrency === 'default' ? null : parsePositiveInt(flags.concurrency, '--concurrency');
       const rate = flags.rate === undefined ? undefined : flags.rate === 'none' ? null : parseRate(flags.rate);
-      const { limitEndpointCommand } = await import('./endpointsRun.ts');
       const { withContext } = await import('./context.ts');
       await withContext((ctx) => limitEndpointCommand(ctx, key, { concurrency, rateLimit: rate }, flags.json === true));
     });
@@ -87,4 +91,128 @@ function parseRate(value: string): number {
   if (!Number.isFinite(n) || n <= 0 || n > 100_000)
     throw new CliUsageError(`--rate must be a number of deliveries per second above 0 (at most 100000), or none (got "${value}")`);
   return n;
+}
+
+const dash = (v: string | number | null) => (v === null ? '-' : String(v));
+const redisDown = 'Redis did not answer at REDIS_URL: breaker state and in-flight counts unknown (shown from Postgres only)\n';
+
+export async function listEndpoints(ctx: CliContext, json: boolean): Promise<void> {
+  const { listEndpointViews } = await import('../operator/endpointViews.ts');
+  const { views, redisUp } = await listEndpointViews(ctx.store.db, ctx.operator, ctx.settings);
+  if (json) return printJsonArray(views);
+  if (!redisUp) process.stderr.write(redisDown);
+  if (views.length === 0) {
+    process.stdout.write('no endpoints yet: the worker records one the first time it delivers to it\n');
+    return;
+  }
+  process.stdout.write(
+    formatTable(
+      ['ENDPOINT', 'STATE', 'IN FLIGHT', 'LIMIT/CAP', 'RATE/S', 'FAILS', 'WINDOW FAIL/ALL', 'LAST SUCCESS', 'LAST FAILURE', 'HELD'],
+      views.map((v) => [
+        v.key,
+        v.hold ? 'disabled (hold)' : v.state,
+        dash(v.inFlight),
+        v.cap === 0 ? 'none' : `${v.limit ?? v.cap}/${v.cap}`,
+        dash(v.rateLimit),
+        dash(v.consecutiveFailures),
+        v.windowAttempts === null ? '-' : `${v.windowFailures}/${v.windowAttempts}`,
+        v.lastSuccessAt ?? '-',
+        v.lastFailureAt ?? '-',
+        String(v.held),
+      ]),
+    ),
+  );
+}
+
+export async function showEndpoint(ctx: CliContext, key: string, json: boolean): Promise<void> {
+  const { getEndpointView } = await import('../operator/endpointViews.ts');
+  const found = await getEndpointView(ctx.store.db, ctx.operator, ctx.settings, key);
+  if (found === undefined) {
+    throw new CliUsageError(`no endpoint "${key}" (not seen by a worker, not disabled or limited, no deliveries); see hookrelay endpoints list`);
+  }
+  const { view: v, deliveries: counts, redisUp } = found;
+  if (json) return printJson({ ...v, deliveries: counts });
+  if (!redisUp) process.stderr.write(redisDown);
+  const lines = [
+    `${v.key}  ${v.state}${v.state === 'open' && v.openUntil ? ` until ${v.openUntil}` : ''}`,
+    `in flight ${dash(v.inFlight)}, limit ${v.cap === 0 ? 'none (no cap)' : `${v.limit ?? v.cap} of cap ${v.cap}`}   rate limit ${v.rateLimit === null ? 'none' : `${v.rateLimit}/s`}`,
+    `consecutive failures ${dash(v.consecutiveFailures)}   window ${v.windowAttempts === null ? '-' : `${v.windowFailures} failed of ${v.windowAttempts}`}`,
+    `last success ${v.lastSuccessAt ?? '-'}   last failure ${v.lastFailureAt ?? '-'}   failing since ${v.failingSince ?? '-'}`,
+    ...(v.disabledAt
+      ? [
+          `disabled ${v.disabledAt} by ${v.disabledBy ?? '?'}: ${v.disabledReason ?? ''}`,
+          v.hold
+            ? `hold: its ${v.held} held deliveries are kept (no deadline) until you act: hookrelay endpoints enable ${v.key} --replay`
+            : `its ${v.held} held deliveries fail at their deadlines (disable with --hold to keep them)`,
+        ]
+      : []),
+    '',
+    Object.keys(counts).length === 0
+      ? 'no deliveries in the ledger'
+      : formatTable(
+          ['STATUS', 'DELIVERIES'],
+          Object.entries(counts).map(([s, n]) => [s, String(n)]),
+        ).trimEnd(),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+export async function disableEndpointCommand(ctx: CliContext, key: string, reason: string, json: boolean, hold = false): Promise<void> {
+  const [{ disableEndpointByOperator }, { getEndpointPolicy }] = await Promise.all([
+    import('../operator/endpointViews.ts'),
+    import('../store/endpointsRepo.ts'),
+  ]);
+  const changed = await disableEndpointByOperator(ctx.store.db, key, reason, hold);
+  const policy = await getEndpointPolicy(ctx.store.db, key);
+  const held = policy?.hold === true;
+  if (json) return printJson({ key, disabled: true, changed, hold: held, disabledAt: iso(policy?.disabledAt), reason: policy?.disabledReason ?? reason });
+  const keeps = held
+    ? `held with no deadline until you act (--hold); enable it with: hookrelay endpoints enable ${key} --replay`
+    : `held, and failed at their deadlines unless you enable it first: hookrelay endpoints enable ${key} --replay (disable with --hold to keep them)`;
+  process.stdout.write(
+    changed
+      ? `disabled ${key}: within a few seconds workers stop delivering to it; its deliveries are ${keeps}\n`
+      : hold
+        ? `${key} was already disabled (${policy?.disabledBy ?? '?'}: ${policy?.disabledReason ?? ''}); now on hold: its deliveries are ${keeps}\n`
+        : `${key} was already disabled (${policy?.disabledBy ?? '?'}: ${policy?.disabledReason ?? ''}); nothing changed\n`,
+  );
+}
+
+export async function enableEndpointCommand(ctx: CliContext, key: string, replay: boolean, json: boolean): Promise<number> {
+  const { enableEndpointAndReset } = await import('../operator/endpointViews.ts');
+  const { changed, breakerReset, held } = await enableEndpointAndReset(ctx.store.db, ctx.operator, key);
+  const reset = breakerReset;
+  if (!replay || held === 0) {
+    if (json) printJson({ key, enabled: true, changed, breakerReset: reset, held });
+    else {
+      process.stdout.write(changed ? `enabled ${key}\n` : `${key} was not disabled; nothing changed\n`);
+      if (!reset) process.stderr.write('Redis did not answer: the breaker was not reset (it closes by itself after its next successful probe)\n');
+      if (held > 0) process.stdout.write(`${held} deliveries are held for it; replay them with: hookrelay endpoints enable ${key} --replay\n`);
+    }
+    return EXIT.ok;
+  }
+  if (!json) process.stdout.write(`${changed ? 'enabled' : 'already enabled:'} ${key}; replaying its ${held} held deliveries\n`);
+  return runReplay(ctx, [], { status: 'held', endpoint: key, yes: true, ...(json ? { json: true } : {}) });
+}
+
+export async function limitEndpointCommand(
+  ctx: CliContext,
+  key: string,
+  limits: { concurrency: number | null | undefined; rateLimit: number | null | undefined },
+  json: boolean,
+): Promise<void> {
+  const [{ getEndpointPolicy, setEndpointLimits }, { isolationSettings }] = await Promise.all([
+    import('../store/endpointsRepo.ts'),
+    import('../isolation/endpointIsolation.ts'),
+  ]);
+  await setEndpointLimits(ctx.store.db, key, {
+    ...(limits.concurrency !== undefined ? { concurrency: limits.concurrency } : {}),
+    ...(limits.rateLimit !== undefined ? { rateLimit: limits.rateLimit } : {}),
+  });
+  const policy = await getEndpointPolicy(ctx.store.db, key);
+  const cap = policy?.concurrency ?? isolationSettings(ctx.settings).defaultCap;
+  if (json) return printJson({ key, concurrency: cap, ownConcurrency: policy?.concurrency ?? null, rateLimit: policy?.rateLimit ?? null });
+  process.stdout.write(
+    `${key}: concurrency ${cap === 0 ? 'no cap' : cap}${policy?.concurrency === null ? ' (default)' : ''}, rate limit ${policy?.rateLimit === null || policy?.rateLimit === undefined ? 'none' : `${policy.rateLimit}/s`}; workers apply it within a few seconds\n`,
+  );
 }

@@ -273,71 +273,90 @@ export function createConsole(options: ConsoleOptions): Console {
     return replayDeliveries(db, operator.queue(), ids, { includeAccepted: false, probe });
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: { csrf?: string }): Promise<void> {
-    const p = url.pathname.replace(/\/+$/, '') || BASE;
-    const method = req.method ?? 'GET';
+  /**
+   * The console's routes: method + path (exact, or a pattern whose groups are the handler's
+   * params) → handler. Public routes answer before the caller is known; the others need a
+   * session or the bearer token, and a POST's form is read and checked (origin, CSRF, text)
+   * before its handler runs.
+   */
+  type Call = { req: IncomingMessage; res: ServerResponse; url: URL; p: string; params: string[] };
+  type AuthedCall = Call & { caller: Exclude<Caller, { kind: 'anonymous' }>; csrf: string };
+  type PostCall = AuthedCall & { form: URLSearchParams };
+  type Route<C> = { path: string | RegExp; handle: (call: C) => Promise<void> };
 
-    if (method === 'GET' && p.startsWith(`${BASE}/assets/`)) {
-      const name = p.slice(`${BASE}/assets/`.length);
-      const asset = ASSETS.get(name);
-      if (!asset) throw new HttpError(404, 'no such asset');
-      let body = assetCache.get(name);
-      if (!body) {
-        body = await readFile(asset.file());
-        assetCache.set(name, body);
-      }
-      return send(res, 200, body, asset.type, { 'cache-control': 'private, max-age=300' });
-    }
-    if (p === `${BASE}/login`) {
-      const next = safeNext(url.searchParams.get('next'));
-      if (method === 'GET') return send(res, 200, loginPage({ next }));
-      if (method !== 'POST') throw new HttpError(405, 'method not allowed');
-      const form = await readForm(req);
-      // Login CSRF: only a form from the console's public origin may sign a browser in.
-      if (!sameOrigin(req, allowedOrigins()) || !sameSecret(form.get('token') ?? '', token)) {
-        return send(res, 401, loginPage({ next: safeNext(form.get('next')), error: 'Wrong token: nothing changed. Paste HOOKRELAY_CONSOLE_TOKEN exactly.' }));
-      }
-      // A fresh random session for every sign-in; the one this browser held before (if any) ends.
-      const previous = sessionIdOf(req);
-      const session = await withSessions(async () => {
-        if (previous) await sessions.revoke(previous);
-        return sessions.create();
-      });
-      return redirect(res, safeNext(form.get('next')), {
-        'set-cookie': sessionCookie(session.id, { maxAgeSeconds: settings.HOOKRELAY_CONSOLE_SESSION_MAX_AGE, secure: secureCookie() }),
-      });
-    }
+  const publicRoutes: Array<Route<Call> & { method: 'GET' | '*' }> = [
+    {
+      method: 'GET',
+      path: /^\/console\/assets\/(.*)$/s,
+      async handle({ res, params: [name = ''] }) {
+        const asset = ASSETS.get(name);
+        if (!asset) throw new HttpError(404, 'no such asset');
+        let body = assetCache.get(name);
+        if (!body) {
+          body = await readFile(asset.file());
+          assetCache.set(name, body);
+        }
+        return send(res, 200, body, asset.type, { 'cache-control': 'private, max-age=300' });
+      },
+    },
+    {
+      // Any method: GET shows the form, POST signs in, the rest are 405.
+      method: '*',
+      path: `${BASE}/login`,
+      async handle({ req, res, url }) {
+        const method = req.method ?? 'GET';
+        const next = safeNext(url.searchParams.get('next'));
+        if (method === 'GET') return send(res, 200, loginPage({ next }));
+        if (method !== 'POST') throw new HttpError(405, 'method not allowed');
+        const form = await readForm(req);
+        // Login CSRF: only a form from the console's public origin may sign a browser in.
+        if (!sameOrigin(req, allowedOrigins()) || !sameSecret(form.get('token') ?? '', token)) {
+          return send(res, 401, loginPage({ next: safeNext(form.get('next')), error: 'Wrong token: nothing changed. Paste HOOKRELAY_CONSOLE_TOKEN exactly.' }));
+        }
+        // A fresh random session for every sign-in; the one this browser held before (if any) ends.
+        const previous = sessionIdOf(req);
+        const session = await withSessions(async () => {
+          if (previous) await sessions.revoke(previous);
+          return sessions.create();
+        });
+        return redirect(res, safeNext(form.get('next')), {
+          'set-cookie': sessionCookie(session.id, { maxAgeSeconds: settings.HOOKRELAY_CONSOLE_SESSION_MAX_AGE, secure: secureCookie() }),
+        });
+      },
+    },
+  ];
 
-    const caller = await callerOf(req, p);
-    // Pages rendered for a session carry its CSRF value; a bearer caller's POSTs need none.
-    const csrf = caller.kind === 'session' ? caller.csrf : '';
-    if (caller.kind !== 'anonymous') ctx.csrf = csrf;
-    if (caller.kind === 'anonymous') {
-      if (p.startsWith(`${BASE}/api/`) || method !== 'GET')
-        return sendJson(res, 401, { error: 'unauthorized: send the console token (Authorization: Bearer …) or sign in at /console/login' });
-      return send(res, 401, loginPage({ next: safeNext(p + url.search) }));
-    }
-
-    if (method === 'GET') {
-      if (p === BASE) {
+  const getRoutes: Array<Route<AuthedCall>> = [
+    {
+      path: BASE,
+      async handle({ res, csrf }) {
         const [stats, queue] = await Promise.all([ledgerStats(db), queueCounts()]);
         return send(res, 200, overviewPage({ ...stats, now: new Date(), queue, hours: OVERVIEW_HOURS }, csrf));
-      }
-      if (p === `${BASE}/api/overview`) {
+      },
+    },
+    {
+      path: `${BASE}/api/overview`,
+      async handle({ res, url }) {
         const hours = parseOverviewHours(url.searchParams.get('hours'), OVERVIEW_HOURS);
         if (typeof hours === 'string') throw new HttpError(400, hours);
         const [outcomes, live] = await Promise.all([overviewSeries(hours), liveCounts()]);
         return sendJson(res, 200, { outcomes, depth: { t: depth.map((d) => d[0]), depth: depth.map((d) => d[1]) }, ...live });
-      }
-      if (p === `${BASE}/api/counts`) return sendJson(res, 200, await liveCounts());
-      if (p === `${BASE}/api/statuses`) {
+      },
+    },
+    { path: `${BASE}/api/counts`, handle: async ({ res }) => sendJson(res, 200, await liveCounts()) },
+    {
+      path: `${BASE}/api/statuses`,
+      async handle({ res, url }) {
         const ids = textParam(url.searchParams, 'ids', 64 * 1024)
           .split(',')
           .filter(Boolean)
           .slice(0, 1000);
         return sendJson(res, 200, Object.fromEntries(await deliveryStatuses(db, ids)));
-      }
-      if (p === `${BASE}/deliveries`) {
+      },
+    },
+    {
+      path: `${BASE}/deliveries`,
+      async handle({ res, url, csrf }) {
         const f = filterFields(url.searchParams);
         const before = textParam(url.searchParams, 'before') || undefined;
         const stats = await ledgerStats(db);
@@ -357,16 +376,22 @@ export function createConsole(options: ConsoleOptions): Console {
           200,
           deliveriesPage({ filter: f, rows: page, nextBefore: rows.length > CONSOLE_PAGE_SIZE ? page.at(-1)?.id : undefined, byStatus: stats.byStatus, csrf }),
         );
-      }
-      if (p.startsWith(`${BASE}/deliveries/`)) {
-        const id = parseDeliveryIdSegment(p.slice(`${BASE}/deliveries/`.length));
+      },
+    },
+    {
+      path: /^\/console\/deliveries\/(.+)$/s,
+      async handle({ res, url, csrf, params: [segment = ''] }) {
+        const id = parseDeliveryIdSegment(segment);
         if (typeof id !== 'string') throw new HttpError(400, id.problem);
         const d = await deliveryDetail(id);
         if (!d) return send(res, 404, messagePage('Not found', `No delivery ${id} in the ledger.`, csrf));
         const flash = textParam(url.searchParams, 'replayed') === '1' ? 'Replay queued: the worker re-sends it with the same delivery id.' : undefined;
         return send(res, 200, deliveryPage(d, { csrf, replayable: replayableStatuses(false).includes(d.status), ...(flash ? { flash } : {}) }));
-      }
-      if (p === `${BASE}/replay`) {
+      },
+    },
+    {
+      path: `${BASE}/replay`,
+      async handle({ res, url, csrf }) {
         const f = filterFields(url.searchParams);
         f.status ??= 'failed';
         try {
@@ -389,56 +414,60 @@ export function createConsole(options: ConsoleOptions): Console {
             return send(res, 400, messagePage('Cannot replay', `only failed and held deliveries can be replayed (got status ${err.status})`, csrf));
           throw err;
         }
-      }
-      if (p === `${BASE}/endpoints`) {
+      },
+    },
+    {
+      path: `${BASE}/endpoints`,
+      async handle({ res, url, csrf }) {
         const { views, redisUp } = await listEndpointViews(db, operator, settings);
         const flash = textParam(url.searchParams, 'done') || undefined;
         return send(res, 200, endpointsPage({ views, redisUp, csrf, ...(flash ? { flash } : {}) }));
-      }
-      throw new HttpError(404, 'not found');
-    }
+      },
+    },
+  ];
 
-    if (method !== 'POST') throw new HttpError(405, 'method not allowed');
-    const form = await readForm(req);
-    assertMayChange(req, caller, form);
-    for (const [k, v] of form) {
-      const problem = badTextProblem(v, k, 1024 * 1024);
-      if (problem) throw new HttpError(400, problem);
-    }
-
-    if (p === `${BASE}/logout`) {
-      // Server-side: the session is gone, so the old cookie gets 401 wherever it is replayed.
-      if (caller.kind === 'session') await withSessions(() => sessions.revoke(caller.session.id));
-      return redirect(res, `${BASE}/login`, { 'set-cookie': clearedCookie(secureCookie()) });
-    }
-    const one = /^\/console\/deliveries\/(.+)\/replay$/.exec(p);
-    if (one) {
-      const id = parseDeliveryIdSegment(one[1] as string);
-      if (typeof id !== 'string') throw new HttpError(400, id.problem);
-      const { candidates, skipped, unknown } = await replayCandidatesByIds(db, [id], false);
-      if (unknown.length > 0) throw new HttpError(404, `no delivery ${id}`);
-      if (candidates.length === 0)
-        return send(res, 409, messagePage('Not replayed', `${id}: ${skipped[0] ? skipText(skipped[0]) : 'not replayable'}; nothing changed.`, csrf));
-      await runReplay(candidates);
-      return redirect(res, `${BASE}/deliveries/${encodeURIComponent(id)}?replayed=1`);
-    }
-    if (p === `${BASE}/replay`) {
-      if (form.get('confirm') !== 'yes') throw new HttpError(400, 'confirm the replay (tick the box): nothing changed');
-      // Exactly the previewed ids: rows that entered the filter since were not confirmed. Each is
-      // re-checked (a delivered one is skipped, never re-sent).
-      const previewed = (form.get('ids') ?? '').split(',').filter(Boolean);
-      if (previewed.length === 0 || previewed.length > CONSOLE_REPLAY_MAX) throw new HttpError(400, 'nothing to replay in this form: open the preview again');
-      const { candidates, skipped } = await replayCandidatesByIds(db, previewed, false);
-      const results: ReplayResult[] = [...skipped.map((s) => ({ result: 'skipped' as const, ...s })), ...(await runReplay(candidates))];
-      // not_queued rows are queued in the ledger: the worker's reconciler adds their jobs.
-      const count = (r: ReplayResult['result']) => results.filter((x) => x.result === r).length;
-      logger.info({ replayed: count('replayed'), skipped: skipped.length, notQueued: count('not_queued') }, 'console replay');
-      return send(res, 200, replayResultPage({ results, csrf }));
-    }
-    if (p === `${BASE}/endpoints/disable` || p === `${BASE}/endpoints/enable`) {
-      const key = form.get('key') ?? '';
-      if (key === '') throw new HttpError(400, 'key is required');
-      if (p.endsWith('/disable')) {
+  const postRoutes: Array<Route<PostCall>> = [
+    {
+      path: `${BASE}/logout`,
+      async handle({ res, caller }) {
+        // Server-side: the session is gone, so the old cookie gets 401 wherever it is replayed.
+        if (caller.kind === 'session') await withSessions(() => sessions.revoke(caller.session.id));
+        return redirect(res, `${BASE}/login`, { 'set-cookie': clearedCookie(secureCookie()) });
+      },
+    },
+    {
+      path: /^\/console\/deliveries\/(.+)\/replay$/,
+      async handle({ res, csrf, params: [segment = ''] }) {
+        const id = parseDeliveryIdSegment(segment);
+        if (typeof id !== 'string') throw new HttpError(400, id.problem);
+        const { candidates, skipped, unknown } = await replayCandidatesByIds(db, [id], false);
+        if (unknown.length > 0) throw new HttpError(404, `no delivery ${id}`);
+        if (candidates.length === 0)
+          return send(res, 409, messagePage('Not replayed', `${id}: ${skipped[0] ? skipText(skipped[0]) : 'not replayable'}; nothing changed.`, csrf));
+        await runReplay(candidates);
+        return redirect(res, `${BASE}/deliveries/${encodeURIComponent(id)}?replayed=1`);
+      },
+    },
+    {
+      path: `${BASE}/replay`,
+      async handle({ res, form, csrf }) {
+        if (form.get('confirm') !== 'yes') throw new HttpError(400, 'confirm the replay (tick the box): nothing changed');
+        // Exactly the previewed ids: rows that entered the filter since were not confirmed. Each is
+        // re-checked (a delivered one is skipped, never re-sent).
+        const previewed = (form.get('ids') ?? '').split(',').filter(Boolean);
+        if (previewed.length === 0 || previewed.length > CONSOLE_REPLAY_MAX) throw new HttpError(400, 'nothing to replay in this form: open the preview again');
+        const { candidates, skipped } = await replayCandidatesByIds(db, previewed, false);
+        const results: ReplayResult[] = [...skipped.map((s) => ({ result: 'skipped' as const, ...s })), ...(await runReplay(candidates))];
+        // not_queued rows are queued in the ledger: the worker's reconciler adds their jobs.
+        const count = (r: ReplayResult['result']) => results.filter((x) => x.result === r).length;
+        logger.info({ replayed: count('replayed'), skipped: skipped.length, notQueued: count('not_queued') }, 'console replay');
+        return send(res, 200, replayResultPage({ results, csrf }));
+      },
+    },
+    {
+      path: `${BASE}/endpoints/disable`,
+      async handle({ res, form }) {
+        const key = endpointKey(form);
         const reason = (form.get('reason') ?? '').trim() || 'disabled from the console';
         // `hold` (a checkbox) keeps its deliveries with no deadline until an operator acts (issue 25).
         const hold = form.get('hold') === 'yes';
@@ -449,20 +478,82 @@ export function createConsole(options: ConsoleOptions): Console {
           res,
           `${BASE}/endpoints?done=${encodeURIComponent(changed ? `Disabled ${key}: within a few seconds its deliveries are ${kept}.` : hold ? `${key} was already disabled; now on hold.` : `${key} was already disabled.`)}`,
         );
+      },
+    },
+    {
+      path: `${BASE}/endpoints/enable`,
+      async handle({ res, form }) {
+        const key = endpointKey(form);
+        const { changed, held } = await enableEndpointAndReset(db, operator, key);
+        let replayed = 0;
+        if (form.get('replay') === 'yes' && held > 0) {
+          const ids = await replayCandidatesByFilter(db, { status: 'held', endpoint: key }, false);
+          replayed = (await runReplay(ids)).filter((r) => r.result === 'replayed').length;
+        }
+        logger.info({ endpoint: key, changed, replayed }, 'console: endpoint enabled');
+        return redirect(
+          res,
+          `${BASE}/endpoints?done=${encodeURIComponent(`${changed ? 'Enabled' : 'Already enabled:'} ${key}${replayed > 0 ? `; replayed ${replayed} held deliveries` : ''}.`)}`,
+        );
+      },
+    },
+  ];
+
+  function endpointKey(form: URLSearchParams): string {
+    const key = form.get('key') ?? '';
+    if (key === '') throw new HttpError(400, 'key is required');
+    return key;
+  }
+
+  /** The first route whose path matches `p`, with its params (a pattern's groups). */
+  function find<C>(routes: ReadonlyArray<Route<C>>, p: string): { route: Route<C>; params: string[] } | undefined {
+    for (const route of routes) {
+      if (typeof route.path === 'string') {
+        if (route.path === p) return { route, params: [] };
+        continue;
       }
-      const { changed, held } = await enableEndpointAndReset(db, operator, key);
-      let replayed = 0;
-      if (form.get('replay') === 'yes' && held > 0) {
-        const ids = await replayCandidatesByFilter(db, { status: 'held', endpoint: key }, false);
-        replayed = (await runReplay(ids)).filter((r) => r.result === 'replayed').length;
-      }
-      logger.info({ endpoint: key, changed, replayed }, 'console: endpoint enabled');
-      return redirect(
-        res,
-        `${BASE}/endpoints?done=${encodeURIComponent(`${changed ? 'Enabled' : 'Already enabled:'} ${key}${replayed > 0 ? `; replayed ${replayed} held deliveries` : ''}.`)}`,
-      );
+      const m = route.path.exec(p);
+      if (m) return { route, params: m.slice(1) };
     }
-    throw new HttpError(404, 'not found');
+    return undefined;
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: { csrf?: string }): Promise<void> {
+    const p = url.pathname.replace(/\/+$/, '') || BASE;
+    const method = req.method ?? 'GET';
+
+    const open = find(
+      publicRoutes.filter((r) => r.method === '*' || r.method === method),
+      p,
+    );
+    if (open) return open.route.handle({ req, res, url, p, params: open.params });
+
+    const caller = await callerOf(req, p);
+    if (caller.kind === 'anonymous') {
+      if (p.startsWith(`${BASE}/api/`) || method !== 'GET')
+        return sendJson(res, 401, { error: 'unauthorized: send the console token (Authorization: Bearer …) or sign in at /console/login' });
+      return send(res, 401, loginPage({ next: safeNext(p + url.search) }));
+    }
+    // Pages rendered for a session carry its CSRF value; a bearer caller's POSTs need none.
+    const csrf = caller.kind === 'session' ? caller.csrf : '';
+    ctx.csrf = csrf;
+
+    if (method === 'GET') {
+      const found = find(getRoutes, p);
+      if (!found) throw new HttpError(404, 'not found');
+      return found.route.handle({ req, res, url, p, params: found.params, caller, csrf });
+    }
+
+    if (method !== 'POST') throw new HttpError(405, 'method not allowed');
+    const form = await readForm(req);
+    assertMayChange(req, caller, form);
+    for (const [k, v] of form) {
+      const problem = badTextProblem(v, k, 1024 * 1024);
+      if (problem) throw new HttpError(400, problem);
+    }
+    const found = find(postRoutes, p);
+    if (!found) throw new HttpError(404, 'not found');
+    return found.route.handle({ req, res, url, p, params: found.params, caller, csrf, form });
   }
 
   return {

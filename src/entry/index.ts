@@ -4,7 +4,7 @@
  * PGlite or @upstash/qstash: the factories that need them import them when called (./lazy.ts).
  * `hookrelay/queue`, `hookrelay/store` and `hookrelay/worker` are the layer entries.
  */
-import { HookDispatcher as DispatcherCore, type HookDispatcherOptions } from '../dispatch/HookDispatcher.ts';
+import { HookDispatcher as DispatcherCore, type HookDispatcherOptions } from '../dispatch/hookDispatcher.ts';
 import { createHookProducer } from './lazy.ts';
 
 export * from '../contract/index.ts';
@@ -25,7 +25,7 @@ export * from '../interception/index.ts';
 export { resolveHeaderTemplates } from '../delivery/headerTemplates.ts';
 export { createLogger, silentLogger, type Logger } from '../observability/logger.ts';
 export { loadSettings, SettingsError, type Settings } from '../config/settings.ts';
-export type { HookDispatcherOptions, DispatchProducer, EvaluateOptions } from '../dispatch/HookDispatcher.ts';
+export type { HookDispatcherOptions, DispatchProducer, EvaluateOptions } from '../dispatch/hookDispatcher.ts';
 
 /**
  * The dispatcher (SPEC §12). Queue mode without a `producer` gets one built from the

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type RunningReceiver, type VerifiedDelivery } from '../../examples/receiver.ts';
 import { loadSettings } from '../../src/config/settings.ts';
 import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../../src/contract/criticalError.ts';
-import { HookDispatcher } from '../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { createHookProducer } from '../../src/queue/producer.ts';
 import { startDeliveryService, type DeliveryService } from '../../src/worker/service.ts';

@@ -6,7 +6,7 @@
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { describe, expect, it } from 'vitest';
 import type { AgentContext, InterceptionRecord } from '../../../src/contract/agentHooks.ts';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
 import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
 import { InterceptionBlocked } from '../../../src/interception/errors.ts';

@@ -8,7 +8,7 @@ import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-co
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AgentContext, InterceptionRecord } from '../../../src/contract/agentHooks.ts';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createOpenAIAgentsHooks } from '../../../src/integrations/openaiAgents.ts';
 import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
 import type { Interceptor } from '../../../src/interception/interceptor.ts';

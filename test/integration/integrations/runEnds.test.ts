@@ -12,7 +12,7 @@ import { assistantMessage, modelError, ScriptedModel } from '@openai/agents-core
 import { generateText, streamText } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentContext } from '../../../src/contract/agentHooks.ts';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
 import { createOpenAIAgentsHooks } from '../../../src/integrations/openaiAgents.ts';
 import { createAgentHooks } from '../../../src/interception/run/bundle.ts';

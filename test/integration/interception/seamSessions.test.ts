@@ -6,7 +6,7 @@
  * interceptor, real Postgres for the operation store and the record sink.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HookDispatcher, type HookDispatcherOptions } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher, type HookDispatcherOptions } from '../../../src/dispatch/hookDispatcher.ts';
 import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
 import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';

@@ -5,7 +5,7 @@
  * apply is recorded and blocked as host_error:transform_invalid, never dropped.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
 import { InterceptionEmitter, Verdict, type Interceptor, type InterceptionRecord, type JsonValue } from '../../../src/interception/index.ts';

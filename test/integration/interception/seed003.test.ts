@@ -8,7 +8,7 @@
  * Real Postgres (record sink, operation store), real decision webhooks on 127.0.0.1.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HookDispatcher, type HookDispatcherOptions } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher, type HookDispatcherOptions } from '../../../src/dispatch/hookDispatcher.ts';
 import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
 import {
   AgentHooksInstallError,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { InterceptionEmitter, Verdict, type Interceptor } from '../../../src/interception/index.ts';
 import { createStoreRecordSink } from '../../../src/store/interceptionRecordSink.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';

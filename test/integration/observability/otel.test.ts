@@ -8,7 +8,7 @@ import { context, ProxyTracer, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { activeTracer } from '../../../src/observability/tracing.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';

@@ -5,7 +5,7 @@
  * output never reaches the placeholder. Real Postgres, real emitter.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
 import { InterceptionEmitter, Verdict, type Interceptor } from '../../../src/interception/index.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';

@@ -3,7 +3,7 @@
  * real HTTP receivers on 127.0.0.1, real dispatchers. Nothing here is mocked.
  */
 import pg from 'pg';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { startReceiver, type Behaviour, type Receiver, type RecordedRequest } from '../../support/receiver.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../../../src/contract/toolContext.ts';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOperationStore, DeferredContextError, type OperationStore } from '../../../src/control/operationStore.ts';
 import { HookConfigError } from '../../../src/contract/errors.ts';
-import type { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import {
   ALLOW,

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
-import type { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import type { SerializedHook } from '../../../src/contract/hook.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import {

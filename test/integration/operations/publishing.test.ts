@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApprovalNotClaimedError, createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
 import { PlaceholderNotFoundError } from '../../../src/store/placeholdersRepo.ts';
-import type { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { ALLOW, body, control, ctx, deny, makeDispatcher, ofType, setEnvHooks, sql, startReceiver, toolResult, type Env, type Receiver } from './helpers.ts';
 import { blockedAfterResult } from '../../../src/control/blockedResult.ts';

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
-import type { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { ALLOW, ctx, dumpSchema, makeDispatcher, ofType, setEnvHooks, startReceiver, toolResult, type Env, type Receiver } from './helpers.ts';
 import { blockedAfterResult } from '../../../src/control/blockedResult.ts';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
 import { CriticalHookDeliveryError } from '../../../src/contract/criticalError.ts';
-import type { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import type { AgentHook } from '../../../src/contract/hook.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { body, CLOSED_URL, makeDispatcher, ofType, setEnvHooks, sql, startReceiver, type Env, type Receiver } from './helpers.ts';

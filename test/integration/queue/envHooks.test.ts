@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { addDeliveryJobs } from '../../../src/queue/jobs.ts';
 import { insertDeliveries, newDeliveryId } from '../../../src/store/deliveriesRepo.ts';

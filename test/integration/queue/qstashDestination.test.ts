@@ -11,7 +11,7 @@ import { createOperationStore } from '../../../src/control/operationStore.ts';
 import { deliverNotification } from '../../../src/delivery/deliver.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
 import { createQStashPublisher } from '../../../src/delivery/qstashTransport.ts';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { addDeliveryJobs } from '../../../src/queue/jobs.ts';
 import { insertDeliveries, newDeliveryId } from '../../../src/store/deliveriesRepo.ts';

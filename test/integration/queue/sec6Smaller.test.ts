@@ -16,7 +16,7 @@ import { HookConfigError } from '../../../src/contract/errors.ts';
 import { MAX_BODY_DEPTH } from '../../../src/contract/webhook.ts';
 import { createOperationStore } from '../../../src/control/operationStore.ts';
 import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { createStack, TEST_REDIS_URL, type Stack } from './harness.ts';

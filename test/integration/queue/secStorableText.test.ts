@@ -14,7 +14,7 @@ import { EventValidationError, HookConfigError } from '../../../src/contract/err
 import { StorageError } from '../../../src/contract/storageError.ts';
 import { isStorableText } from '../../../src/contract/storableText.ts';
 import { createOperationStore } from '../../../src/control/operationStore.ts';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { OutcomeNotStoredError } from '../../../src/queue/errors.ts';
 import { createLedgerWriter, OUTCOME_UNWRITABLE } from '../../../src/worker/ledgerWriter.ts';

@@ -13,7 +13,7 @@ import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
 import { createOperationStore } from '../../../src/control/operationStore.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
 import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { addDeliveryJobs } from '../../../src/queue/jobs.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import type { HookProducer } from '../../../src/queue/types.ts';

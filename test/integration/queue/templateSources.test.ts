@@ -10,7 +10,7 @@ import { HookConfigError } from '../../../src/contract/errors.ts';
 import type { ParsedSerializedHook } from '../../../src/contract/hook.ts';
 import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
 import { createOperationStore } from '../../../src/control/operationStore.ts';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { addDeliveryJobs } from '../../../src/queue/jobs.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import { insertDeliveries, newDeliveryId } from '../../../src/store/deliveriesRepo.ts';

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { HookConfigError } from '../../../src/contract/errors.ts';
 import { MAX_MATCHER_LENGTH, matcherProblem, matchesHook } from '../../../src/contract/matcher.ts';
 import { parseHookBatch, parseSerializedHooks } from '../../../src/contract/validate.ts';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { quietLogger, toolContext } from '../dispatch/helpers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');

@@ -5,7 +5,7 @@
  * the request that carries the operator's QSTASH_TOKEN.
  */
 import { describe, expect, it } from 'vitest';
-import { HookDispatcher } from '../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { HookConfigError } from '../../../src/contract/errors.ts';
 import { canonicalQStashDestination, qstashDestinationProblem, sdkPublishUrl } from '../../../src/contract/qstashDestination.ts';
 import { parseHookBatch, parseSerializedHooks } from '../../../src/contract/validate.ts';

@@ -2,7 +2,7 @@
 import type { DestinationStream } from 'pino';
 import { createLogger, type Logger } from '../../../src/observability/logger.ts';
 import type { ToolCallHookContext } from '../../../src/contract/toolContext.ts';
-import type { DispatchProducer } from '../../../src/dispatch/HookDispatcher.ts';
+import type { DispatchProducer } from '../../../src/dispatch/hookDispatcher.ts';
 
 /** A logger at debug level whose JSON lines are collected (secret-leak checks). */
 export function captureLogger(): { logger: Logger; lines: string[]; text: () => string } {

@@ -5,7 +5,7 @@
  * Interceptors are in-process functions; the model and tools are scripted.
  */
 import { describe, expect, it } from 'vitest';
-import { HookDispatcher } from '../../../../src/dispatch/HookDispatcher.ts';
+import { HookDispatcher } from '../../../../src/dispatch/hookDispatcher.ts';
 import {
   AgentContextBuilder,
   AgentHooksInstallError,
