@@ -50,7 +50,7 @@ export const SettingsSchema = z.object({
     .superRefine((v, ctx) => {
       // Q6: the same parser the send path uses; the message names the entry, never the secret.
       const problem = signingSecretsProblem(v);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem.replace(/^HOOKRELAY_SIGNING_SECRETS /, '') });
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
     }),
   HOOKRELAY_RETRY_SCHEDULE: z
     .string()
@@ -104,7 +104,7 @@ export const SettingsSchema = z.object({
     .default(DEFAULT_TEMPLATE_ENV)
     .superRefine((v, ctx) => {
       const problem = templateEnvPatternProblem(v);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem.replace(/^HOOKRELAY_TEMPLATE_ENV: /, '') });
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
     }),
   /**
    * Turns the operator console on (`/console` on the worker's HTTP server, `hookrelay console`):

@@ -11,7 +11,10 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 export type SigningSecret = { secret: string; key: Buffer };
 
-/** The first problem with the value, or undefined when every entry is a valid secret. */
+/**
+ * The rule the first bad entry breaks (`entry #2 must start with whsec_`), without the variable's
+ * name: each edge words its own message around it. Undefined when every entry is a valid secret.
+ */
 export function signingSecretsProblem(value: string | undefined): string | undefined {
   const entries = splitSecrets(value);
   for (let i = 0; i < entries.length; i++) {
@@ -25,7 +28,7 @@ export function signingSecretsProblem(value: string | undefined): string | undef
 export function decodeSigningSecrets(value: string | undefined, onProblem: (message: string) => Error): SigningSecret[] {
   return splitSecrets(value).map((secret, index) => {
     const problem = entryProblem(secret, index);
-    if (problem) throw onProblem(problem);
+    if (problem) throw onProblem(`${SIGNING_SECRETS_ENV} ${problem}`);
     return { secret, key: Buffer.from(secret.slice(SIGNING_SECRET_PREFIX.length), 'base64') };
   });
 }
@@ -35,7 +38,7 @@ function splitSecrets(value: string | undefined): string[] {
 }
 
 function entryProblem(secret: string, index: number): string | undefined {
-  const where = `${SIGNING_SECRETS_ENV} entry #${index + 1}`;
+  const where = `entry #${index + 1}`;
   if (!secret.startsWith(SIGNING_SECRET_PREFIX)) return `${where} must start with ${SIGNING_SECRET_PREFIX}`;
   const encoded = secret.slice(SIGNING_SECRET_PREFIX.length);
   if (!BASE64.test(encoded)) return `${where} is not a ${SIGNING_SECRET_PREFIX}<base64> secret`;

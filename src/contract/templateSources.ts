@@ -54,20 +54,39 @@ export type TemplateEnvPattern = {
   readonly globs: readonly RegExp[];
 };
 
+/** What is wrong with a HOOKRELAY_TEMPLATE_ENV value: the rule broken and, per entry, its position (never its text). */
+export type TemplateEnvProblem = { rule: 'no_entry' } | { rule: 'not_a_name' | 'only_reserved'; entry: number; entries: number };
+
+/** The rule in words, without the variable's name (each edge puts it where it belongs). */
+export function describeTemplateEnvProblem(problem: TemplateEnvProblem): string {
+  if (problem.rule === 'no_entry') return "no entry; give names such as HOOK_*,BILLING_TOKEN, '*' or 'none'";
+  const which = `entry ${problem.entry} of ${problem.entries}`;
+  return problem.rule === 'not_a_name'
+    ? `${which} must be an upper-case variable name (A-Z, 0-9, _) with optional * globs, or the whole value '*' or 'none'`
+    : `${which} names only reserved variables (${RESERVED_TEMPLATE_SUMMARY}), which are never template sources`;
+}
+
 /** An invalid HOOKRELAY_TEMPLATE_ENV: names the variable and the position of the entry at fault (never its text). */
 export class TemplateEnvPatternError extends HookrelayError {
   readonly code = 'HOOKRELAY_TEMPLATE_ENV_INVALID' as const;
   override readonly name = 'TemplateEnvPatternError';
   readonly variables = [TEMPLATE_ENV_VARIABLE];
+  /** The rule broken (absent only when built from a message alone). */
+  readonly problem: TemplateEnvProblem | undefined;
+
+  constructor(problem: TemplateEnvProblem | string) {
+    super(typeof problem === 'string' ? problem : `${TEMPLATE_ENV_VARIABLE}: ${describeTemplateEnvProblem(problem)}`);
+    this.problem = typeof problem === 'string' ? undefined : problem;
+  }
 }
 
-/** Why an entry of the pattern is unusable, or undefined. Used by the settings schema too. */
+/** The rule an entry of the pattern breaks, in words without the variable's name, or undefined. Used by the settings schema. */
 export function templateEnvPatternProblem(raw: string): string | undefined {
   try {
     parseTemplateEnvPattern(raw);
     return undefined;
   } catch (error) {
-    return error instanceof TemplateEnvPatternError ? error.message : 'is invalid';
+    return error instanceof TemplateEnvPatternError && error.problem ? describeTemplateEnvProblem(error.problem) : 'is invalid';
   }
 }
 
@@ -83,23 +102,15 @@ export function parseTemplateEnvPattern(raw: string | undefined): TemplateEnvPat
     .split(',')
     .map((e) => e.trim())
     .filter((e) => e !== '');
-  if (entries.length === 0) throw new TemplateEnvPatternError(`${TEMPLATE_ENV_VARIABLE}: no entry; give names such as HOOK_*,BILLING_TOKEN, '*' or 'none'`);
+  if (entries.length === 0) throw new TemplateEnvPatternError({ rule: 'no_entry' });
   const exact = new Set<string>();
   const globs: RegExp[] = [];
   for (const [index, entry] of entries.entries()) {
-    const which = `entry ${index + 1} of ${entries.length}`;
-    if (!PATTERN_ENTRY.test(entry)) {
-      throw new TemplateEnvPatternError(
-        `${TEMPLATE_ENV_VARIABLE}: ${which} must be an upper-case variable name (A-Z, 0-9, _) with optional * globs, or the whole value '*' or 'none'`,
-      );
-    }
+    const position = { entry: index + 1, entries: entries.length };
+    if (!PATTERN_ENTRY.test(entry)) throw new TemplateEnvPatternError({ rule: 'not_a_name', ...position });
     const literalPrefix = entry.split('*')[0] ?? '';
     const onlyReserved = entry.includes('*') ? RESERVED_TEMPLATE_PREFIXES.some((p) => literalPrefix.startsWith(p)) : isReservedTemplateVariable(entry);
-    if (onlyReserved) {
-      throw new TemplateEnvPatternError(
-        `${TEMPLATE_ENV_VARIABLE}: ${which} names only reserved variables (${RESERVED_TEMPLATE_SUMMARY}), which are never template sources`,
-      );
-    }
+    if (onlyReserved) throw new TemplateEnvPatternError({ rule: 'only_reserved', ...position });
     if (entry.includes('*')) globs.push(new RegExp(`^${entry.replaceAll('*', '[A-Z0-9_]*')}$`));
     else exact.add(entry);
   }

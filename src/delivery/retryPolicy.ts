@@ -1,7 +1,19 @@
 /** Q3: retry schedule, jitter, Retry-After and permanent statuses. Pure functions. */
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../contract/defaults.ts';
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
 export const RETRY_SCHEDULE_ENV = 'HOOKRELAY_RETRY_SCHEDULE';
+
+/** An entry of HOOKRELAY_RETRY_SCHEDULE that is not a non-negative number of seconds (`entry`, trimmed). */
+export class RetryScheduleError extends HookrelayError {
+  readonly code = 'HOOKRELAY_RETRY_SCHEDULE_INVALID' as const;
+  override readonly name = 'RetryScheduleError';
+  readonly variables = [RETRY_SCHEDULE_ENV];
+
+  constructor(readonly entry: string) {
+    super(`${RETRY_SCHEDULE_ENV}: ${JSON.stringify(entry)} is not a non-negative number of seconds`);
+  }
+}
 /** Delays (seconds) after the first immediate attempt: 8 attempts over ~27.5 h. */
 export { DEFAULT_RETRY_SCHEDULE_SECONDS };
 export const JITTER_RATIO = 0.2;
@@ -75,7 +87,7 @@ export function parseRetrySchedule(value: string | undefined): number[] {
   return value.split(',').map((entry) => {
     const seconds = Number(entry.trim());
     if (entry.trim() === '' || !Number.isFinite(seconds) || seconds < 0) {
-      throw new Error(`${RETRY_SCHEDULE_ENV}: ${JSON.stringify(entry.trim())} is not a non-negative number of seconds`);
+      throw new RetryScheduleError(entry.trim());
     }
     return seconds;
   });

@@ -10,9 +10,21 @@
 import dns from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { HookrelayError } from '../contract/hookrelayError.ts';
 import { SsrfBlockedError } from './errors.ts';
 
 export const ALLOWED_CIDRS_ENV = 'HOOKRELAY_ALLOWED_CIDRS';
+
+/** An entry of HOOKRELAY_ALLOWED_CIDRS (or `allowedCidrs`) that is not an IPv4/IPv6 CIDR; a CIDR is not a secret. */
+export class AllowedCidrsError extends HookrelayError {
+  readonly code = 'HOOKRELAY_ALLOWED_CIDRS_INVALID' as const;
+  override readonly name = 'AllowedCidrsError';
+  readonly variables = [ALLOWED_CIDRS_ENV];
+
+  constructor(readonly entry: string) {
+    super(`${ALLOWED_CIDRS_ENV}: ${JSON.stringify(entry)} is not an IPv4 or IPv6 CIDR (e.g. 127.0.0.1/32, fd00::/8)`);
+  }
+}
 
 type IPv4 = ipaddr.IPv4;
 type IPv6 = ipaddr.IPv6;
@@ -59,8 +71,8 @@ const BYTE_MASK = 0xff;
 const BITS_PER_BYTE = 8;
 
 /**
- * Parses a comma-separated list of IPv4/IPv6 CIDRs (blank → none). A bad entry throws an error
- * naming HOOKRELAY_ALLOWED_CIDRS and the entry (a CIDR is not a secret).
+ * Parses a comma-separated list of IPv4/IPv6 CIDRs (blank → none). A bad entry throws an
+ * AllowedCidrsError naming HOOKRELAY_ALLOWED_CIDRS and the entry.
  */
 export function parseAllowedCidrs(value: string | undefined): Cidr[] {
   if (value === undefined) return [];
@@ -70,7 +82,7 @@ export function parseAllowedCidrs(value: string | undefined): Cidr[] {
     .filter((e) => e !== '');
   return entries.map((text) => {
     if (!ipaddr.isValidCIDR(text)) {
-      throw new Error(`${ALLOWED_CIDRS_ENV}: ${JSON.stringify(text)} is not an IPv4 or IPv6 CIDR (e.g. 127.0.0.1/32, fd00::/8)`);
+      throw new AllowedCidrsError(text);
     }
     const range = ipaddr.parseCIDR(text);
     return { text, kind: range[0].kind(), range };

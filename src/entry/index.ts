@@ -40,6 +40,7 @@ export { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure
 // Every error a public function throws on purpose: one base, a stable `code` on each (`HOOKRELAY_*`).
 export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from '../contract/hookrelayError.ts';
 export { DeliveryConfigError, SsrfBlockedError } from '../delivery/errors.ts';
+export { AllowedCidrsError } from '../delivery/ssrfGuard.ts';
 export { PayloadTooLargeError } from '../queue/payloadCap.ts';
 export { OutcomeNotStoredError, RedisUnavailableError } from '../queue/errors.ts';
 export { StorageError } from '../contract/storageError.ts';

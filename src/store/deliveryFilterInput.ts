@@ -3,18 +3,29 @@
  * `hookrelay deliveries list`, `hookrelay replay` and the console accept exactly the same input.
  * A bad field throws FilterInputError naming it (`label` is how the caller spells it).
  */
+import { HookrelayError } from '../contract/hookrelayError.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../contract/delivery.ts';
 import { HOOK_TYPES } from '../contract/hookTypes.ts';
 import type { DeliveryFilter } from './deliveriesRepo.ts';
 
-export class FilterInputError extends Error {
-  constructor(message: string) {
+export type FilterFields = { status?: string; operation?: string; hook?: string; event?: string; endpoint?: string; since?: string; until?: string };
+
+/**
+ * A delivery filter field the ledger cannot use; `field` and `value` say which (absent when an
+ * edge refused the text before parsing). Its message names the field as the caller spelled it.
+ */
+export class FilterInputError extends HookrelayError {
+  readonly code = 'HOOKRELAY_FILTER_INVALID' as const;
+  override readonly name = 'FilterInputError';
+  readonly field: keyof FilterFields | undefined;
+  readonly value: string | undefined;
+
+  constructor(message: string, fields: { field?: keyof FilterFields; value?: string } = {}) {
     super(message);
-    this.name = 'FilterInputError';
+    this.field = fields.field;
+    this.value = fields.value;
   }
 }
-
-export type FilterFields = { status?: string; operation?: string; hook?: string; event?: string; endpoint?: string; since?: string; until?: string };
 
 const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -25,26 +36,33 @@ function storableTime(date: Date): boolean {
 }
 
 /** ISO 8601, or relative to now (`15m`, `2h`, `3d`, `30s`); a time outside years 1…9999 is refused. */
-export function parseTimeSpec(value: string, label: string, now: Date = new Date()): Date {
+export function parseTimeSpec(value: string, label: string, now: Date = new Date(), field?: 'since' | 'until'): Date {
+  const fields = { value, ...(field ? { field } : {}) };
   const relative = /^(\d+)([smhd])$/.exec(value.trim());
   if (relative) {
     const date = new Date(now.getTime() - Number(relative[1]) * (UNIT_MS[relative[2] as string] as number));
     if (storableTime(date)) return date;
-    throw new FilterInputError(`${label} reaches back too far (before year 1): use a smaller value or an ISO 8601 time (got "${value}")`);
+    throw new FilterInputError(`${label} reaches back too far (before year 1): use a smaller value or an ISO 8601 time (got "${value}")`, fields);
   }
   if (/^\d{4}-\d{2}-\d{2}/.test(value)) {
     const date = new Date(value);
     if (storableTime(date)) return date;
   }
-  throw new FilterInputError(`${label} must be an ISO 8601 time or a relative one like 15m, 2h, 3d (got "${value}")`);
+  throw new FilterInputError(`${label} must be an ISO 8601 time or a relative one like 15m, 2h, 3d (got "${value}")`, fields);
 }
 
 export function deliveryFilterFrom(fields: FilterFields, label: (field: keyof FilterFields) => string): DeliveryFilter {
   if (fields.status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(fields.status)) {
-    throw new FilterInputError(`${label('status')} must be one of ${DELIVERY_STATUSES.join(', ')} (got "${fields.status}")`);
+    throw new FilterInputError(`${label('status')} must be one of ${DELIVERY_STATUSES.join(', ')} (got "${fields.status}")`, {
+      field: 'status',
+      value: fields.status,
+    });
   }
   if (fields.event !== undefined && !(HOOK_TYPES as readonly string[]).includes(fields.event)) {
-    throw new FilterInputError(`${label('event')} must be a hook type such as onComplete or afterToolCall (got "${fields.event}")`);
+    throw new FilterInputError(`${label('event')} must be a hook type such as onComplete or afterToolCall (got "${fields.event}")`, {
+      field: 'event',
+      value: fields.event,
+    });
   }
   return {
     ...(fields.status ? { status: fields.status as DeliveryStatus } : {}),
@@ -52,7 +70,7 @@ export function deliveryFilterFrom(fields: FilterFields, label: (field: keyof Fi
     ...(fields.hook ? { hookId: fields.hook } : {}),
     ...(fields.event ? { eventType: fields.event } : {}),
     ...(fields.endpoint ? { endpoint: fields.endpoint } : {}),
-    ...(fields.since ? { since: parseTimeSpec(fields.since, label('since')) } : {}),
-    ...(fields.until ? { until: parseTimeSpec(fields.until, label('until')) } : {}),
+    ...(fields.since ? { since: parseTimeSpec(fields.since, label('since'), new Date(), 'since') } : {}),
+    ...(fields.until ? { until: parseTimeSpec(fields.until, label('until'), new Date(), 'until') } : {}),
   };
 }

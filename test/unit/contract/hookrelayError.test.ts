@@ -13,6 +13,7 @@ const samples: Record<string, () => Error> = {
   RemoteInterceptorError: () => new hookrelay.RemoteInterceptorError('x'),
   DeliveryConfigError: () => new hookrelay.DeliveryConfigError('x'),
   SsrfBlockedError: () => new hookrelay.SsrfBlockedError('169.254.169.254'),
+  AllowedCidrsError: () => new hookrelay.AllowedCidrsError('banana'),
   HostErrorFailure: () => new hookrelay.HostErrorFailure('host_error:interceptor_failed' as never, 'x'),
   InterceptionBlocked: () =>
     new hookrelay.InterceptionBlocked(
