@@ -8,6 +8,7 @@ import { runDeliveryBench } from './delivery.ts';
 import { runDispatchBench } from './dispatch.ts';
 import { runIsolationBench } from './isolation.ts';
 import { runLedgerScaleBench } from './ledgerScale.ts';
+import { runOrderingBench } from './ordering.ts';
 import { runStartupBench } from './startup.ts';
 import { printTable } from './support.ts';
 
@@ -28,6 +29,7 @@ const SECTIONS: BenchSection[] = [
     onlyWhenAsked: true,
     run: runLedgerScaleBench,
   },
+  { key: 'ordering', title: 'Ordered delivery (issue 30): 200 operations × 20 events, ordered vs unordered, worker process c=64', run: runOrderingBench },
   { key: 'startup', title: 'Startup (CLI --help, idle worker RSS): shipped dist/ vs the same sources under tsx', run: runStartupBench },
 ];
 

@@ -1,0 +1,108 @@
+/**
+ * Issue 30 (OD-8): ordered delivery under chaos — 200 operations × 20 ordered events, 3 worker
+ * processes, a receiver answering after 1–50 ms and failing 10 % of first attempts; one worker is
+ * SIGKILLed twice (restarted each time) and the worker's Redis db is flushed once. Each
+ * operation's events must first reach the receiver in sequence order, and none is lost.
+ */
+import { sql } from 'drizzle-orm';
+import { afterAll, expect, it } from 'vitest';
+import { createHookProducer } from '../../src/queue/producer.ts';
+import type { HookProducer } from '../../src/queue/types.ts';
+import type { HookrelayProcess } from '../support/hookrelayProcess.ts';
+import { createChaosRun, type ChaosRun } from './chaosHarness.ts';
+
+const OPERATIONS = 200;
+const EVENTS = 20;
+const DRAIN_TIMEOUT_MS = 100_000;
+
+let run: ChaosRun | undefined;
+let ordered: HookProducer | undefined;
+afterAll(async () => {
+  await ordered?.close();
+  await run?.cleanup();
+});
+
+it('OD-8 ordering (chaos): 200 × 20 ordered events, 3 worker processes, one SIGKILLed twice and a FLUSHDB → every operation in sequence order, 0 lost', async () => {
+  run = await createChaosRun('ordering', 14);
+  const chaos = run;
+  const receipts: Array<{ id: string; operationId: string; sequence: number; ok: boolean }> = [];
+  const seen = new Set<string>();
+  chaos.receiver.setHandler((req) => {
+    const id = String(req.headers['webhook-id'] ?? '');
+    const body = JSON.parse(req.body) as { operationId: string; sequence: number };
+    const ok = seen.has(id) || Math.random() >= 0.1;
+    seen.add(id);
+    receipts.push({ id, operationId: body.operationId, sequence: body.sequence, ok });
+    return { status: ok ? 200 : 503, delayMs: 1 + Math.floor(Math.random() * 50) };
+  });
+  ordered = createHookProducer({ store: chaos.db.store, redisUrl: chaos.redisUrl, queueName: 'chaos-ordering', env: {}, ordering: 'operation' });
+  const workers: HookrelayProcess[] = [await chaos.startWorker(), await chaos.startWorker(), await chaos.startWorker()];
+
+  const hooks = [{ id: 'ordered', type: 'onComplete' as const, webhook: { url: `${chaos.receiver.url}/ordered`, timeout: 2 } }];
+  const ids: string[] = [];
+  const feeding = (async () => {
+    for (let k = 1; k <= EVENTS; k++) {
+      const results = await Promise.all(
+        Array.from({ length: OPERATIONS }, (_, op) => ordered!.enqueue({ operationId: `odc-${op}`, type: 'onComplete', event: { k }, hooks })),
+      );
+      for (const r of results) ids.push(...r.deliveryIds);
+    }
+  })();
+
+  // The faults, each once work is under way: kill worker 0 at 600 receipts, flush at 1,500, kill again at 2,400.
+  const waitReceipts = async (n: number) => {
+    for (let i = 0; i < 2_000 && receipts.length < n; i++) await new Promise((r) => setTimeout(r, 25));
+  };
+  let kills = 0;
+  let flushed = 0;
+  for (const [at, fault] of [
+    [600, 'kill'],
+    [1_500, 'flush'],
+    [2_400, 'kill'],
+  ] as const) {
+    await waitReceipts(at);
+    if (fault === 'flush') {
+      await chaos.redis.flushdb();
+      flushed++;
+    } else {
+      const victim = workers[0]!;
+      victim.kill('SIGKILL');
+      await victim.exited;
+      kills++;
+      workers[0] = await chaos.startWorker();
+    }
+  }
+  await feeding;
+
+  const delivered = async () => {
+    const result = await chaos.db.store.db.execute(sql`select count(*)::int as n from deliveries where status = 'delivered'`);
+    return (result as unknown as { rows: Array<{ n: number }> }).rows[0]?.n ?? 0;
+  };
+  const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+  while ((await delivered()) < ids.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+
+  expect(kills).toBe(2);
+  expect(flushed).toBe(1);
+  expect(ids).toHaveLength(OPERATIONS * EVENTS);
+  expect(await delivered()).toBe(ids.length);
+  // 0 lost: every delivery id reached the receiver with a 2xx.
+  const ok = new Set(receipts.filter((r) => r.ok).map((r) => r.id));
+  expect(ids.filter((id) => !ok.has(id))).toEqual([]);
+  // Order: per operation, the sequences in the order each webhook-id was first received.
+  const first = new Set<string>();
+  const byOperation = new Map<string, number[]>();
+  for (const r of receipts) {
+    if (first.has(r.id)) continue;
+    first.add(r.id);
+    byOperation.set(r.operationId, [...(byOperation.get(r.operationId) ?? []), r.sequence]);
+  }
+  const expected = Array.from({ length: EVENTS }, (_, i) => i + 1);
+  const outOfOrder = [...byOperation].filter(([, seqs]) => seqs.join(',') !== expected.join(','));
+  expect(outOfOrder).toEqual([]);
+  expect(byOperation.size).toBe(OPERATIONS);
+  process.stdout.write(
+    `chaos[ordering]: deliveries=${ids.length} receipts=${receipts.length} first-attempt failures=${receipts.filter((r) => !r.ok).length}\n`,
+  );
+  for (const w of workers) w.kill('SIGTERM');
+  for (const w of workers) await w.exited;
+}, 240_000);
