@@ -26,6 +26,7 @@ import type { Db } from '../store/db.ts';
 import { deliveryStatuses, getDeliveryRow, listDeliveries, toDelivery, type DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { FilterInputError, deliveryFilterFrom, type FilterFields } from '../store/deliveryFilterInput.ts';
 import { attemptsPerMinute, ledgerStats } from '../operator/ledgerStats.ts';
+import { skipAndRelease } from '../operator/skip.ts';
 import { replayableStatuses } from '../store/replayRepo.ts';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/types.ts';
 import { bearerOf, clearedCookie, csrfValue, defaultConsoleOrigins, sameOrigin, sameSecret, sessionCookie, sessionIdOf } from './auth.ts';
@@ -385,7 +386,12 @@ export function createConsole(options: ConsoleOptions): Console {
         if (typeof id !== 'string') throw new HttpError(400, id.problem);
         const d = await deliveryDetail(id);
         if (!d) return send(res, 404, messagePage('Not found', `No delivery ${id} in the ledger.`, csrf));
-        const flash = textParam(url.searchParams, 'replayed') === '1' ? 'Replay queued: the worker re-sends it with the same delivery id.' : undefined;
+        const flash =
+          textParam(url.searchParams, 'replayed') === '1'
+            ? 'Replay queued: the worker re-sends it with the same delivery id.'
+            : textParam(url.searchParams, 'skipped') === '1'
+              ? 'Skipped: it is never sent; ordered deliveries waiting behind it go.'
+              : undefined;
         return send(res, 200, deliveryPage(d, { csrf, replayable: replayableStatuses(false).includes(d.status), ...(flash ? { flash } : {}) }));
       },
     },
@@ -446,6 +452,25 @@ export function createConsole(options: ConsoleOptions): Console {
           return send(res, 409, messagePage('Not replayed', `${id}: ${skipped[0] ? skipText(skipped[0]) : 'not replayable'}; nothing changed.`, csrf));
         await runReplay(candidates);
         return redirect(res, `${BASE}/deliveries/${encodeURIComponent(id)}?replayed=1`);
+      },
+    },
+    {
+      // Issue 30: give up on a failed or held delivery (as `hookrelay deliveries skip`); the ordered ones behind it go.
+      path: /^\/console\/deliveries\/(.+)\/skip$/,
+      async handle({ res, csrf, params: [segment = ''] }) {
+        const id = parseDeliveryIdSegment(segment);
+        if (typeof id !== 'string') throw new HttpError(400, id.problem);
+        const { outcomes, woken } = await skipAndRelease(db, operator.queue, [id]);
+        const outcome = outcomes[0];
+        if (!outcome || outcome.result === 'unknown') throw new HttpError(404, `no delivery ${id}`);
+        if (outcome.result === 'not_skippable')
+          return send(
+            res,
+            409,
+            messagePage('Not skipped', `${id}: status ${outcome.status}: only failed and held deliveries can be skipped; nothing changed.`, csrf),
+          );
+        logger.info({ deliveryId: id, woken }, 'console: delivery skipped');
+        return redirect(res, `${BASE}/deliveries/${encodeURIComponent(id)}?skipped=1`);
       },
     },
     {

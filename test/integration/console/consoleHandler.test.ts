@@ -14,6 +14,8 @@ import { startHttpServer, type RunningHttpServer } from '../../../src/observabil
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { openOperatorQueue, type OperatorQueue } from '../../../src/operator/operatorQueue.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
+import { insertDeliveries, newDeliveryId } from '../../../src/store/deliveriesRepo.ts';
+import { sql } from 'drizzle-orm';
 import { deleteKeys, listKeys, TEST_REDIS_URL } from '../../support/redisKeys.ts';
 
 const TOKEN = `console-token-${randomBytes(12).toString('hex')}`;
@@ -241,5 +243,36 @@ describe('SEC-H5 console handler (real HTTP, Postgres, Redis)', () => {
     expect((await post(plain, '/console/endpoints/disable', { cookie: a.cookie, origin: plain.origin }, { _csrf: a.csrf, key: 'x' })).status).toBe(401);
     // The other session is untouched.
     expect((await request(plain.port, '/console/deliveries', { headers: { cookie: b.cookie } })).status).toBe(200);
+  });
+
+  it('OD-9 ordering: the Skip action (POST with session, origin and CSRF) marks a failed delivery skipped; a delivered one is refused', async () => {
+    const row = (status: string) => ({
+      id: newDeliveryId(),
+      operationId: 'od9',
+      eventType: 'onComplete' as const,
+      hookId: 'h',
+      hook: { id: 'h', type: 'onComplete', webhook: { url: 'http://127.0.0.1:9/x', ordering: 'operation', onFailure: 'block' } },
+      transport: 'fetch' as const,
+      payload: {},
+      endpointKey: 'http://127.0.0.1:9/x',
+      occurredAt: new Date(),
+      status,
+    });
+    const failed = row('failed');
+    const delivered = row('delivered');
+    await insertDeliveries(db.store.db, [failed, delivered]);
+    await db.store.db.execute(sql`update deliveries set status = 'failed', sequence = 1 where id = ${failed.id}`);
+    await db.store.db.execute(sql`update deliveries set status = 'delivered', sequence = 2 where id = ${delivered.id}`);
+    const s = await signIn(plain);
+    const page = await request(plain.port, `/console/deliveries/${failed.id}`, { headers: { cookie: s.cookie } });
+    expect(page.body).toContain(`/console/deliveries/${failed.id}/skip`);
+    // Without the CSRF value: refused, nothing changed.
+    expect((await post(plain, `/console/deliveries/${failed.id}/skip`, { cookie: s.cookie, origin: plain.origin }, {})).status).toBe(403);
+    const ok = await post(plain, `/console/deliveries/${failed.id}/skip`, { cookie: s.cookie, origin: plain.origin }, { _csrf: s.csrf });
+    expect(ok.status).toBe(303);
+    const refused = await post(plain, `/console/deliveries/${delivered.id}/skip`, { cookie: s.cookie, origin: plain.origin }, { _csrf: s.csrf });
+    expect(refused.status).toBe(409);
+    const statuses = await db.store.db.execute(sql`select id, status from deliveries where operation_id = 'od9' order by sequence`);
+    expect((statuses as unknown as { rows: Array<{ status: string }> }).rows.map((r) => r.status)).toEqual(['skipped', 'delivered']);
   });
 });
