@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { CliUsageError } from './errors.ts';
 
 /** Where `hookrelay console` listens unless told otherwise: this machine only. */
-export const DEFAULT_CONSOLE_PORT = 8788;
-export const DEFAULT_CONSOLE_HOST = '127.0.0.1';
+const DEFAULT_CONSOLE_PORT = 8788;
+const DEFAULT_CONSOLE_HOST = '127.0.0.1';
 
 /**
  * `hookrelay console`: the operator console for a machine that runs no worker (a worker with

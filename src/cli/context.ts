@@ -15,7 +15,7 @@ export type CliContext = {
   close(): Promise<void>;
 };
 
-export async function openCliContext(): Promise<CliContext> {
+async function openCliContext(): Promise<CliContext> {
   const settings = loadSettings();
   const store = await openCliStore(settings);
   const operator = openOperatorQueue(settings);

@@ -96,7 +96,7 @@ function parseRate(value: string): number {
 const dash = (v: string | number | null) => (v === null ? '-' : String(v));
 const redisDown = 'Redis did not answer at REDIS_URL: breaker state and in-flight counts unknown (shown from Postgres only)\n';
 
-export async function listEndpoints(ctx: CliContext, json: boolean): Promise<void> {
+async function listEndpoints(ctx: CliContext, json: boolean): Promise<void> {
   const { listEndpointViews } = await import('../operator/endpointViews.ts');
   const { views, redisUp } = await listEndpointViews(ctx.store.db, ctx.operator, ctx.settings);
   if (json) return printJsonArray(views);
@@ -124,7 +124,7 @@ export async function listEndpoints(ctx: CliContext, json: boolean): Promise<voi
   );
 }
 
-export async function showEndpoint(ctx: CliContext, key: string, json: boolean): Promise<void> {
+async function showEndpoint(ctx: CliContext, key: string, json: boolean): Promise<void> {
   const { getEndpointView } = await import('../operator/endpointViews.ts');
   const found = await getEndpointView(ctx.store.db, ctx.operator, ctx.settings, key);
   if (found === undefined) {
@@ -157,7 +157,7 @@ export async function showEndpoint(ctx: CliContext, key: string, json: boolean):
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-export async function disableEndpointCommand(ctx: CliContext, key: string, reason: string, json: boolean, hold = false): Promise<void> {
+async function disableEndpointCommand(ctx: CliContext, key: string, reason: string, json: boolean, hold = false): Promise<void> {
   const [{ disableEndpointByOperator }, { getEndpointPolicy }] = await Promise.all([
     import('../operator/endpointViews.ts'),
     import('../store/endpointsRepo.ts'),
@@ -178,7 +178,7 @@ export async function disableEndpointCommand(ctx: CliContext, key: string, reaso
   );
 }
 
-export async function enableEndpointCommand(ctx: CliContext, key: string, replay: boolean, json: boolean): Promise<number> {
+async function enableEndpointCommand(ctx: CliContext, key: string, replay: boolean, json: boolean): Promise<number> {
   const { enableEndpointAndReset } = await import('../operator/endpointViews.ts');
   const { changed, breakerReset, held } = await enableEndpointAndReset(ctx.store.db, ctx.operator, key);
   const reset = breakerReset;
@@ -195,7 +195,7 @@ export async function enableEndpointCommand(ctx: CliContext, key: string, replay
   return runReplay(ctx, [], { status: 'held', endpoint: key, yes: true, ...(json ? { json: true } : {}) });
 }
 
-export async function limitEndpointCommand(
+async function limitEndpointCommand(
   ctx: CliContext,
   key: string,
   limits: { concurrency: number | null | undefined; rateLimit: number | null | undefined },

@@ -16,10 +16,8 @@ import { registerEndpointsCommand } from './endpointsCommand.ts';
 import { registerRecordsCommand } from './recordsCommand.ts';
 import { registerConsoleCommand } from './consoleCommand.ts';
 
-export { EXIT } from './exitCodes.ts';
-
 /** The package version, for `--version`. */
-export function packageVersion(): string {
+function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
   return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
 }
@@ -57,7 +55,7 @@ const NO_WORKER: CliDeps = {
   runWorker: () => Promise.reject(new CliUsageError('this build of the CLI cannot run the worker: run the `hookrelay` bin')),
 };
 
-export function buildProgram(deps: CliDeps = NO_WORKER): Command {
+function buildProgram(deps: CliDeps = NO_WORKER): Command {
   const program = new Command('hookrelay')
     .description('hookrelay: durable lifecycle hooks for agent runtimes (worker, migrations, delivery admin)')
     .showHelpAfterError('(run with --help for usage)')
@@ -112,7 +110,7 @@ export function buildProgram(deps: CliDeps = NO_WORKER): Command {
 }
 
 /** The largest count a numeric flag takes: Postgres `integer`, and far below where a limit, rate or cap means anything. */
-export const MAX_FLAG_INT = 2_147_483_647;
+const MAX_FLAG_INT = 2_147_483_647;
 const MAX_PORT = 65_535;
 
 /**
@@ -120,7 +118,7 @@ const MAX_PORT = 65_535;
  * anything else is a usage error naming the flag (exit 2), never a value that fails later in
  * storage, a timer or `listen`.
  */
-export function parsePositiveInt(value: string, flag: string, max: number = MAX_FLAG_INT): number {
+function parsePositiveInt(value: string, flag: string, max: number = MAX_FLAG_INT): number {
   const n = /^\d{1,16}$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
   if (!Number.isInteger(n) || n < 1 || n > max) throw new CliUsageError(`${flag} must be a whole number from 1 to ${max} (got "${value}")`);
   return n;

@@ -15,7 +15,7 @@ import { formatTable, iso, printJson } from './output.ts';
 type OperatorReplay = typeof import('../operator/replay.ts');
 
 /** Above this many, a replay needs --yes (or a yes at the TTY prompt). */
-export const CONFIRM_ABOVE = 100;
+const CONFIRM_ABOVE = 100;
 
 export type ReplayFlags = FilterFlags & { includeAccepted?: boolean; dryRun?: boolean; rate?: number; yes?: boolean; json?: boolean };
 

@@ -84,5 +84,3 @@ export function loadEnvHooks(env: Record<string, string | undefined>): ParsedSer
   });
   return parseSerializedHooks(hooks, { allowEnvironmentIds: true });
 }
-
-export { isEnvHookId } from '../contract/hookTypes.ts';

@@ -21,7 +21,7 @@ const consoleDuration = () =>
     .refine((s) => s >= 60 && s <= 30 * 86_400, { message: 'must be between 1m and 30d' });
 
 /** Why a HOOKRELAY_CONSOLE_ORIGIN value is not a bare http(s) origin, or undefined when it is. */
-export function consoleOriginProblem(v: string): string | undefined {
+function consoleOriginProblem(v: string): string | undefined {
   const rule = 'must be an http(s) origin such as https://console.example.com or http://127.0.0.1:8788 (no path, query or credentials)';
   if (!URL.canParse(v)) return rule;
   const u = new URL(v);

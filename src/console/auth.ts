@@ -9,7 +9,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
-export const SESSION_COOKIE = 'hookrelay_console';
+const SESSION_COOKIE = 'hookrelay_console';
 
 /** Constant-time comparison of two strings of any length. */
 export function sameSecret(a: string, b: string): boolean {

@@ -13,7 +13,7 @@ export class ConsoleInputError extends Error {
 }
 
 /** Longest single query value accepted unless the caller says otherwise. */
-export const MAX_QUERY_VALUE = 1_000;
+const MAX_QUERY_VALUE = 1_000;
 
 /** C0 and C1 controls (NUL included: Postgres text and jsonb refuse it). */
 function hasControlCharacter(value: string): boolean {

@@ -52,7 +52,7 @@ const REDIS_SLACK_MS = 60_000;
 
 const StoredSession = z.object({ createdAt: z.number().int(), lastSeenAt: z.number().int() });
 
-export function isSessionIdShape(id: string): boolean {
+function isSessionIdShape(id: string): boolean {
   return SESSION_ID.test(id);
 }
 

@@ -10,7 +10,7 @@ import { z } from 'zod';
 /** Any JSON value (RFC 8259). Non-finite numbers are not JSON (§4.4). */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
-export const JsonValueSchema: z.ZodType<JsonValue> = z.json();
+const JsonValueSchema: z.ZodType<JsonValue> = z.json();
 
 export const SPEC_VERSION = 'agent-hooks/0.1';
 
@@ -68,19 +68,19 @@ export const AgentContextCoreSchema = z.looseObject({
 const anyJson = z.custom<JsonValue>((v) => v !== undefined, { message: 'required' });
 const argsObject = z.record(z.string(), z.custom<JsonValue>());
 
-export const AgentInitSchema = z.looseObject({ tools_registered: z.array(z.string()) });
-export const InputSchema = z.looseObject({ content: anyJson, role: z.enum(['user', 'system', 'external']) });
-export const ModelSchema = z.looseObject({ id: z.string() });
-export const MessagesSchema = z.array(z.looseObject({ role: z.string(), content: anyJson }));
-export const ResponseToolCallSchema = z.looseObject({ id: z.string().optional(), name: z.string(), args: argsObject });
-export const ResponseSchema = z.looseObject({
+const AgentInitSchema = z.looseObject({ tools_registered: z.array(z.string()) });
+const InputSchema = z.looseObject({ content: anyJson, role: z.enum(['user', 'system', 'external']) });
+const ModelSchema = z.looseObject({ id: z.string() });
+const MessagesSchema = z.array(z.looseObject({ role: z.string(), content: anyJson }));
+const ResponseToolCallSchema = z.looseObject({ id: z.string().optional(), name: z.string(), args: argsObject });
+const ResponseSchema = z.looseObject({
   content: anyJson,
   tool_calls: z.array(ResponseToolCallSchema),
   finish_reason: z.string(),
 });
-export const ToolCallSchema = z.looseObject({ id: nonEmpty, name: nonEmpty, args: argsObject });
-export const ToolResultSchema = z.looseObject({ value: anyJson, is_error: z.boolean() });
-export const OutputSchema = z.looseObject({ content: anyJson });
+const ToolCallSchema = z.looseObject({ id: nonEmpty, name: nonEmpty, args: argsObject });
+const ToolResultSchema = z.looseObject({ value: anyJson, is_error: z.boolean() });
+const OutputSchema = z.looseObject({ content: anyJson });
 export const SummarySchema = z.looseObject({ reason: z.enum(['completed', 'error', 'cancelled']) });
 
 /** §4.2: the conditional members each point requires, beside the core. */
@@ -100,16 +100,14 @@ export type AgentContext = z.infer<typeof AgentContextCoreSchema> & { target: Js
 
 // ---- Verdict (§5) -----------------------------------------------------------
 
-export const DecisionSchema = z.enum(['allow', 'deny', 'transform']);
-export type Decision = z.infer<typeof DecisionSchema>;
+const DecisionSchema = z.enum(['allow', 'deny', 'transform']);
 
-export const WarningSchema = z.object({ reason: z.string().optional(), message: z.string().optional() });
+const WarningSchema = z.object({ reason: z.string().optional(), message: z.string().optional() });
 export type Warning = z.infer<typeof WarningSchema>;
 
-export const TransformSchema = z.object({ path: z.string(), value: JsonValueSchema });
-export type Transform = z.infer<typeof TransformSchema>;
+const TransformSchema = z.object({ path: z.string(), value: JsonValueSchema });
 
-export const EvidenceSchema = z.object({
+const EvidenceSchema = z.object({
   artefact: z.string().nullable().optional(),
   verification_pointers: z.record(z.string(), z.string()).optional(),
 });
@@ -154,10 +152,10 @@ export const WireVerdictSchema = z.object({
 
 // ---- Composition (§7.2) -----------------------------------------------------
 
-export const CompositionProfileSchema = z.enum(['sequential/first_deny', 'sequential/run_all', 'parallel/strictest', 'parallel/unanimous']);
+const CompositionProfileSchema = z.enum(['sequential/first_deny', 'sequential/run_all', 'parallel/strictest', 'parallel/unanimous']);
 export type CompositionProfile = z.infer<typeof CompositionProfileSchema>;
 
-export const SynthesisPolicySchema = z.enum(['deny', 'approval']);
+const SynthesisPolicySchema = z.enum(['deny', 'approval']);
 export type SynthesisPolicy = z.infer<typeof SynthesisPolicySchema>;
 
 export const CompositionConfigSchema = z.strictObject({
@@ -170,8 +168,8 @@ export type CompositionConfig = z.infer<typeof CompositionConfigSchema>;
 
 // ---- Approval seam (§9) -----------------------------------------------------
 
-export const ApprovalOutcomeSchema = z.enum(['approve', 'reject', 'unresolved']);
-export type ApprovalOutcome = z.infer<typeof ApprovalOutcomeSchema>;
+const ApprovalOutcomeSchema = z.enum(['approve', 'reject', 'unresolved']);
+type ApprovalOutcome = z.infer<typeof ApprovalOutcomeSchema>;
 
 export type ApprovalRequest = {
   context_identity: string | null;
@@ -196,7 +194,7 @@ export type ApprovalResolution = {
 
 // ---- InterceptionRecord (§10.3) ---------------------------------------------
 
-export const VerdictSummarySchema = z.object({
+const VerdictSummarySchema = z.object({
   index: z.number().int().min(0),
   decision: DecisionSchema,
   reason: z.string().optional(),
@@ -205,7 +203,7 @@ export const VerdictSummarySchema = z.object({
 export type VerdictSummary = z.infer<typeof VerdictSummarySchema>;
 
 /** The payload-free projection of a verdict: no transform.value, approval stripped. */
-export const ProjectedVerdictSchema = VerdictSchema.extend({
+const ProjectedVerdictSchema = VerdictSchema.extend({
   approval: z.strictObject({}).optional(),
   transform: z.object({ path: z.string() }).optional(),
 });

@@ -18,7 +18,7 @@ export const MAX_MATCHER_LENGTH = 4_096;
  * proportional to the program too; `.{1000}` is ~1,000 instructions, a list of 100 tool names a
  * few hundred. The bound keeps one test of a 10,000-character identifier in the low milliseconds.
  */
-export const MAX_MATCHER_PROGRAM_SIZE = 5_000;
+const MAX_MATCHER_PROGRAM_SIZE = 5_000;
 
 function isMatchAll(matcher: string): boolean {
   return matcher === '' || matcher === '*';

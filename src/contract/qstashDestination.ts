@@ -18,7 +18,7 @@
  */
 
 /** The SDK's default API base (`@upstash/qstash` 2.12.0). */
-export const QSTASH_DEFAULT_BASE_URL = 'https://qstash.upstash.io';
+const QSTASH_DEFAULT_BASE_URL = 'https://qstash.upstash.io';
 /** Percent-decoding rounds tried before an encoding is called too deep to check. */
 const MAX_DECODE_ROUNDS = 8;
 const FIRST_PRINTABLE = 0x20;

@@ -3,10 +3,10 @@
  * at send time (dispatcher, remote interceptors). Standard Webhooks secrets: `whsec_` + base64
  * of 24–64 random bytes, space-separated for rotation. Messages name the entry, never a secret.
  */
-export const SIGNING_SECRETS_ENV = 'HOOKRELAY_SIGNING_SECRETS';
-export const SIGNING_SECRET_PREFIX = 'whsec_';
-export const MIN_SECRET_BYTES = 24;
-export const MAX_SECRET_BYTES = 64;
+const SIGNING_SECRETS_ENV = 'HOOKRELAY_SIGNING_SECRETS';
+const SIGNING_SECRET_PREFIX = 'whsec_';
+const MIN_SECRET_BYTES = 24;
+const MAX_SECRET_BYTES = 64;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 export type SigningSecret = { secret: string; key: Buffer };

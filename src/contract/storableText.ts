@@ -12,7 +12,7 @@ const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF
 const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
 
 /** U+FFFD, what a sanitised character becomes. */
-export const REPLACEMENT_CHARACTER = '\uFFFD';
+const REPLACEMENT_CHARACTER = '\uFFFD';
 
 /** Longest key rendered in a path: a path names a field, it is not a copy of the input. */
 const MAX_PATH_KEY_CHARS = 64;
@@ -88,7 +88,7 @@ export function unstorableTextMessage(found: UnstorableText): string {
 }
 
 /** One line for an error message: the path and the rule, never the text. */
-export function describeUnstorableText(found: UnstorableText): string {
+function describeUnstorableText(found: UnstorableText): string {
   return `${found.path}: ${unstorableTextMessage(found)}`;
 }
 

@@ -33,16 +33,14 @@ import type {
 } from './operationStoreTypes.ts';
 
 export type {
-  CompleteOperationInput,
   OperationStoreOptions,
   ApprovalDecision,
   PublishDeferredResultInput,
   PublishDeferredResultOutput,
   OperationStore,
-  OperationDispatcher,
 } from './operationStoreTypes.ts';
 
-export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError };
+export { DeferredContextError, ApprovalNotClaimedError };
 
 const REQUIRED_CONTEXT = ['toolCallId', 'assistantMessageId', 'identifier', 'apiName', 'callIndex', 'stepIndex', 'operationId', 'executor'] as const;
 

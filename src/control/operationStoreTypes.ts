@@ -68,7 +68,7 @@ export type PublishDeferredResultInput = {
 export type PublishDeferredResultOutput = { applied: true; result: ToolCallResult; status: 'allow' | 'blocked' } | { applied: false; result: ToolCallResult };
 
 export type CreateOperationInput = { operationId: string; parentOperationId?: string; userId?: string; hooks?: AgentHook[] | SerializedHook[] };
-export type ToolCallRef = { operationId: string; toolCallId: string };
+type ToolCallRef = { operationId: string; toolCallId: string };
 
 export interface OperationStore {
   /** L2: the operation record and its caller hooks, templates unresolved; idempotent. */

@@ -1,4 +1,4 @@
-import { ToolCallDecisionSchema, type ToolCallDecision } from '../contract/decision.ts';
+import type { ToolCallDecision } from '../contract/decision.ts';
 import { sanitizeStorableText } from '../contract/storableText.ts';
 import { hasDuplicateJsonKey } from './duplicateJsonKeys.ts';
 
@@ -56,6 +56,3 @@ function checkDecision(json: Record<string, unknown>): ToolCallHookResponse {
   if (!Object.hasOwn(json, 'reason') || json.reason === undefined) return { status: 'success', decision: { decision: 'deny' } };
   return typeof json.reason === 'string' ? { status: 'success', decision: { decision: 'deny', reason: sanitizeStorableText(json.reason) } } : INVALID;
 }
-
-/** The contract schema the fast check mirrors (kept for documentation and the equivalence test). */
-export { ToolCallDecisionSchema };

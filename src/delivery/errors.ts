@@ -32,16 +32,6 @@ export function isSsrfBlockedError(error: unknown): error is SsrfBlockedError {
   return error instanceof SsrfBlockedError || (hasStringProp(error, 'code') && error.code === 'HOOKRELAY_SSRF_BLOCKED');
 }
 
-/** A URL safe to log: origin and path only (no credentials, query string or fragment). */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
-  } catch {
-    return '[invalid url]';
-  }
-}
-
 const ERROR_CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 
 /**

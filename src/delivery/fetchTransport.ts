@@ -15,17 +15,17 @@ import { checkDestination, ipLiteralHost, isAddressAllowed, parseAllowedCidrs, t
 import type { TransportErrorClass } from './types.ts';
 
 /** Largest timer Node accepts (2^31-1 ms, W1). */
-export const MAX_TIMEOUT_MS = 2_147_483_647;
+const MAX_TIMEOUT_MS = 2_147_483_647;
 /** Q8: a notification response is kept as at most this many bytes. */
-export const MAX_EXCERPT_BYTES = 2048;
+const MAX_EXCERPT_BYTES = 2048;
 /** How long a notification waits for its excerpt once the status is known. */
-export const EXCERPT_WAIT_MS = 1000;
+const EXCERPT_WAIT_MS = 1000;
 /** A discarded body is drained (to keep the connection) up to this size, else the socket is dropped. */
-export const DISCARD_LIMIT_BYTES = 1024 * 1024;
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
-export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
-export const DEFAULT_KEEP_ALIVE_MAX_TIMEOUT_MS = 60_000;
-export const DEFAULT_CONNECTIONS_PER_ORIGIN = 64;
+const DISCARD_LIMIT_BYTES = 1024 * 1024;
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 4_000;
+const DEFAULT_KEEP_ALIVE_MAX_TIMEOUT_MS = 60_000;
+const DEFAULT_CONNECTIONS_PER_ORIGIN = 64;
 /** Distinct IP literals whose SSRF verdict is remembered per transport. */
 const LITERAL_VERDICT_CACHE_SIZE = 1024;
 
@@ -55,7 +55,7 @@ export type SendRequest = {
   excerptBytes?: number;
 };
 
-export type ResponseHeaders = Record<string, string | string[] | undefined>;
+type ResponseHeaders = Record<string, string | string[] | undefined>;
 
 export type SendOutcome =
   | {

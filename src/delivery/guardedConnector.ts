@@ -9,7 +9,7 @@ import { SsrfBlockedError } from './errors.ts';
 import { ipLiteralHost, isAddressAllowed, resolveAllowedAddresses, type Cidr, type ResolvedAddress, type ResolveHost } from './ssrfGuard.ts';
 
 /** How many of a name's validated addresses are tried, in order, before giving up. */
-export const MAX_ADDRESS_ATTEMPTS = 2;
+const MAX_ADDRESS_ATTEMPTS = 2;
 
 export type GuardedConnectorOptions = {
   allowed: readonly Cidr[];

@@ -19,10 +19,10 @@ import { templateSourceProblem, type TemplateEnvPattern } from '../contract/temp
 import { DeliveryConfigError } from './errors.ts';
 
 const TEMPLATE_START = '${';
-export const CONTENT_TYPE = 'content-type';
-export const JSON_CONTENT_TYPE = 'application/json';
+const CONTENT_TYPE = 'content-type';
+const JSON_CONTENT_TYPE = 'application/json';
 /** hookrelay always sends its own user agent (the transport sets it); a caller's value is dropped. */
-export const USER_AGENT_HEADER = 'user-agent';
+const USER_AGENT_HEADER = 'user-agent';
 
 export type ResolveHeaderOptions = {
   /** The operator's HOOKRELAY_TEMPLATE_ENV, parsed; default `none` (no template resolves). */

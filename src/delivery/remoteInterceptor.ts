@@ -26,7 +26,7 @@ import { HookConfigError } from '../contract/errors.ts';
 import { parseJsonLossless } from '../interception/json/losslessJson.ts';
 
 /** I3: the response cap of a remote verdict, as for decision webhooks. */
-export const MAX_VERDICT_RESPONSE_BYTES = 65_536;
+const MAX_VERDICT_RESPONSE_BYTES = 65_536;
 /** The transport deadline trails the interceptor's own bound, so the emitter reports `interceptor_timeout`. */
 const TRANSPORT_GRACE_MS = 1_000;
 const MAX_TRANSPORT_MS = 2_147_483_647;

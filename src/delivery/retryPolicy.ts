@@ -2,10 +2,10 @@
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../contract/defaults.ts';
 import { HookrelayError } from '../contract/hookrelayError.ts';
 
-export const RETRY_SCHEDULE_ENV = 'HOOKRELAY_RETRY_SCHEDULE';
+const RETRY_SCHEDULE_ENV = 'HOOKRELAY_RETRY_SCHEDULE';
 
 /** An entry of HOOKRELAY_RETRY_SCHEDULE that is not a non-negative number of seconds (`entry`, trimmed). */
-export class RetryScheduleError extends HookrelayError {
+class RetryScheduleError extends HookrelayError {
   readonly code = 'HOOKRELAY_RETRY_SCHEDULE_INVALID' as const;
   override readonly name = 'RetryScheduleError';
   readonly variables = [RETRY_SCHEDULE_ENV];
@@ -16,7 +16,7 @@ export class RetryScheduleError extends HookrelayError {
 }
 /** Delays (seconds) after the first immediate attempt: 8 attempts over ~27.5 h. */
 export { DEFAULT_RETRY_SCHEDULE_SECONDS };
-export const JITTER_RATIO = 0.2;
+const JITTER_RATIO = 0.2;
 export const MAX_RETRY_DELAY_MS = 24 * 60 * 60 * 1000;
 const MS_PER_SECOND = 1000;
 /** 4xx statuses that are worth retrying: timeout, conflict, too early, too many requests. */

@@ -6,8 +6,6 @@
 import { createHmac } from 'node:crypto';
 import { decodeSigningSecrets } from '../contract/signingSecrets.ts';
 import { DeliveryConfigError } from './errors.ts';
-
-export { SIGNING_SECRETS_ENV, MIN_SECRET_BYTES, MAX_SECRET_BYTES } from '../contract/signingSecrets.ts';
 const SIGNATURE_VERSION = 'v1';
 
 export type SignatureInput = { id: string; timestampSeconds: number; body: string; secrets: readonly string[] };

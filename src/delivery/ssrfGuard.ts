@@ -13,7 +13,7 @@ import ipaddr from 'ipaddr.js';
 import { HookrelayError } from '../contract/hookrelayError.ts';
 import { SsrfBlockedError } from './errors.ts';
 
-export const ALLOWED_CIDRS_ENV = 'HOOKRELAY_ALLOWED_CIDRS';
+const ALLOWED_CIDRS_ENV = 'HOOKRELAY_ALLOWED_CIDRS';
 
 /** An entry of HOOKRELAY_ALLOWED_CIDRS (or `allowedCidrs`) that is not an IPv4/IPv6 CIDR; a CIDR is not a secret. */
 export class AllowedCidrsError extends HookrelayError {
@@ -142,7 +142,7 @@ export type ResolvedAddress = { address: string; family: number };
 /** Resolves a host name to every address it may connect to. Injectable for tests (stub DNS). */
 export type ResolveHost = (hostname: string) => Promise<ResolvedAddress[]>;
 
-export const systemResolver: ResolveHost = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
+const systemResolver: ResolveHost = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
 
 /** The host of a URL as a bare IP literal, or undefined when it is a name. */
 export function ipLiteralHost(hostname: string): string | undefined {

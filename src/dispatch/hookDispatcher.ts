@@ -33,7 +33,7 @@ import { SendContext } from './sendContext.ts';
 import { shutdownReasonFor } from './shutdownReason.ts';
 import type { ToolSeam } from './toolSeam.ts';
 
-export type { DispatchProducer, OwnedProducer, OwnedProducerFactory } from './queueDelivery.ts';
+export type { DispatchProducer } from './queueDelivery.ts';
 /** What the package entry injects (not options a caller sets). */
 export type DispatcherDefaults = { createProducer?: OwnedProducerFactory };
 

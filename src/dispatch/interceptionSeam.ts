@@ -55,7 +55,7 @@ type Session = {
 };
 
 /** A dispatcher-owned session's id: `<operationId>/<random UUID>`, minted when the session opens. */
-export function operationSessionId(operationId: string): string {
+function operationSessionId(operationId: string): string {
   return `${operationId}/${randomUUID()}`;
 }
 

@@ -48,7 +48,9 @@ export { ToolCallContextError } from '../payload/toolCallContext.ts';
 export { WorkerPluginError } from '../worker/plugin.ts';
 export { parseToolCallHookResponse, MAX_DECISION_RESPONSE_BYTES, type ToolCallHookResponse } from '../control/parseDecisionResponse.ts';
 export type { ToolCallControlOutcome } from '../control/evaluateControls.ts';
-export { buildToolCallHookContext, createWebhookPayloadBuilder, redactResultForEvents } from '../payload/index.ts';
+export { buildToolCallHookContext } from '../payload/toolCallContext.ts';
+export { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
+export { redactResultForEvents } from '../payload/redactResult.ts';
 export { loadEnvHooks, EnvHookConfigError } from '../config/envHooks.ts';
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../control/operationErrors.ts';
 export type {

@@ -51,7 +51,7 @@ export function aggregateStrictest(verdicts: readonly Verdict[], sequential: boo
 }
 
 /** §7.3: first-seen union; two warnings are equal iff both reason and message are equal. */
-export function unionWarnings(verdicts: readonly Verdict[]): Warning[] {
+function unionWarnings(verdicts: readonly Verdict[]): Warning[] {
   const out: Warning[] = [];
   for (const v of verdicts) {
     for (const w of v.warnings ?? []) {
@@ -62,7 +62,7 @@ export function unionWarnings(verdicts: readonly Verdict[]): Warning[] {
 }
 
 /** §7.3/§5.4: first-seen union of labels from permit verdicts only. */
-export function unionLabels(verdicts: readonly Verdict[]): string[] {
+function unionLabels(verdicts: readonly Verdict[]): string[] {
   const out: string[] = [];
   for (const v of verdicts) {
     if (!isPermit(v)) continue;

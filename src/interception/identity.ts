@@ -82,7 +82,7 @@ export type IdentityProviderOption = typeof JCS_SHA256 | CustomIdentityProvider 
 const CUSTOM_NAME = /^[a-z][a-z0-9_-]*$/;
 
 /** §10.1 name rules are enforced, not advisory: the `jcs` prefix is reserved for golden semantics. */
-export function assertProviderName(name: string): void {
+function assertProviderName(name: string): void {
   if (!CUSTOM_NAME.test(name) || name.startsWith('jcs')) {
     throw new TypeError(`identity provider name must match ^[a-z][a-z0-9_-]*$ and must not start with "jcs" (spec §10.1)`);
   }

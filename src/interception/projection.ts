@@ -1,7 +1,7 @@
 import type { ProjectedVerdict, Verdict, Warning } from '../contract/agentHooks.ts';
 
 /** §10.3 bound on free-form text carried into a record. */
-export const RECORD_MESSAGE_MAX_BYTES = 256;
+const RECORD_MESSAGE_MAX_BYTES = 256;
 
 /** Truncate to at most 256 UTF-8 bytes on a character boundary, marking the cut with `…`. */
 export function truncateUtf8(text: string, maxBytes = RECORD_MESSAGE_MAX_BYTES): string {

@@ -19,7 +19,7 @@ export const HostError = {
   StreamingUnsupported: 'host_error:streaming_unsupported',
 } as const satisfies Record<string, HostErrorReason>;
 
-export const RESERVED_PREFIX = 'host_error:';
+const RESERVED_PREFIX = 'host_error:';
 
 export function isReservedReason(reason: string | undefined): boolean {
   return reason?.startsWith(RESERVED_PREFIX) === true;

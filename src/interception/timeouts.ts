@@ -4,7 +4,7 @@ export const DEFAULT_TIMEOUT_MS = 5000;
 /** How one bounded call ended. */
 export type Settled<T> = { kind: 'value'; value: T } | { kind: 'error'; error: unknown } | { kind: 'timeout' } | { kind: 'cancelled'; reason: unknown };
 
-export class InterceptionTimeoutError extends Error {
+class InterceptionTimeoutError extends Error {
   constructor(ms: number) {
     super(`timed out after ${ms} ms`);
     this.name = 'TimeoutError';

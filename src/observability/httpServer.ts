@@ -9,11 +9,11 @@ import type { Registry } from 'prom-client';
 import type { Logger } from './logger.ts';
 
 /** Largest POST body read (QStash callbacks carry a base64 response excerpt). */
-export const MAX_POST_BODY_BYTES = 1024 * 1024;
+const MAX_POST_BODY_BYTES = 1024 * 1024;
 /** A readiness dependency that does not answer within this is reported down. */
-export const READINESS_TIMEOUT_MS = 2_000;
+const READINESS_TIMEOUT_MS = 2_000;
 
-export type ReadinessCheck = () => Promise<boolean>;
+type ReadinessCheck = () => Promise<boolean>;
 /** Answers the requests it owns (true), or leaves them to the next handler (false) — e.g. the console under /console. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 export type PostRoute = (input: { path: string; rawUrl: string; signature: string | undefined; body: string }) => Promise<{ status: number; body: string }>;

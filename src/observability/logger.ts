@@ -7,7 +7,7 @@ export type { Logger };
  * Paths pino censors wherever they appear: authorization headers, tokens, signing secrets and
  * any resolved header map. Templates are logged unresolved; resolved values never are (W2).
  */
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'authorization',
   'headers.authorization',
   'headers.Authorization',

@@ -27,10 +27,10 @@ function cachedLedgerStats(read: LedgerStatsFn | undefined): () => Promise<Await
 }
 
 /** Attempt latency buckets (seconds): loopback receivers to slow remote ones. */
-export const ATTEMPT_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const ATTEMPT_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** BullMQ states reported as queue depth. */
-export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed'] as const;
-export type QueueState = (typeof QUEUE_STATES)[number];
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed'] as const;
+type QueueState = (typeof QUEUE_STATES)[number];
 
 export type DeliveryMetrics = {
   registry: Registry;

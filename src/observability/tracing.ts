@@ -28,7 +28,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 
-export const TRACER_NAME = 'hookrelay';
+const TRACER_NAME = 'hookrelay';
 export { SpanKind, SpanStatusCode, type Span };
 
 /** The registered SDK's tracer, or undefined when none is registered (then nothing is traced). */
@@ -71,7 +71,7 @@ export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: S
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /** `traceparent` (W3C Trace Context) of a span context. */
-export function traceparentOf(sc: SpanContext): string {
+function traceparentOf(sc: SpanContext): string {
   return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 }
 

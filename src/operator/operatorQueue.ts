@@ -11,7 +11,7 @@ import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
 import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from '../queue/types.ts';
 
 /** How long an operator read waits for Redis before reporting it unknown. */
-export const OPERATOR_REDIS_TIMEOUT_MS = 3_000;
+const OPERATOR_REDIS_TIMEOUT_MS = 3_000;
 
 export type OperatorQueue = {
   queue(): Queue<DeliveryJobData>;

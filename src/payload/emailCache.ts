@@ -15,7 +15,7 @@ export type EmailResolverOptions = {
   logger?: Pick<Logger, 'warn'>;
 };
 
-export type ResolveEmailOptions = { signal?: AbortSignal };
+type ResolveEmailOptions = { signal?: AbortSignal };
 
 export type EmailResolver = {
   /** The email, or undefined when there is none, the look-up failed, or `signal` aborted. */

@@ -2,7 +2,7 @@ import { ToolCallHookContextSchema, type ToolCallHookContext } from '../contract
 import { HookrelayError } from '../contract/hookrelayError.ts';
 
 /** The tool call as the model emitted it; `arguments` may still be the raw JSON string. */
-export type ToolCallInput = {
+type ToolCallInput = {
   /** The native (provider) tool call id. */
   id: string;
   identifier: string;
@@ -11,7 +11,7 @@ export type ToolCallInput = {
 };
 
 /** T2: correlation ids taken from the execution context. */
-export type ToolCallCorrelation = {
+type ToolCallCorrelation = {
   agentId?: string;
   topicId?: string;
   sessionId?: string;

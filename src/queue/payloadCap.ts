@@ -1,7 +1,7 @@
 /** Q8: the payload cap, checked at enqueue before anything is stored. */
 import { HookrelayError } from '../contract/hookrelayError.ts';
 
-export const MAX_PAYLOAD_BYTES_ENV = 'HOOKRELAY_MAX_PAYLOAD_BYTES';
+const MAX_PAYLOAD_BYTES_ENV = 'HOOKRELAY_MAX_PAYLOAD_BYTES';
 
 export class PayloadTooLargeError extends HookrelayError {
   readonly code = 'HOOKRELAY_PAYLOAD_TOO_LARGE' as const;

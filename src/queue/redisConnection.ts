@@ -9,7 +9,7 @@ import { RedisUnavailableError } from './errors.ts';
 export type QueueRedis = Redis | Cluster;
 
 /** BullMQ needs blocking connections that never give up on a command (maxRetriesPerRequest: null). */
-export function createRedis(url: string, extra: RedisOptions = {}): Redis {
+function createRedis(url: string, extra: RedisOptions = {}): Redis {
   return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, ...extra });
 }
 
@@ -39,8 +39,6 @@ export async function redisAnswers(url: string, timeoutMs = 1_500): Promise<bool
     client.disconnect();
   }
 }
-
-export { RedisUnavailableError };
 
 /**
  * The quickstart's Redis: use REDIS_URL when it answers; otherwise, for the default local URL

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { schema } from './schema.ts';
 import { DEFAULT_DATA_DIR } from '../contract/defaults.ts';
 import { importEmbedded } from './embeddedImport.ts';
+import { embeddedStartParams, seedFromTemplate } from './embeddedTemplate.ts';
 import type { OpenStoreOptions, StoreDb, StoreHandle } from './types.ts';
 
 /** Either driver: node-postgres in production, PGlite embedded. Repositories only see this. */
@@ -20,7 +21,7 @@ export function rowsOf<T>(result: unknown): T[] {
  * The embedded PGlite instance, opaque in the public types: PGlite is an optional peer dependency,
  * so the published declarations must not name its types (src/store/embedded.ts casts it back).
  */
-export type EmbeddedDatabase = { readonly embedded: unique symbol };
+type EmbeddedDatabase = { readonly embedded: unique symbol };
 
 export type Store = {
   db: Db;
@@ -46,7 +47,10 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   mkdirSync(dataDir, { recursive: true });
   // Loaded only in embedded mode: the PGlite driver costs ~40 MB of RSS a postgres worker never needs.
   const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([importEmbedded('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
-  const pglite = await PGlite.create(dataDir);
+  // An empty folder is seeded from the initdb output shipped in dist/ (PGlite's own initdb costs
+  // 3–5 s and ~500 MB it keeps); a failed seed leaves the folder empty and PGlite runs initdb.
+  await seedFromTemplate(dataDir).catch(() => false);
+  const pglite = await PGlite.create(dataDir, { startParams: embeddedStartParams(PGlite.defaultStartParams) });
   const db = drizzlePglite(pglite, { schema }) as unknown as Db;
   return { db, kind: 'pglite', pglite: pglite as unknown as EmbeddedDatabase, close: () => pglite.close() };
 }

@@ -36,7 +36,7 @@ function storableTime(date: Date): boolean {
 }
 
 /** ISO 8601, or relative to now (`15m`, `2h`, `3d`, `30s`); a time outside years 1…9999 is refused. */
-export function parseTimeSpec(value: string, label: string, now: Date = new Date(), field?: 'since' | 'until'): Date {
+function parseTimeSpec(value: string, label: string, now: Date = new Date(), field?: 'since' | 'until'): Date {
   const fields = { value, ...(field ? { field } : {}) };
   const relative = /^(\d+)([smhd])$/.exec(value.trim());
   if (relative) {

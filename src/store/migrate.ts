@@ -14,7 +14,7 @@ export { MIGRATIONS_FOLDER };
  * First key of the two-key advisory lock that serializes migrations; the second is the hash of the
  * bookkeeping schema, so migrations of different schemas (parallel tests) do not wait on each other.
  */
-export const MIGRATION_LOCK_CLASS = 0x686b7231; // 'hkr1'
+const MIGRATION_LOCK_CLASS = 0x686b7231; // 'hkr1'
 
 export type { MigrateOptions } from './types.ts';
 

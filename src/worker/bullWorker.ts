@@ -13,7 +13,7 @@ import { throttledErrorLog } from '../observability/logger.ts';
  * A job whose lock lapsed this many times is failed by BullMQ (then removed); the reconciler
  * re-enqueues its row once the lease expires, so this only bounds BullMQ's own re-runs.
  */
-export const MAX_STALLED_COUNT = 3;
+const MAX_STALLED_COUNT = 3;
 
 export type DeliveryWorkerOptions = {
   queueName: string;

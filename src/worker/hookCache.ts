@@ -7,7 +7,7 @@ import type { ParsedSerializedHook } from '../contract/hook.ts';
 import { HookConfigError } from '../contract/errors.ts';
 import { parseSerializedHook } from '../contract/validate.ts';
 
-export const HOOK_CACHE_ENTRIES = 1_000;
+const HOOK_CACHE_ENTRIES = 1_000;
 
 export type HookCache = {
   /** undefined when the JSON is not a valid stored hook. */

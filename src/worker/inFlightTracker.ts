@@ -9,7 +9,7 @@
 import type { InFlightMark } from '../store/deliveriesRepo.ts';
 
 /** An attempt running longer than this gets its in_flight row. */
-export const IN_FLIGHT_MARK_AFTER_MS = 1_000;
+const IN_FLIGHT_MARK_AFTER_MS = 1_000;
 
 export type InFlightTracker = {
   begin(key: string, mark: InFlightMark): void;

@@ -25,9 +25,9 @@ import { BatchItemFailure, createBatcher } from '../queue/batcher.ts';
 import { OutcomeNotStoredError } from '../queue/errors.ts';
 
 /** Rows per flush. */
-export const LEDGER_BATCH_ROWS = 500;
+const LEDGER_BATCH_ROWS = 500;
 /** Flushes in flight at once (the worker's pool has a few more connections). */
-export const LEDGER_CONCURRENT_FLUSHES = 3;
+const LEDGER_CONCURRENT_FLUSHES = 3;
 /** The error class of a delivery whose attempt outcome Postgres refused even alone. */
 export const OUTCOME_UNWRITABLE = 'outcome_unwritable';
 

@@ -10,8 +10,8 @@
 import { SettingsError } from '../config/settings.ts';
 import type { Logger } from '../observability/logger.ts';
 
-export const OTEL_SDK_PACKAGE = '@opentelemetry/sdk-node';
-export const DEFAULT_OTEL_SERVICE_NAME = 'hookrelay-worker';
+const OTEL_SDK_PACKAGE = '@opentelemetry/sdk-node';
+const DEFAULT_OTEL_SERVICE_NAME = 'hookrelay-worker';
 
 /** The OTEL_* variables hookrelay itself reads or defaults (the SDK reads the rest of the standard set). */
 export const OTEL_WORKER_VARIABLES = [

@@ -8,8 +8,8 @@ import { sql } from 'drizzle-orm';
 import type { Logger } from '../observability/logger.ts';
 import type { Db } from '../store/db.ts';
 
-export const PROBE_INITIAL_DELAY_MS = 100;
-export const PROBE_MAX_DELAY_MS = 2_000;
+const PROBE_INITIAL_DELAY_MS = 100;
+const PROBE_MAX_DELAY_MS = 2_000;
 const PROBE_BACKOFF_FACTOR = 2;
 
 /** SQLSTATE classes that mean "no usable connection": 08 connection, 57 operator intervention, 53 resources. */
@@ -19,7 +19,7 @@ const UNAVAILABLE_MESSAGE =
   /connection terminated|connection error|terminating connection|timeout exceeded when trying to connect|client has encountered a connection error|connection ended|server closed the connection|the database system is (starting up|shutting down)/i;
 
 /** Is this error Postgres (or the path to it) being away, rather than a bad statement? */
-export function isDbUnavailable(error: unknown): boolean {
+function isDbUnavailable(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 4; depth += 1) {
     const { code, message } = e as { code?: unknown; message?: unknown };
     if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_CODES.has(code))) return true;

@@ -15,7 +15,7 @@ import { Receiver } from '@upstash/qstash';
 import { sanitizeStorableText } from '../contract/storableText.ts';
 
 /** What a verified callback tells about the source message's delivery attempt. */
-export type QStashCallback = {
+type QStashCallback = {
   /** The QStash message id returned by the publish. */
   sourceMessageId: string;
   /** HTTP status the destination answered; 0 when there was no HTTP answer. */
@@ -33,7 +33,7 @@ export type QStashCallback = {
   responseBodyExcerpt?: string;
 };
 
-export type QStashCallbackFailure =
+type QStashCallbackFailure =
   /** No (or an empty) `Upstash-Signature` header. */
   | 'missing_signature'
   /** Current and next signing keys are not both configured: nothing can be verified. */
@@ -59,7 +59,7 @@ export type VerifyQStashCallbackInput = {
 };
 
 /** Longest response excerpt kept from a callback (SPEC Q8: ≤ 2 KiB). */
-export const QSTASH_CALLBACK_EXCERPT_BYTES = 2048;
+const QSTASH_CALLBACK_EXCERPT_BYTES = 2048;
 
 export async function verifyQStashCallback(input: VerifyQStashCallbackInput): Promise<QStashCallbackResult> {
   const currentSigningKey = input.currentSigningKey?.trim() ?? '';

@@ -9,11 +9,11 @@ import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
 import { deleteFinishedDeliveries, pruneDeliveryPayloads } from '../store/deliveriesRepo.ts';
 
-export const RETENTION_INTERVAL_MS = 60 * 60 * 1000;
+const RETENTION_INTERVAL_MS = 60 * 60 * 1000;
 /** First run after start: out of the way of the start-up reconcile pass. */
-export const RETENTION_FIRST_RUN_MS = 60 * 1000;
-export const RETENTION_BATCH_ROWS = 1_000;
-export const RETENTION_MAX_BATCHES_PER_RUN = 100;
+const RETENTION_FIRST_RUN_MS = 60 * 1000;
+const RETENTION_BATCH_ROWS = 1_000;
+const RETENTION_MAX_BATCHES_PER_RUN = 100;
 const MS_PER_DAY = 24 * 60 * 60 * 1000;
 
 export type Retention = { runOnce(now?: Date): Promise<number>; start(): void; stop(): Promise<void> };

@@ -11,7 +11,7 @@ export const DEFAULT_MAX_DEPTH = 128;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-export function hasLoneSurrogate(s: string): boolean {
+function hasLoneSurrogate(s: string): boolean {
   return LONE_SURROGATE.test(s);
 }
 

@@ -38,7 +38,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** The finish reason a response without one gets. */
-export function defaultFinishReason(toolCalls: readonly ModelToolCall[]): string {
+function defaultFinishReason(toolCalls: readonly ModelToolCall[]): string {
   return toolCalls.length > 0 ? 'tool_calls' : 'stop';
 }
 
