@@ -12,7 +12,9 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json tsconfig.workers.json ./
 COPY src ./src
 COPY workers ./workers
-COPY scripts/copy-lua.mjs ./scripts/
+COPY scripts/copy-lua.mjs scripts/pgdata-template.mjs ./scripts/
+# The migrations: the build pre-applies them to the embedded store's pgdata template.
+COPY migrations ./migrations
 RUN npm run build
 # Drop the dev dependencies. The QStash SDK and the OpenTelemetry Node SDK are optional peers
 # (devDependencies here): put them back as production packages, at the lockfile's versions, so a

@@ -30,7 +30,11 @@ const SECTIONS: BenchSection[] = [
     run: runLedgerScaleBench,
   },
   { key: 'ordering', title: 'Ordered delivery (issue 30): 200 operations × 20 events, ordered vs unordered, worker process c=64', run: runOrderingBench },
-  { key: 'startup', title: 'Startup (CLI --help, idle worker RSS): shipped dist/ vs the same sources under tsx', run: runStartupBench },
+  {
+    key: 'startup',
+    title: 'Startup (CLI --help, idle worker RSS): shipped dist/ vs the same sources under tsx; embedded `npm start` (no DATABASE_URL): first and second start',
+    run: runStartupBench,
+  },
 ];
 
 const only = process.env.BENCH_ONLY?.split(',').map((k) => k.trim());

@@ -1,11 +1,13 @@
 /**
  * Startup cost of the CLI and an idle worker, as shipped (plain node on dist/) against the way it
- * ran before the package build (TypeScript sources through the tsx loader), same run, medians.
+ * ran before the package build (TypeScript sources through the tsx loader), same run, medians;
+ * then the embedded default, `npm start` in an empty folder (bench/embeddedStart.ts).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runEmbeddedStartBench } from './embeddedStart.ts';
 import { BENCH_REDIS_URL, createBenchSchema } from './support.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -101,6 +103,8 @@ export async function runStartupBench(): Promise<{ rows: string[][]; summary: Re
       return Number(process.hrtime.bigint() - t) / 1e6;
     }),
   );
+  // The embedded default (`npm start`, no DATABASE_URL) as the same section's second half.
+  const embedded = await runEmbeddedStartBench();
   const f = (n: number) => n.toFixed(0);
   const rows = [
     ['measure', 'shipped (node dist/)', 'same sources under tsx (how the bin ran before)', 'ratio'],
@@ -108,6 +112,7 @@ export async function runStartupBench(): Promise<{ rows: string[][]; summary: Re
     ['`hookrelay --help` peak RSS, MB', f(median(helpRss.shipped)), f(median(helpRss.tsx)), (median(helpRss.shipped) / median(helpRss.tsx)).toFixed(2)],
     ['idle worker RSS, MB (3 s after ready)', f(median(idle.shipped)), f(median(idle.tsx)), (median(idle.shipped) / median(idle.tsx)).toFixed(2)],
     ['bare `node -e 0`, ms', f(nodeBare), '', ''],
+    ...embedded.rows,
   ];
   return {
     rows,
@@ -117,6 +122,7 @@ export async function runStartupBench(): Promise<{ rows: string[][]; summary: Re
       help_rss_mb: Math.round(median(helpRss.shipped)),
       idle_worker_rss_mb: Math.round(median(idle.shipped)),
       idle_worker_rss_mb_tsx: Math.round(median(idle.tsx)),
+      ...embedded.summary,
     },
   };
 }

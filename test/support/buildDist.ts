@@ -14,4 +14,6 @@ export default function setup(): void {
   execFileSync(process.execPath, [tsc, '-p', 'tsconfig.workers.json'], { cwd: root, stdio: 'inherit' });
   // As `npm run build`: the Redis scripts (.lua) are copied beside the compiled modules.
   execFileSync(process.execPath, [path.join(root, 'scripts/copy-lua.mjs')], { cwd: root, stdio: 'inherit' });
+  // And the embedded store's pgdata template (skipped when up to date): `npm start` seeds from it.
+  execFileSync(process.execPath, [path.join(root, 'scripts/pgdata-template.mjs')], { cwd: root, stdio: 'inherit' });
 }
