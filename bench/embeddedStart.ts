@@ -5,7 +5,8 @@
  * own; measures the wall time from spawn to the `ready` log line and VmRSS 10 s after it, for a
  * first start (initdb + migrations) and a second start on the same folder; rounds → median/min/max.
  *
- *   npx tsx bench/embeddedStart.ts          (BENCH_QUICK=1: one round; EMBEDDED_IDLE_MS to change the 10 s)
+ *   npx tsx bench/embeddedStart.ts          (BENCH_QUICK=1: one round; EMBEDDED_IDLE_MS to change the 10 s;
+ *                                            WORKER_ROOT=<checkout, built> measures another build)
  *   BENCH_ONLY=startup npm run bench        (the `startup` section's embedded rows)
  */
 import { spawn } from 'node:child_process';
@@ -16,7 +17,9 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { BENCH_REDIS_URL } from './support.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** The checkout whose bin and package.json flags are measured: `WORKER_ROOT=<checkout>` for a before/after. */
+const root = process.env.WORKER_ROOT ? path.resolve(process.env.WORKER_ROOT) : here;
 const IDLE_MS = Number(process.env.EMBEDDED_IDLE_MS ?? 10_000);
 const READY = /"msg":"ready"/;
 
