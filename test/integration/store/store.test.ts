@@ -46,6 +46,7 @@ describe('store on Postgres', () => {
         '__drizzle_migrations',
         'deferred_placeholders',
         'deliveries',
+        'delivery_sequences',
         'endpoints',
         'interception_records',
         'operation_hooks',
