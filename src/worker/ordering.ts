@@ -8,6 +8,15 @@
  * parked job also wakes by itself after PARK_MS, and the reconciler promotes heads whose wake was
  * lost (worker SIGKILLed, Redis flushed). Other operations and endpoints never wait here.
  *
+ * In memory first: when the earlier delivery it waits for is running in THIS worker (past the
+ * gate, or itself waiting here), the job waits in memory instead of parking — its BullMQ job
+ * stays active and locked (a SIGKILLed worker's jobs are re-run by stall detection), like the
+ * endpoint waits of admission.ts — and asks Postgres again as soon as that one ends: no
+ * moveToDelayed, no wake query, no promote, no re-fetch. Postgres still decides every `go`.
+ * Bounded: at most `waitAllowance` jobs in all, MEMORY_WAITERS_PER_PREDECESSOR behind one
+ * delivery, each for at most MAX_ORDERING_MEMORY_WAIT_MS; past that (or when the earlier one is
+ * elsewhere, retrying later or blocking) the job parks as above.
+ *
  * Deadline (Q3): while a delivery with `onFailure: 'continue'` waits, its deadline runs (its clock
  * starts at its first wait); past it, it fails with reason `ordering_wait` and the ones after it
  * still wait for the unfinished earlier one. With `onFailure: 'block'` the waiting delivery has
@@ -24,6 +33,10 @@ import { firstOpenPredecessors, orderingHeads, type OrderingAnswer, type Orderin
 
 /** A parked delivery re-checks by itself after this long (a lost wake costs at most this). */
 export const ORDERING_PARK_MS = 30_000;
+/** A job waits in memory for its predecessor at most this long; then it parks (long waits do not belong in memory). */
+export const MAX_ORDERING_MEMORY_WAIT_MS = 10_000;
+/** Jobs that may wait in memory behind one running delivery (the next few of its operation and endpoint). */
+export const MEMORY_WAITERS_PER_PREDECESSOR = 4;
 
 /** What the gate needs to know about one ordered delivery. */
 export type OrderedTarget = {
@@ -40,14 +53,22 @@ export type OrderedTarget = {
 
 type Processor = (job: Job<DeliveryJobData>, token?: string) => Promise<void>;
 
+/**
+ * `go`: attempt now (`deadlineAtMs` set when a wait in memory started the generation's clock:
+ * the outcome stores it). `expired`: its deadline passed while it waited (the caller fails it
+ * with `ordering_wait`).
+ */
+export type OrderingAdmission = { kind: 'go'; deadlineAtMs: number | undefined } | { kind: 'expired' };
+
 export type OrderingGate = {
-  /**
-   * `go`: attempt now. `expired`: its deadline passed while it waited (the caller fails it with
-   * `ordering_wait`). Otherwise the job is parked and this throws DelayedError.
-   */
-  admit(job: Job<DeliveryJobData>, token: string | undefined, target: OrderedTarget): Promise<'go' | 'expired'>;
+  /** Otherwise (parked, or given back at stop) this throws DelayedError. */
+  admit(job: Job<DeliveryJobData>, token: string | undefined, target: OrderedTarget): Promise<OrderingAdmission>;
   /** The processor with the wake step: when a job that passed the gate ends (not parked, not retrying later), its successor is woken. */
   wrap(processor: Processor): Processor;
+  /** Jobs waiting in memory for their predecessor now. */
+  waiting(): number;
+  /** Stop: jobs waiting in memory are given back to the queue (moved to delayed, due now); later admits park. */
+  close(): void;
 };
 
 export type OrderingOptions = {
@@ -60,7 +81,15 @@ export type OrderingOptions = {
   budgetMs: number;
   logger: Logger;
   parkMs?: number;
+  /** Jobs that may wait in memory for a predecessor running here (the worker's wait allowance); 0 (default) → always park. */
+  waitAllowance?: number;
 };
+
+type MemoryWake = 'ended' | 'timer' | 'stop';
+/** A job waiting in memory: its delivery id and sequence, and the delivery whose end wakes it. */
+type MemoryWaiter = { id: string; sequence: number; on: string; wake(why: MemoryWake): void };
+/** A job that passed the gate: its key (whose head to wake), its id and sequence (who waits on it in memory). */
+type Passed = { key: OrderingKey; id: string; sequence: number };
 
 export function createOrderingGate(options: OrderingOptions): OrderingGate {
   const run = options.run ?? (<T>(work: () => Promise<T>) => work());
@@ -87,7 +116,71 @@ export function createOrderingGate(options: OrderingOptions): OrderingGate {
     },
   });
   /** Jobs that passed (or expired at) the gate and are running: whose successor to wake when they end. */
-  const passed = new Map<string, OrderingKey>();
+  const passed = new Map<string, Passed>();
+  const allowance = options.waitAllowance ?? 0;
+  /** Delivery ids running here past the gate or waiting here in memory: a successor may wait for them in memory. */
+  const local = new Set<string>();
+  /** Jobs waiting in memory, by the delivery id they wait for (its end wakes them to ask again). */
+  const memoryWaiters = new Map<string, MemoryWaiter[]>();
+  let waitingTotal = 0;
+  let closed = false;
+
+  /**
+   * The delivery `id` ended here (settled, retrying later, parked): the first waiter behind it asks
+   * Postgres again; the others now wait for that one (one question per ended delivery, not one per waiter).
+   */
+  const ended = (id: string): void => {
+    const list = memoryWaiters.get(id);
+    if (list === undefined) return;
+    memoryWaiters.delete(id);
+    const [first, ...rest] = list.sort((a, b) => a.sequence - b.sequence);
+    if (first === undefined) return;
+    if (rest.length > 0) {
+      const behind = memoryWaiters.get(first.id) ?? [];
+      for (const w of rest) {
+        w.on = first.id;
+        behind.push(w);
+      }
+      memoryWaiters.set(first.id, behind);
+    }
+    first.wake('ended');
+  };
+  /** Wait in memory until `on` ends here, `untilMs`, or stop. */
+  const waitInMemory = (id: string, on: string, sequence: number, untilMs: number): Promise<MemoryWake> =>
+    new Promise<MemoryWake>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      let done = false;
+      const waiter: MemoryWaiter = {
+        id,
+        on,
+        sequence,
+        wake(why) {
+          if (done) return;
+          done = true;
+          const list = memoryWaiters.get(waiter.on);
+          const at = list?.indexOf(waiter) ?? -1;
+          if (list !== undefined && at >= 0) {
+            list.splice(at, 1);
+            if (list.length === 0) memoryWaiters.delete(waiter.on);
+          }
+          waitingTotal -= 1;
+          clearTimeout(timer);
+          resolve(why);
+        },
+      };
+      const list = memoryWaiters.get(on) ?? [];
+      list.push(waiter);
+      memoryWaiters.set(on, list);
+      waitingTotal += 1;
+      timer = setTimeout(() => waiter.wake('timer'), Math.max(0, untilMs - Date.now()));
+    });
+  /** Its predecessor runs (or waits) here and there is room: wait in memory rather than park. */
+  const mayWaitInMemory = (predecessor: string, waitedMs: number): boolean =>
+    !closed &&
+    local.has(predecessor) &&
+    waitingTotal < allowance &&
+    (memoryWaiters.get(predecessor)?.length ?? 0) < MEMORY_WAITERS_PER_PREDECESSOR &&
+    waitedMs < MAX_ORDERING_MEMORY_WAIT_MS;
 
   const promote = async (id: string): Promise<void> => {
     if (!options.queue) return;
@@ -102,25 +195,76 @@ export function createOrderingGate(options: OrderingOptions): OrderingGate {
 
   return {
     async admit(job, token, target) {
-      const answer = await ask(target);
+      // Sequences start at 1: the first of an (operation, endpoint) has nothing before it to ask about.
+      let answer: OrderingAnswer = target.sequence === 1 ? { kind: 'go' } : await ask(target);
       const key = { operationId: target.operationId, endpointKey: target.endpointKey };
-      if (answer.kind === 'go') {
-        passed.set(keyOf(job, token), key);
-        return 'go';
-      }
-      const now = Date.now();
+      const pass = () => {
+        passed.set(keyOf(job, token), { key, id: target.id, sequence: target.sequence });
+        local.add(target.id);
+      };
+      /** Not waiting here any more (parked, given back): off the local set, and who waited behind it asks again. */
+      const leave = () => {
+        local.delete(target.id);
+        ended(target.id);
+      };
+      const waitStarted = Date.now();
       let deadline = target.deadlineAtMs;
-      if (target.onFailure === 'continue') {
-        if (deadline === undefined) {
-          // First wait of this generation: its clock starts now, kept in the ledger (restarts, Redis loss) and the job.
-          const stored = await run(() => clocks.submit({ id: target.id, generation: target.generation, deadlineAt: new Date(now + options.budgetMs) }));
-          if (stored === undefined) return 'go'; // no longer waiting (finished or replayed meanwhile): the next step finds out
-          deadline = stored.getTime();
-          await job.updateData({ ...job.data, deliveryId: target.id, generation: target.generation, deadlineAt: deadline });
+      /** A wait in memory started the clock (not stored yet: the outcome stores it, or parking does). */
+      let clockInMemory = false;
+      for (;;) {
+        if (answer.kind === 'go') {
+          pass();
+          return { kind: 'go', deadlineAtMs: clockInMemory ? deadline : undefined };
         }
+        const now = Date.now();
+        if (target.onFailure === 'continue') {
+          if (deadline === undefined) {
+            deadline = now + options.budgetMs;
+            clockInMemory = true;
+          }
+          if (now >= deadline) {
+            pass();
+            return { kind: 'expired' };
+          }
+        }
+        if (answer.kind !== 'wait' || !mayWaitInMemory(answer.id, now - waitStarted)) break;
+        const until = Math.min(
+          waitStarted + MAX_ORDERING_MEMORY_WAIT_MS,
+          deadline !== undefined && target.onFailure === 'continue' ? deadline : Number.POSITIVE_INFINITY,
+        );
+        // Local while it waits and asks again: a successor may wait behind it here too.
+        local.add(target.id);
+        const why = await waitInMemory(target.id, answer.id, target.sequence, until);
+        if (why === 'stop') {
+          leave();
+          // The worker is stopping: the job goes back to the queue at once (another worker takes it; its clock restarts there).
+          if (!token) throw new Error('delivery job has no lock token; cannot give it back');
+          await job.moveToDelayed(Date.now(), token);
+          throw new DelayedError();
+        }
+        // Its predecessor ended here (or the wait's bound or deadline came): Postgres says what now.
+        answer = await ask(target).catch((error: unknown) => {
+          leave();
+          throw error;
+        });
+      }
+      // Leaving memory without going: whoever waited here behind this job asks again (and parks).
+      leave();
+      const now = Date.now();
+      if (target.onFailure === 'continue' && clockInMemory) {
+        // First stored wait of this generation: its clock (started in memory, or now) is kept in the ledger (restarts, Redis loss) and the job.
+        const stored = await run(() =>
+          clocks.submit({ id: target.id, generation: target.generation, deadlineAt: new Date(deadline ?? now + options.budgetMs) }),
+        );
+        if (stored === undefined) {
+          pass();
+          return { kind: 'go', deadlineAtMs: undefined }; // no longer waiting (finished or replayed meanwhile): the next step finds out
+        }
+        deadline = stored.getTime();
+        await job.updateData({ ...job.data, deliveryId: target.id, generation: target.generation, deadlineAt: deadline });
         if (now >= deadline) {
-          passed.set(keyOf(job, token), key);
-          return 'expired';
+          pass();
+          return { kind: 'expired' };
         }
       }
       if (!token) throw new Error('delivery job has no lock token; cannot park it');
@@ -132,12 +276,17 @@ export function createOrderingGate(options: OrderingOptions): OrderingGate {
       throw new DelayedError();
     },
     wrap(processor) {
-      const settle = async (k: string): Promise<void> => {
-        const key = passed.get(k);
-        if (key === undefined) return;
+      const settle = async (k: string, settledRow: boolean): Promise<void> => {
+        const entry = passed.get(k);
+        if (entry === undefined) return;
         passed.delete(k);
+        local.delete(entry.id);
+        // The next one waiting here in memory starts without a wake: the head to promote is that job itself.
+        const nextInMemory = settledRow && (memoryWaiters.get(entry.id) ?? []).some((w) => w.sequence === entry.sequence + 1);
+        ended(entry.id);
+        if (!settledRow || nextInMemory) return;
         // Best effort: a wake lost here is repaired by the waiter's own timer and the reconciler.
-        await run(() => wakes.submit(key)).catch((error: unknown) =>
+        await run(() => wakes.submit(entry.key)).catch((error: unknown) =>
           options.logger.warn({ err: error }, 'could not wake the next ordered delivery; it wakes by itself'),
         );
       };
@@ -147,12 +296,16 @@ export function createOrderingGate(options: OrderingOptions): OrderingGate {
           await processor(job, token);
         } catch (error) {
           // Parked or retrying later: nothing settled. Anything else (failed, critical) settled the row.
-          if (error instanceof DelayedError) passed.delete(k);
-          else await settle(k);
+          if (passed.has(k)) await settle(k, !(error instanceof DelayedError));
           throw error;
         }
-        await settle(k);
+        if (passed.has(k)) await settle(k, true);
       };
+    },
+    waiting: () => waitingTotal,
+    close() {
+      closed = true;
+      for (const list of [...memoryWaiters.values()]) for (const w of [...list]) w.wake('stop');
     },
   };
 }

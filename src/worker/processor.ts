@@ -147,8 +147,11 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     if (typeof data?.deadlineAt === 'number' && data.generation === target.generation) target.deadlineAtMs ??= data.deadlineAt;
 
     // Issue 30: an ordered delivery waits (parked, not an attempt) until the earlier ones of its operation and endpoint are settled.
-    if (target.sequence !== undefined && target.hook && (await ordering.admit(job, token, orderedTarget(target, target.hook, target.sequence))) === 'expired') {
-      return failWaiting(deps, target, 'ordering_wait');
+    if (target.sequence !== undefined && target.hook) {
+      const ordered = await ordering.admit(job, token, orderedTarget(target, target.hook, target.sequence));
+      if (ordered.kind === 'expired') return failWaiting(deps, target, 'ordering_wait');
+      // A wait in memory started the generation's clock: the outcome stores it.
+      if (ordered.deadlineAtMs !== undefined) target.deadlineAtMs ??= ordered.deadlineAtMs;
     }
 
     const trackKey = `${job.id}:${job.attemptsStarted}`;

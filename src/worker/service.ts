@@ -141,6 +141,9 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   // memory (for a slot of the worker or of their endpoint) instead of a moveToDelayed round trip.
   const waitAllowance = deliveryWaitAllowance(settings.HOOKRELAY_CONCURRENCY);
   const admission = createAdmission({ concurrency: settings.HOOKRELAY_CONCURRENCY, waitAllowance, ...(isolation ? { isolation } : {}) });
+  // Issue 30: with the queue, a settled ordered delivery wakes the next one at once; with the wait
+  // allowance, a successor of a delivery running here waits for it in memory instead of parking.
+  const ordering = createOrderingGate({ db: store.db, queue, run: gate.run, budgetMs: deadlineBudgetMs(settings.retryScheduleSeconds), logger, waitAllowance });
   const attemptProcessor = createDeliveryProcessor({
     db: store.db,
     ledger,
@@ -161,8 +164,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     leaseMarginMs: settings.HOOKRELAY_LOCK_DURATION_MS,
     ...(isolation ? { isolation } : {}),
     admission,
-    // Issue 30: with the queue, a settled ordered delivery wakes the next one at once.
-    ordering: createOrderingGate({ db: store.db, queue, run: gate.run, budgetMs: deadlineBudgetMs(settings.retryScheduleSeconds), logger }),
+    ordering,
   });
   // Jobs running now: what a stop drains (reported in its one shutdown line).
   let running = 0;
@@ -246,6 +248,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       await Promise.all([reconciler.stop(), retention.stop()]);
       // Jobs waiting in memory (no attempt yet) go back to the queue now; attempts under way drain.
       admission.close();
+      ordering.close();
       let cutOff = 0;
       const graceful = await closeDeliveryWorker(worker, settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS, logger, () => {
         cutOff = running;

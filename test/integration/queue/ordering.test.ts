@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
 import { replayDeliveries } from '../../../src/operator/replay.ts';
@@ -290,3 +291,91 @@ function cli(args: string[], stack: Stack): Promise<{ code: number | null; stdou
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+describe('issue 30: an ordered successor waits in memory behind its predecessor running in the same worker', () => {
+  let stack: Stack;
+  let ordered: HookProducer;
+  let admin: Redis;
+
+  beforeAll(async () => {
+    stack = await createStack('ordering_mem');
+    ordered = createHookProducer({
+      store: stack.db.store,
+      redisUrl: TEST_REDIS_URL,
+      queueName: stack.queueName,
+      queuePrefix: stack.prefix,
+      env: {},
+      ordering: 'operation',
+    });
+    admin = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+    // One worker: the predecessor runs here, so its successors may wait for it in memory.
+    await stack.startWorker({ HOOKRELAY_CONCURRENCY: '4' });
+  });
+
+  afterAll(async () => {
+    admin?.disconnect();
+    await ordered?.close();
+    await stack?.cleanup();
+  });
+
+  /** Job ids BullMQ moved to delayed (parked or deferred), from the queue's events stream. */
+  const delayedJobIds = async (): Promise<Set<string>> => {
+    const entries = await admin.xrange(`${stack.prefix}:${stack.queueName}:events`, '-', '+');
+    const ids = new Set<string>();
+    for (const [, fields] of entries) {
+      const at = (name: string) => fields[fields.indexOf(name) + 1];
+      if (at('event') === 'delayed') ids.add(String(at('jobId')));
+    }
+    return ids;
+  };
+
+  it('OD-10 ordering: sequences 2 and 3 wait in memory (active, never moved to delayed) while 1 is in flight here, and start after it settles, in order', async () => {
+    const receipts: Receipt[] = [];
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const receiver = await startReceiver(async (req: RecordedRequest) => {
+      const body = JSON.parse(req.body) as { operationId: string; sequence: number };
+      receipts.push({ id: String(req.headers['webhook-id'] ?? ''), operationId: body.operationId, sequence: body.sequence, header: undefined, status: 200 });
+      // Sequence 1 stays in flight until the test has seen its successors waiting.
+      if (body.sequence === 1) await held;
+      return { status: 200 };
+    });
+    try {
+      const hooks = [{ id: 'mem', type: 'afterStep' as const, webhook: { url: `${receiver.url}/mem`, timeout: 30 } }];
+      // Not awaited in between: numbered in call order, 1..3.
+      const results = await Promise.all([0, 1, 2].map((stepIndex) => ordered.enqueue({ operationId: 'od10', type: 'afterStep', event: { stepIndex }, hooks })));
+      const ids = results.flatMap((r) => r.deliveryIds);
+      expect(ids).toHaveLength(3);
+      const rows = rowsOf<{ id: string; sequence: number }>(
+        await stack.db.store.db.execute(sql`select id, sequence from deliveries where id = any(${sql.param(ids)}::text[]) order by sequence`),
+      );
+      expect(rows.map((r) => Number(r.sequence))).toEqual([1, 2, 3]);
+      const [first, second, third] = rows.map((r) => r.id) as [string, string, string];
+      const active = async () => new Set(await admin.lrange(`${stack.prefix}:${stack.queueName}:active`, 0, -1));
+
+      // 1 is at the receiver; 2 and 3 are running jobs (active, locked) in this worker, not parked.
+      await waitFor(
+        async () => {
+          const now = await active();
+          return receipts.length === 1 && now.has(second) && now.has(third);
+        },
+        20_000,
+        'sequence 1 in flight and 2, 3 waiting in memory',
+      );
+      expect(await delayedJobIds()).not.toContain(second);
+      expect(await countStatus(stack, 'queued', [second, third])).toBe(2);
+      expect(receipts.map((r) => r.sequence)).toEqual([1]);
+
+      release();
+      await waitFor(async () => (await countStatus(stack, 'delivered', ids)) === 3, 20_000, 'all three delivered');
+      expect(receipts.map((r) => r.sequence)).toEqual([1, 2, 3]);
+      expect(receipts.map((r) => r.id)).toEqual([first, second, third]);
+      // Never parked: no moveToDelayed for the successors, so no wake, promote or re-fetch either.
+      const delayed = await delayedJobIds();
+      expect([second, third].filter((id) => delayed.has(id))).toEqual([]);
+    } finally {
+      release();
+      await receiver.close();
+    }
+  }, 60_000);
+});
