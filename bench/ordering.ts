@@ -31,9 +31,16 @@ const CONCURRENCY = 64;
 const DRAIN_BOUND_MS = 180_000;
 const TARGET_RATIO = 0.7;
 
-type Row = { label: string; deliveries: number; perSecond: number; p50: number; p99: number; drained: boolean };
+type Row = { label: string; deliveries: number; perSecond: number; p50: number; p99: number; drained: boolean; cpuMsPerDelivery: number };
 
-async function runRow(label: string, ordering: 'operation' | 'none', receiver: ReceiverProcess): Promise<Row> {
+/**
+ * `rounds`: event k of every operation, then k+1 (an agent's steps arriving over time); `bursts`:
+ * one operation's 20 events at once, operation after operation — nearly every event reaches a
+ * worker while its predecessor is still pending (the ordering gate's waiting path).
+ */
+type Shape = 'rounds' | 'bursts';
+
+async function runRow(label: string, ordering: 'operation' | 'none', receiver: ReceiverProcess, shape: Shape = 'rounds'): Promise<Row> {
   const schema = await createBenchSchema('ordering');
   const store = await openStore({ databaseUrl: schema.url, maxConnections: 6 });
   await migrateStore(store);
@@ -43,19 +50,21 @@ async function runRow(label: string, ordering: 'operation' | 'none', receiver: R
   try {
     await sleep(1_500); // the worker is up (migrated store, queue connected)
     await receiver.reset();
+    const cpuBefore = worker.cpuMs();
     const total = OPERATIONS * EVENTS;
     const started = Date.now();
-    for (let k = 1; k <= EVENTS; k++) {
-      await Promise.all(
-        Array.from({ length: OPERATIONS }, (_, op) =>
-          producer.enqueue({
-            operationId: `bench-${op}`,
-            type: 'onComplete',
-            event: { k, sentAt: Date.now() },
-            hooks: [{ id: `e${op % ENDPOINTS}`, type: 'onComplete', webhook: { url: `${receiver.url}/e${op % ENDPOINTS}` } }],
-          }),
-        ),
-      );
+    const enqueue = (op: number, k: number) =>
+      producer.enqueue({
+        operationId: `bench-${op}`,
+        type: 'onComplete',
+        event: { k, sentAt: Date.now() },
+        hooks: [{ id: `e${op % ENDPOINTS}`, type: 'onComplete', webhook: { url: `${receiver.url}/e${op % ENDPOINTS}` } }],
+      });
+    if (shape === 'rounds') {
+      for (let k = 1; k <= EVENTS; k++) await Promise.all(Array.from({ length: OPERATIONS }, (_, op) => enqueue(op, k)));
+    } else {
+      // Calls not awaited in between keep their order (the producer numbers them in call order).
+      for (let op = 0; op < OPERATIONS; op++) await Promise.all(Array.from({ length: EVENTS }, (_, i) => enqueue(op, i + 1)));
     }
     let stats = await receiver.stats();
     while (stats.count < total && Date.now() - started < DRAIN_BOUND_MS) {
@@ -63,6 +72,7 @@ async function runRow(label: string, ordering: 'operation' | 'none', receiver: R
       stats = await receiver.stats();
     }
     const elapsedMs = Date.now() - started;
+    const cpuMs = worker.cpuMs() - cpuBefore;
     return {
       label,
       deliveries: stats.count,
@@ -70,6 +80,7 @@ async function runRow(label: string, ordering: 'operation' | 'none', receiver: R
       p50: median(stats.latencies),
       p99: percentile(stats.latencies, 99),
       drained: stats.count >= total,
+      cpuMsPerDelivery: cpuMs / Math.max(1, stats.count),
     };
   } finally {
     await worker.stop();
@@ -86,11 +97,23 @@ export async function runOrderingBench(): Promise<{ rows: string[][]; summary: R
   try {
     const unordered = await runRow(`unordered (${OPERATIONS} ops × ${EVENTS}, c=${CONCURRENCY})`, 'none', receiver);
     const ordered = await runRow(`ordered: ordering 'operation' (same)`, 'operation', receiver);
+    const unorderedBursts = await runRow(`unordered, bursts (each operation's ${EVENTS} events at once)`, 'none', receiver, 'bursts');
+    const orderedBursts = await runRow(`ordered, bursts (same)`, 'operation', receiver, 'bursts');
     const ratio = ordered.perSecond / unordered.perSecond;
+    const burstRatio = orderedBursts.perSecond / unorderedBursts.perSecond;
     const rows = [
-      ['row', 'received', 'deliveries/s', 'p50 enqueue→receive ms', 'p99 ms', 'drained'],
-      ...[unordered, ordered].map((r) => [r.label, String(r.deliveries), r.perSecond.toFixed(0), r.p50.toFixed(0), r.p99.toFixed(0), r.drained ? 'yes' : 'NO']),
-      ['ordered ÷ unordered throughput', '', ratio.toFixed(2), `target ≥ ${TARGET_RATIO}`, ratio >= TARGET_RATIO ? 'met' : 'NOT met', ''],
+      ['row', 'received', 'deliveries/s', 'p50 enqueue→receive ms', 'p99 ms', 'drained', 'worker CPU ms/delivery'],
+      ...[unordered, ordered, unorderedBursts, orderedBursts].map((r) => [
+        r.label,
+        String(r.deliveries),
+        r.perSecond.toFixed(0),
+        r.p50.toFixed(0),
+        r.p99.toFixed(0),
+        r.drained ? 'yes' : 'NO',
+        r.cpuMsPerDelivery.toFixed(2),
+      ]),
+      ['ordered ÷ unordered throughput', '', ratio.toFixed(2), `target ≥ ${TARGET_RATIO}`, ratio >= TARGET_RATIO ? 'met' : 'NOT met', '', ''],
+      ['ordered ÷ unordered throughput, bursts', '', burstRatio.toFixed(2), '', '', '', ''],
     ];
     const summary = {
       unorderedPerSecond: Math.round(unordered.perSecond),
@@ -98,11 +121,16 @@ export async function runOrderingBench(): Promise<{ rows: string[][]; summary: R
       ratio: Number(ratio.toFixed(2)),
       orderedP99Ms: Math.round(ordered.p99),
       unorderedP99Ms: Math.round(unordered.p99),
+      burstRatio: Number(burstRatio.toFixed(2)),
+      orderedBurstsPerSecond: Math.round(orderedBursts.perSecond),
+      orderedBurstsCpuMsPerDelivery: Number(orderedBursts.cpuMsPerDelivery.toFixed(2)),
+      orderedCpuMsPerDelivery: Number(ordered.cpuMsPerDelivery.toFixed(2)),
+      unorderedCpuMsPerDelivery: Number(unordered.cpuMsPerDelivery.toFixed(2)),
     };
     return {
       rows,
       summary,
-      summaryLine: `bench[ordering]: ratio=${summary.ratio} ordered=${summary.orderedPerSecond}/s unordered=${summary.unorderedPerSecond}/s ordered_p99=${summary.orderedP99Ms}ms`,
+      summaryLine: `bench[ordering]: ratio=${summary.ratio} ordered=${summary.orderedPerSecond}/s unordered=${summary.unorderedPerSecond}/s ordered_p99=${summary.orderedP99Ms}ms cpu_ms/delivery ordered=${summary.orderedCpuMsPerDelivery} unordered=${summary.unorderedCpuMsPerDelivery} bursts: ratio=${summary.burstRatio} ordered=${summary.orderedBurstsPerSecond}/s cpu_ms/delivery=${summary.orderedBurstsCpuMsPerDelivery}`,
     };
   } finally {
     receiver.close();

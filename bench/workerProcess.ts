@@ -11,7 +11,7 @@ import { BENCH_REDIS_URL, sleep } from './support.ts';
 export const WORKER_NODE_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=384'];
 const root = path.resolve(import.meta.dirname, '..');
 
-export type WorkerProcess = { pid: number; peakRssMb(): number; stop(): Promise<void> };
+export type WorkerProcess = { pid: number; peakRssMb(): number; cpuMs(): number; stop(): Promise<void> };
 
 export async function startWorkerProcess(opts: {
   databaseUrl: string;
@@ -52,6 +52,16 @@ export async function startWorkerProcess(opts: {
       try {
         const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
         return hwm ? Number(hwm[1]) / 1024 : Number.NaN;
+      } catch {
+        return Number.NaN;
+      }
+    },
+    /** CPU time (user + system) the process used so far: a cost figure less noisy than throughput on a shared machine. */
+    cpuMs() {
+      try {
+        // Fields after the parenthesised name: utime and stime are the 12th and 13th, in clock ticks (100 per second).
+        const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
       } catch {
         return Number.NaN;
       }
