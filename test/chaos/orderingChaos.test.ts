@@ -3,9 +3,12 @@
  * processes, a receiver answering after 1–50 ms and failing 10 % of first attempts; one worker is
  * SIGKILLed twice (restarted each time) and the worker's Redis db is flushed once. Each
  * operation's events must first reach the receiver in sequence order, and none is lost.
+ * The first kill hits a worker while ordered jobs wait in memory behind a delivery in flight
+ * there (a probe operation whose first event the receiver holds): they are re-run, in order.
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, expect, it } from 'vitest';
+import { DEFAULT_QUEUE_PREFIX } from '../../src/contract/defaults.ts';
 import { createHookProducer } from '../../src/queue/producer.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import type { HookrelayProcess } from '../support/hookrelayProcess.ts';
@@ -22,24 +25,50 @@ afterAll(async () => {
   await run?.cleanup();
 });
 
-it('OD-8 ordering (chaos): 200 × 20 ordered events, 3 worker processes, one SIGKILLed twice and a FLUSHDB → every operation in sequence order, 0 lost', async () => {
+it('OD-8 ordering (chaos): 200 × 20 ordered events, 3 worker processes, one SIGKILLed twice (once with jobs waiting in memory) and a FLUSHDB → every operation in sequence order, 0 lost', async () => {
   run = await createChaosRun('ordering', 14);
   const chaos = run;
   const receipts: Array<{ id: string; operationId: string; sequence: number; ok: boolean }> = [];
   const seen = new Set<string>();
-  chaos.receiver.setHandler((req) => {
+  // The probe's first event is held at the receiver (its first receipt only) until its worker is killed.
+  let releaseProbe: () => void = () => undefined;
+  const probeHeld = new Promise<void>((resolve) => (releaseProbe = resolve));
+  chaos.receiver.setHandler(async (req) => {
     const id = String(req.headers['webhook-id'] ?? '');
     const body = JSON.parse(req.body) as { operationId: string; sequence: number };
+    if (body.operationId === 'odc-probe') {
+      const firstReceipt = !seen.has(id);
+      seen.add(id);
+      receipts.push({ id, operationId: body.operationId, sequence: body.sequence, ok: true });
+      if (firstReceipt && body.sequence === 1) await probeHeld;
+      return { status: 200 };
+    }
     const ok = seen.has(id) || Math.random() >= 0.1;
     seen.add(id);
     receipts.push({ id, operationId: body.operationId, sequence: body.sequence, ok });
     return { status: ok ? 200 : 503, delayMs: 1 + Math.floor(Math.random() * 50) };
   });
   ordered = createHookProducer({ store: chaos.db.store, redisUrl: chaos.redisUrl, queueName: 'chaos-ordering', env: {}, ordering: 'operation' });
-  const workers: HookrelayProcess[] = [await chaos.startWorker(), await chaos.startWorker(), await chaos.startWorker()];
+  const workers: HookrelayProcess[] = [await chaos.startWorker()];
+  const ids: string[] = [];
+
+  // Worker 0 alone takes the probe: 1 in flight (held), 2 and 3 waiting in memory there (active jobs, not parked).
+  const probeHooks = [{ id: 'probe', type: 'afterStep' as const, webhook: { url: `${chaos.receiver.url}/probe`, timeout: 60 } }];
+  const probe = await Promise.all(
+    [0, 1, 2].map((stepIndex) => ordered!.enqueue({ operationId: 'odc-probe', type: 'afterStep', event: { stepIndex }, hooks: probeHooks })),
+  );
+  const probeIds = probe.flatMap((r) => r.deliveryIds);
+  ids.push(...probeIds);
+  const activeKey = `${DEFAULT_QUEUE_PREFIX}:chaos-ordering:active`;
+  const probeWaitingInMemory = async () => {
+    const active = new Set(await chaos.redis.lrange(activeKey, 0, -1));
+    return receipts.length === 1 && probeIds.every((id) => active.has(id));
+  };
+  for (let i = 0; i < 800 && !(await probeWaitingInMemory()); i++) await new Promise((r) => setTimeout(r, 25));
+  expect(await probeWaitingInMemory()).toBe(true);
+  workers.push(await chaos.startWorker(), await chaos.startWorker());
 
   const hooks = [{ id: 'ordered', type: 'onComplete' as const, webhook: { url: `${chaos.receiver.url}/ordered`, timeout: 2 } }];
-  const ids: string[] = [];
   const feeding = (async () => {
     for (let k = 1; k <= EVENTS; k++) {
       const results = await Promise.all(
@@ -69,6 +98,8 @@ it('OD-8 ordering (chaos): 200 × 20 ordered events, 3 worker processes, one SIG
       victim.kill('SIGKILL');
       await victim.exited;
       kills++;
+      // The held request's worker is gone; its re-run (another worker, after stall detection) is answered at once.
+      releaseProbe();
       workers[0] = await chaos.startWorker();
     }
   }
@@ -83,7 +114,7 @@ it('OD-8 ordering (chaos): 200 × 20 ordered events, 3 worker processes, one SIG
 
   expect(kills).toBe(2);
   expect(flushed).toBe(1);
-  expect(ids).toHaveLength(OPERATIONS * EVENTS);
+  expect(ids).toHaveLength(OPERATIONS * EVENTS + 3);
   expect(await delivered()).toBe(ids.length);
   // 0 lost: every delivery id reached the receiver with a 2xx.
   const ok = new Set(receipts.filter((r) => r.ok).map((r) => r.id));
@@ -97,9 +128,11 @@ it('OD-8 ordering (chaos): 200 × 20 ordered events, 3 worker processes, one SIG
     byOperation.set(r.operationId, [...(byOperation.get(r.operationId) ?? []), r.sequence]);
   }
   const expected = Array.from({ length: EVENTS }, (_, i) => i + 1);
-  const outOfOrder = [...byOperation].filter(([, seqs]) => seqs.join(',') !== expected.join(','));
+  const outOfOrder = [...byOperation].filter(([op, seqs]) => op !== 'odc-probe' && seqs.join(',') !== expected.join(','));
   expect(outOfOrder).toEqual([]);
-  expect(byOperation.size).toBe(OPERATIONS);
+  expect(byOperation.size).toBe(OPERATIONS + 1);
+  // The probe killed while waiting in memory: all three delivered, first received in order.
+  expect(byOperation.get('odc-probe')).toEqual([1, 2, 3]);
   process.stdout.write(
     `chaos[ordering]: deliveries=${ids.length} receipts=${receipts.length} first-attempt failures=${receipts.filter((r) => !r.ok).length}\n`,
   );
