@@ -13,7 +13,16 @@ import { spawnWorker, startHookrelay } from '../support/hookrelayProcess.ts';
 import { TEST_REDIS_URL } from '../support/redisKeys.ts';
 
 const journal = JSON.parse(readFileSync(path.join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as { entries: unknown[] };
-const TABLES = ['__drizzle_migrations', 'deferred_placeholders', 'deliveries', 'delivery_sequences', 'endpoints', 'interception_records', 'operation_hooks', 'operations'];
+const TABLES = [
+  '__drizzle_migrations',
+  'deferred_placeholders',
+  'deliveries',
+  'delivery_sequences',
+  'endpoints',
+  'interception_records',
+  'operation_hooks',
+  'operations',
+];
 
 async function tablesOf(schema: string): Promise<string[]> {
   const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
