@@ -5,7 +5,7 @@ import { FilterInputError, deliveryFilterFrom } from '../store/deliveryFilterInp
 import { CliUsageError } from './errors.ts';
 import { formatTable, iso, printJson, printJsonArray } from './output.ts';
 
-export const DEFAULT_LIST_LIMIT = 50;
+const DEFAULT_LIST_LIMIT = 50;
 
 export type FilterFlags = {
   status?: string;

@@ -47,9 +47,9 @@ import {
   type DeliveryFilterForm,
 } from './pages.ts';
 
-export const CONSOLE_PAGE_SIZE = 50;
+const CONSOLE_PAGE_SIZE = 50;
 /** A filtered replay from the console covers at most this many deliveries; more is `hookrelay replay`'s job (it shows progress, paces with --rate). */
-export const CONSOLE_REPLAY_MAX = 5_000;
+const CONSOLE_REPLAY_MAX = 5_000;
 const PREVIEW_ROWS = 200;
 const MAX_FORM_BYTES = 1024 * 1024;
 const SAMPLE_EVERY_MS = 15_000;
@@ -57,7 +57,7 @@ const SAMPLES_KEPT = 6 * 60 * 4; // six hours of 15 s samples
 const OVERVIEW_HOURS = 3;
 
 /** Every console response: nothing inline, nothing from elsewhere, never framed, never cached. */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy':
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',

@@ -9,12 +9,12 @@ import { Html, html, queryString } from './html.ts';
 
 export const BASE = '/console';
 
-export type Section = 'overview' | 'deliveries' | 'endpoints' | 'none';
+type Section = 'overview' | 'deliveries' | 'endpoints' | 'none';
 
 /** The statuses a filter offers, in lifecycle order. */
-export const STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'held', 'skipped', 'accepted_by_qstash'] as const;
+const STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'held', 'skipped', 'accepted_by_qstash'] as const;
 
-export function layout(p: { title: string; section: Section; csrf?: string; body: Html; flash?: string }): string {
+function layout(p: { title: string; section: Section; csrf?: string; body: Html; flash?: string }): string {
   const nav = (section: Section, href: string, label: string) =>
     html`<a href="${href}"${section === p.section ? new Html(' aria-current="page"') : ''}>${label}</a>`;
   return `<!doctype html>${html`<html lang="en">

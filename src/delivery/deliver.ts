@@ -19,7 +19,7 @@ import type { QStashPublisher, QStashPublishResult, TransportErrorClass } from '
 
 const MS_PER_SECOND = 1000;
 
-export type NotificationErrorClass = TransportErrorClass | 'http_error';
+type NotificationErrorClass = TransportErrorClass | 'http_error';
 
 export type DeliverNotificationInput = {
   /** Parsed webhook config (defaults applied). */
@@ -60,7 +60,7 @@ export type DeliverNotificationInput = {
   sequence?: number | undefined;
 };
 
-export type NotificationTransport = 'fetch' | 'qstash';
+type NotificationTransport = 'fetch' | 'qstash';
 
 export type NotificationSuccess = {
   ok: true;

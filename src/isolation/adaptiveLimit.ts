@@ -23,7 +23,7 @@ export const LIMIT_MAX = 1_000;
 /** A success slower than this (or than half the webhook timeout, if lower) counts as "slow". */
 export const SLOW_ATTEMPT_MS = 1_000;
 /** Multiplicative decrease on a slow success (Netflix AIMDLimit's backoff ratio). */
-export const SLOW_BACKOFF = 0.9;
+const SLOW_BACKOFF = 0.9;
 
 export type LimitPolicy = {
   /** Where a new endpoint (or one whose state Redis forgot) starts, and the floor of a slow one. */

@@ -17,7 +17,7 @@ import { createExchangeBatcher } from './endpointExchange.ts';
 import { DEFAULT_BREAKER_POLICY, type BreakerPolicy, type DeferReason, type EndpointGate, type ReleaseOutcome } from './endpointGate.ts';
 
 /** How often a worker re-reads the endpoints table (an operator's disable takes effect within it). */
-export const POLICY_REFRESH_MS = 2_000;
+const POLICY_REFRESH_MS = 2_000;
 /**
  * Deferral backoff, jittered: while an endpoint is at its cap a slot frees soon (50 ms doubling to
  * 1 s); while its probe is out the answer takes up to a timeout (250 ms doubling to 5 s).
@@ -32,7 +32,7 @@ const OPEN_JITTER_MS = 1_000;
 /** Error classes that say nothing about the endpoint (a local problem): not counted by the breaker. */
 const NEUTRAL_ERRORS = new Set(['configuration', 'cancelled', 'ssrf_blocked', 'payload_too_large']);
 
-export type AdmitRequest = {
+type AdmitRequest = {
   key: string;
   token: string;
   leaseMs: number;

@@ -47,7 +47,7 @@ function earnedLimit(snapshot: EndpointSnapshot | undefined, cap: number, initia
   return cap === 0 ? earned : Math.min(cap, earned);
 }
 
-export function endpointView(
+function endpointView(
   settings: Settings,
   key: string,
   snapshot: EndpointSnapshot | undefined,

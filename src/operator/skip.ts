@@ -10,7 +10,7 @@ import type { Db } from '../store/db.ts';
 import { DELIVERY_JOB_NAME, type DeliveryJobData } from '../queue/types.ts';
 import { orderingHeads, skipDeliveries, type OrderingKey, type SkipOutcome } from '../store/orderingRepo.ts';
 
-export { SKIPPABLE_STATUSES, type SkipOutcome } from '../store/orderingRepo.ts';
+export type { SkipOutcome } from '../store/orderingRepo.ts';
 
 /** Skips the rows that are failed or held; returns each id's outcome and how many waiting deliveries were woken. */
 export async function skipAndRelease(db: Db, queue: () => Queue<DeliveryJobData>, ids: readonly string[]): Promise<{ outcomes: SkipOutcome[]; woken: number }> {

@@ -14,11 +14,11 @@ import { DELIVERY_JOB_NAME, type DeliveryJobAttempt, type DeliveryJobData } from
 export const QUEUE_STREAMS = { events: { maxLen: 1_000 } } as const;
 
 /** addBulk sends this many jobs per Redis round trip (one MULTI per chunk). */
-export const ADD_BULK_CHUNK = 1000;
+const ADD_BULK_CHUNK = 1000;
 
 export type DeliveryJob = { deliveryId: string; generation: number; delayMs?: number; attempt?: DeliveryJobAttempt };
 
-export function deliveryJobOptions(job: DeliveryJob): JobsOptions {
+function deliveryJobOptions(job: DeliveryJob): JobsOptions {
   return {
     jobId: job.deliveryId,
     removeOnComplete: true,

@@ -42,9 +42,9 @@ import {
 /** Q2: how long an enqueue waits for Redis before answering `queued: false`. */
 export const DEFAULT_QUEUE_TIMEOUT_MS = 2_000;
 /** Rows per INSERT statement (about 10 parameters a row, well under Postgres' 65,535). */
-export const INSERT_CHUNK_ROWS = 1_000;
+const INSERT_CHUNK_ROWS = 1_000;
 /** A producer needs few connections: enqueue is one INSERT. */
-export const PRODUCER_POOL_SIZE = 10;
+const PRODUCER_POOL_SIZE = 10;
 const PRODUCER_SETTINGS = [
   'HOOKRELAY_QUEUE',
   'REDIS_URL',
@@ -60,8 +60,8 @@ const PRODUCER_SETTINGS = [
  * the next INSERT and addBulk (each call still waits for its own rows and jobs). Server apps
  * enqueue one event per request; at 1,000 calls/s this is tens of statements a second, not 1,000.
  */
-export const ENQUEUE_GROUP_CALLS = 256;
-export const ENQUEUE_CONCURRENT_COMMITS = 2;
+const ENQUEUE_GROUP_CALLS = 256;
+const ENQUEUE_CONCURRENT_COMMITS = 2;
 /** How long close() waits for the queue connection before dropping it. */
 const CLOSE_TIMEOUT_MS = 2_000;
 

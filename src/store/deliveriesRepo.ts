@@ -135,7 +135,7 @@ export type DeliveryFilter = {
   critical?: boolean;
 };
 
-export function deliveryFilterWhere(filter: DeliveryFilter): SQL | undefined {
+function deliveryFilterWhere(filter: DeliveryFilter): SQL | undefined {
   const parts: SQL[] = [];
   if (filter.status !== undefined) {
     parts.push(Array.isArray(filter.status) ? inArray(deliveries.status, filter.status) : eq(deliveries.status, filter.status));
@@ -172,7 +172,7 @@ export async function listDeliveries(db: Db, filter: DeliveryFilter = {}): Promi
 /** Statuses a worker may attempt: in_flight too, since a stalled job is re-run by BullMQ. */
 const CLAIMABLE_STATUSES = ['queued', 'retrying', 'in_flight'];
 /** Added to the webhook's own timeout to form the in_flight lease (payload build, ledger write, slack). */
-export const LEASE_MARGIN_MS = 30_000;
+const LEASE_MARGIN_MS = 30_000;
 
 /**
  * The attempts of the row's current generation (its list holds every generation's). A replay
@@ -411,7 +411,7 @@ export async function startDeliveryDeadlines(db: Db, starts: readonly DeadlineSt
 }
 
 /** Q3: why a delivery's deadline passed without an attempt (its endpoint kept it waiting). */
-export const WAIT_FAILURE_REASONS = ['circuit_open', 'endpoint_busy', 'rate_limited', 'endpoint_disabled', 'ordering_wait'] as const;
+const WAIT_FAILURE_REASONS = ['circuit_open', 'endpoint_busy', 'rate_limited', 'endpoint_disabled', 'ordering_wait'] as const;
 export type WaitFailureReason = (typeof WAIT_FAILURE_REASONS)[number];
 
 /**

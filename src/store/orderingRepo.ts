@@ -126,7 +126,7 @@ export async function findOrderingHeads(
 }
 
 /** Statuses an operator may skip: failed for good, or held (no job of theirs is live). */
-export const SKIPPABLE_STATUSES = ['failed', 'held'] as const;
+const SKIPPABLE_STATUSES = ['failed', 'held'] as const;
 
 export type SkipOutcome =
   | { id: string; result: 'skipped'; operationId: string; endpointKey: string | null; sequence: number | null }

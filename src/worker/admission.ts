@@ -26,9 +26,9 @@ import { createDeliverySlots, type DeliverySlots } from './deliverySlots.ts';
 /** Every endpoint may keep this many jobs waiting, however few attempts it has in flight. */
 export const MIN_ENDPOINT_QUEUE = 4;
 /** A job waits in memory at most this long; then it is deferred (long waits do not belong in memory). */
-export const MAX_MEMORY_WAIT_MS = 10_000;
+const MAX_MEMORY_WAIT_MS = 10_000;
 /** A rate-limited job waits in memory only when its turn is at most this far. */
-export const RATE_MEMORY_WAIT_MS = 1_000;
+const RATE_MEMORY_WAIT_MS = 1_000;
 /** A queue longer than a round of attempts is kept while its expected wait stays under this. */
 const SHORT_WAIT_MS = 250;
 /** The head waiter of an endpoint re-asks the gate this often (slots freed by other workers, lapsed leases): doubling. */
@@ -48,7 +48,7 @@ export function deliveryWaitAllowance(concurrency: number): number {
   return Math.max(MIN_ENDPOINT_QUEUE, concurrency);
 }
 
-export type AdmissionRequest = {
+type AdmissionRequest = {
   /** The endpoint key; undefined → no endpoint gate (isolation off, or an invalid hook). */
   endpoint: string | undefined;
   token: string;

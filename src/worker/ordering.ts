@@ -32,11 +32,11 @@ import { startDeliveryDeadlines, type DeadlineStart } from '../store/deliveriesR
 import { firstOpenPredecessors, orderingHeads, type OrderingAnswer, type OrderingKey, type OrderingQuestion } from '../store/orderingRepo.ts';
 
 /** A parked delivery re-checks by itself after this long (a lost wake costs at most this). */
-export const ORDERING_PARK_MS = 30_000;
+const ORDERING_PARK_MS = 30_000;
 /** A job waits in memory for its predecessor at most this long; then it parks (long waits do not belong in memory). */
-export const MAX_ORDERING_MEMORY_WAIT_MS = 10_000;
+const MAX_ORDERING_MEMORY_WAIT_MS = 10_000;
 /** Jobs that may wait in memory behind one running delivery (the next few of its operation and endpoint). */
-export const MEMORY_WAITERS_PER_PREDECESSOR = 4;
+const MEMORY_WAITERS_PER_PREDECESSOR = 4;
 
 /** What the gate needs to know about one ordered delivery. */
 export type OrderedTarget = {
@@ -58,7 +58,7 @@ type Processor = (job: Job<DeliveryJobData>, token?: string) => Promise<void>;
  * the outcome stores it). `expired`: its deadline passed while it waited (the caller fails it
  * with `ordering_wait`).
  */
-export type OrderingAdmission = { kind: 'go'; deadlineAtMs: number | undefined } | { kind: 'expired' };
+type OrderingAdmission = { kind: 'go'; deadlineAtMs: number | undefined } | { kind: 'expired' };
 
 export type OrderingGate = {
   /** Otherwise (parked, or given back at stop) this throws DelayedError. */

@@ -55,7 +55,7 @@ import { activeTracer, contextFromStored, redactedUrl, ROOT_CONTEXT, SpanKind, S
 /** A job found its endpoint enabled again while about to hold it: it runs again after this. */
 const HOLD_RECHECK_MS = 50;
 /** Q8: bytes of a successful response kept in the attempt record. */
-export const RESPONSE_EXCERPT_BYTES = 512;
+const RESPONSE_EXCERPT_BYTES = 512;
 const MS_PER_SECOND = 1000;
 
 export type ProcessorDeps = {

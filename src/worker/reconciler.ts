@@ -20,10 +20,10 @@ import { DELIVERY_JOB_NAME, type DeliveryJobData } from '../queue/types.ts';
 import { findOrderingHeads, type OrderingKey } from '../store/orderingRepo.ts';
 import { Job } from 'bullmq';
 
-export const RECONCILE_PAGE_ROWS = 500;
-export const RECONCILE_MAX_ROWS_PER_RUN = 20_000;
+const RECONCILE_PAGE_ROWS = 500;
+const RECONCILE_MAX_ROWS_PER_RUN = 20_000;
 /** A queued row younger than this may still be getting its job from the producer. */
-export const DEFAULT_RECONCILE_GRACE_MS = 5_000;
+const DEFAULT_RECONCILE_GRACE_MS = 5_000;
 /**
  * Re-enqueues of one row at one attempt count (its jobs keep ending without an outcome written)
  * before the row is failed with REQUEUE_LIMIT_REASON instead: never an endless re-send.
