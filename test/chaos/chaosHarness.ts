@@ -31,7 +31,8 @@ export type ChaosRun = {
   producer: HookProducer;
   deliveryIds: string[];
   /** Starts a worker process (and waits for "ready"). */
-  startWorker(): Promise<WorkerProcess>;
+  /** A worker process on the run's queue; `env` adds or overrides settings (e.g. a longer retry schedule). */
+  startWorker(env?: Record<string, string>): Promise<WorkerProcess>;
   /** Enqueues EVENTS events in batches at a steady pace; `onProgress` sees the count so far. */
   feed(onProgress?: (enqueued: number) => Promise<void> | void): Promise<void>;
   /** Waits until the ledger says every delivery is delivered; returns the counts. */
@@ -74,7 +75,7 @@ export async function createChaosRun(name: string, redisDb: number): Promise<Cha
     receiver,
     producer,
     deliveryIds,
-    async startWorker() {
+    async startWorker(env = {}) {
       const worker = spawnWorker({
         DATABASE_URL: url.toString(),
         REDIS_URL: redisUrl,
@@ -88,6 +89,7 @@ export async function createChaosRun(name: string, redisDb: number): Promise<Cha
         HOOKRELAY_RECONCILE_INTERVAL_MS: '1000',
         HOOKRELAY_SHUTDOWN_TIMEOUT_MS: '5000',
         LOG_LEVEL: 'info',
+        ...env,
       });
       workers.push(worker);
       await worker.ready();
