@@ -1,0 +1,23 @@
+/** What every console route works with: the ledger, settings, the operator's queue, access, the sampler. */
+import type { Settings } from '../config/settings.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { OperatorQueue } from '../operator/operatorQueue.ts';
+import { replayDeliveries, type ReplayResult } from '../operator/replay.ts';
+import type { Db } from '../store/db.ts';
+import type { ConsoleAccess } from './access.ts';
+import type { QueueSampler } from './queueSampler.ts';
+
+export type ConsoleContext = {
+  db: Db;
+  settings: Settings;
+  operator: OperatorQueue;
+  logger: Logger;
+  access: ConsoleAccess;
+  sampler: QueueSampler;
+};
+
+/** The shared replay loop (operator/replay.ts); each replayed endpoint's open breaker probes now. */
+export function runReplay(ctx: ConsoleContext, ids: readonly string[]): Promise<ReplayResult[]> {
+  const probe = (keys: readonly string[]) => ctx.operator.fromRedis((gate) => Promise.all(keys.map((k) => gate.probeNow(k))));
+  return replayDeliveries(ctx.db, ctx.operator.queue(), ids, { includeAccepted: false, probe });
+}
