@@ -38,8 +38,18 @@
   if (watched && watched.dataset.watch) {
     const ids = watched.dataset.watch.split(',').filter(Boolean);
     const pending = new Set(['queued', 'in_flight', 'retrying']);
+    // The API answers at most `limit` ids per call (`truncated` says more were sent): ask in chunks.
+    const statusesOf = async (list) => {
+      const all = {};
+      for (let i = 0; i < list.length; ) {
+        const answer = await getJson(`${BASE}/api/statuses?ids=${encodeURIComponent(list.slice(i, i + 500).join(','))}`);
+        Object.assign(all, answer.statuses);
+        i += Math.min(500, answer.limit || 500);
+      }
+      return all;
+    };
     const tick = () =>
-      getJson(`${BASE}/api/statuses?ids=${encodeURIComponent(ids.join(','))}`)
+      statusesOf(ids)
         .then((statuses) => {
           let open = 0;
           for (const id of ids) {

@@ -50,10 +50,12 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
     .argument('<key>', 'endpoint key')
     .option('--reason <text>', 'why (shown by list and show)', 'disabled by an operator')
     .option('--hold', 'keep every delivery held, with no deadline, until you enable the endpoint and replay them (also on an endpoint already disabled)')
+    .option('--wait <seconds>', 'how long to wait for every live worker to apply it (default 10)', (v) => parsePositiveInt(v, '--wait'))
     .option('--json', 'one JSON object')
-    .action(async (key: string, flags: JsonFlag & { reason: string; hold?: boolean }) => {
+    .action(async (key: string, flags: JsonFlag & { reason: string; hold?: boolean; wait?: number }) => {
       const { withContext } = await import('./context.ts');
-      await withContext((ctx) => disableEndpointCommand(ctx, key, flags.reason, flags.json === true, flags.hold === true));
+      const code = await withContext((ctx) => disableEndpointCommand(ctx, key, flags.reason, flags.json === true, flags.hold === true, flags.wait));
+      if (code !== EXIT.ok) process.exitCode = code;
     });
 
   endpoints
@@ -157,25 +159,62 @@ async function showEndpoint(ctx: CliContext, key: string, json: boolean): Promis
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-async function disableEndpointCommand(ctx: CliContext, key: string, reason: string, json: boolean, hold = false): Promise<void> {
-  const [{ disableEndpointByOperator }, { getEndpointPolicy }] = await Promise.all([
+/**
+ * Disable (or put on hold), then wait until every live worker applied it: from the moment this
+ * returns 0, no worker admits another delivery to the endpoint. A worker that did not confirm
+ * within the bound is named and the exit code is 1 (the change itself stands).
+ */
+async function disableEndpointCommand(
+  ctx: CliContext,
+  key: string,
+  reason: string,
+  json: boolean,
+  hold: boolean,
+  waitSeconds: number | undefined,
+): Promise<number> {
+  const [{ disableEndpointByOperator }, { getEndpointPolicy }, { confirmEndpointChange, DEFAULT_CONFIRM_TIMEOUT_MS }] = await Promise.all([
     import('../operator/endpointViews.ts'),
     import('../store/endpointsRepo.ts'),
+    import('../operator/policyConfirm.ts'),
   ]);
   const changed = await disableEndpointByOperator(ctx.store.db, key, reason, hold);
   const policy = await getEndpointPolicy(ctx.store.db, key);
   const held = policy?.hold === true;
-  if (json) return printJson({ key, disabled: true, changed, hold: held, disabledAt: iso(policy?.disabledAt), reason: policy?.disabledReason ?? reason });
+  const timeoutMs = waitSeconds === undefined ? DEFAULT_CONFIRM_TIMEOUT_MS : waitSeconds * 1000;
+  const confirmed = changed || hold ? await confirmEndpointChange(ctx.operator, ctx.settings, timeoutMs) : undefined;
+  const code = (changed || hold) && (confirmed === undefined || confirmed.pending.length > 0) ? EXIT.partial : EXIT.ok;
+  const workers = confirmed ? { applied: confirmed.applied.length, pending: confirmed.pending } : null;
+  if (json) {
+    printJson({ key, disabled: true, changed, hold: held, disabledAt: iso(policy?.disabledAt), reason: policy?.disabledReason ?? reason, workers });
+    return code;
+  }
   const keeps = held
     ? `held with no deadline until you act (--hold); enable it with: hookrelay endpoints enable ${key} --replay`
     : `held, and failed at their deadlines unless you enable it first: hookrelay endpoints enable ${key} --replay (disable with --hold to keep them)`;
+  const applied =
+    confirmed === undefined
+      ? ''
+      : confirmed.applied.length === 0 && confirmed.pending.length === 0
+        ? 'no worker is running now (each applies it when it starts); '
+        : confirmed.pending.length === 0
+          ? `all ${confirmed.applied.length} live workers applied it: none delivers to it from now on; `
+          : '';
   process.stdout.write(
     changed
-      ? `disabled ${key}: within a few seconds workers stop delivering to it; its deliveries are ${keeps}\n`
+      ? `disabled ${key}: ${applied}its deliveries are ${keeps}\n`
       : hold
-        ? `${key} was already disabled (${policy?.disabledBy ?? '?'}: ${policy?.disabledReason ?? ''}); now on hold: its deliveries are ${keeps}\n`
+        ? `${key} was already disabled (${policy?.disabledBy ?? '?'}: ${policy?.disabledReason ?? ''}); now on hold: ${applied}its deliveries are ${keeps}\n`
         : `${key} was already disabled (${policy?.disabledBy ?? '?'}: ${policy?.disabledReason ?? ''}); nothing changed\n`,
   );
+  if ((changed || hold) && confirmed === undefined)
+    process.stderr.write(
+      'Redis did not answer at REDIS_URL: could not confirm that the workers applied it (they re-read the endpoints table every 2 s); the change is stored\n',
+    );
+  else if (confirmed && confirmed.pending.length > 0)
+    process.stderr.write(
+      `not confirmed within ${timeoutMs / 1000} s by ${confirmed.pending.length} of ${confirmed.applied.length + confirmed.pending.length} live workers (${confirmed.pending.join(', ')}): they may still send to it until they re-read the endpoints table; the change is stored\n`,
+    );
+  return code;
 }
 
 async function enableEndpointCommand(ctx: CliContext, key: string, replay: boolean, json: boolean): Promise<number> {

@@ -7,7 +7,7 @@ import type { OperatorQueue } from '../operator/operatorQueue.ts';
 const SAMPLE_EVERY_MS = 15_000;
 const SAMPLES_KEPT = 6 * 60 * 4; // six hours of 15 s samples
 
-export type QueueCounts = Record<string, number>;
+type QueueCounts = Record<string, number>;
 
 export type QueueSampler = {
   /** The queue's job counts now, or undefined when Redis does not answer. */

@@ -11,7 +11,7 @@ import { BASE, loginPage } from './pages.ts';
 import { badTextProblem } from './queryInput.ts';
 import { HttpError, send, sendJson } from './respond.ts';
 
-export type Call = { ctx: ConsoleContext; req: IncomingMessage; res: ServerResponse; url: URL; p: string; params: string[] };
+type Call = { ctx: ConsoleContext; req: IncomingMessage; res: ServerResponse; url: URL; p: string; params: string[] };
 export type AuthedCall = Call & { caller: Exclude<Caller, { kind: 'anonymous' }>; csrf: string };
 export type PostCall = AuthedCall & { form: URLSearchParams };
 export type Route<C> = { path: string | RegExp; handle: (call: C) => Promise<void> };

@@ -15,6 +15,7 @@ import { disableEndpoint, listEndpointPolicies, type EndpointPolicy } from '../s
 import { isSlowAttempt, limitCeiling } from './adaptiveLimit.ts';
 import { createExchangeBatcher } from './endpointExchange.ts';
 import { DEFAULT_BREAKER_POLICY, type BreakerPolicy, type DeferReason, type EndpointGate, type ReleaseOutcome } from './endpointGate.ts';
+import type { PolicyAcknowledger } from './policyAcks.ts';
 
 /** How often a worker re-reads the endpoints table (an operator's disable takes effect within it). */
 const POLICY_REFRESH_MS = 2_000;
@@ -69,6 +70,8 @@ export type EndpointIsolationOptions = {
   metrics?: DeliveryMetrics;
   random?: () => number;
   refreshMs?: number;
+  /** Acknowledges each read of the endpoints table (policyAcks.ts), so an operator's disable can wait for every live worker. */
+  acks?: PolicyAcknowledger;
 };
 
 export function createEndpointIsolation(options: EndpointIsolationOptions): EndpointIsolation {
@@ -79,8 +82,11 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
   let timer: NodeJS.Timeout | undefined;
 
   const refresh = async (): Promise<void> => {
+    // The generation is noted before the read: an operator change published as G is in any read that follows it.
+    const generation = await options.acks?.generation().catch(() => undefined);
     try {
       policies = new Map((await listEndpointPolicies(options.db)).map((p) => [p.key, p]));
+      if (generation !== undefined) await options.acks?.acknowledge(generation).catch(() => undefined);
     } catch (error) {
       // Postgres away: keep the last known policies (the pg gate pauses the worker meanwhile).
       options.logger.debug({ err: error }, 'could not refresh endpoint policies');
@@ -160,6 +166,7 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
     },
     stop() {
       clearInterval(timer);
+      void options.acks?.leave().catch(() => undefined);
     },
   };
 }

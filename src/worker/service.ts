@@ -18,6 +18,7 @@ import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payl
 import type { Store } from '../store/db.ts';
 import { ledgerStats } from '../operator/ledgerStats.ts';
 import { createEndpointGate } from '../isolation/endpointGate.ts';
+import { createPolicyAcknowledger } from '../isolation/policyAcks.ts';
 import { createEndpointIsolation, endpointKeyPrefix, isolationSettings, type EndpointIsolation } from '../isolation/endpointIsolation.ts';
 import { createInFlightTracker } from './inFlightTracker.ts';
 import { createLedgerWriter } from './ledgerWriter.ts';
@@ -95,6 +96,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   if (isolationConfig.enabled && isolationRedis) {
     isolation = createEndpointIsolation({
       gate: createEndpointGate(isolationRedis, { keyPrefix: endpointKeyPrefix(prefix, settings.HOOKRELAY_QUEUE), policy: isolationConfig.policy }),
+      acks: createPolicyAcknowledger(isolationRedis, endpointKeyPrefix(prefix, settings.HOOKRELAY_QUEUE)),
       db: store.db,
       defaultCap: isolationConfig.defaultCap,
       logger,

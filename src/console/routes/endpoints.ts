@@ -3,9 +3,11 @@
  * POST …/disable and …/enable change one, as `hookrelay endpoints disable|enable` do.
  */
 import { disableEndpointByOperator, enableEndpointAndReset, listEndpointViews } from '../../operator/endpointViews.ts';
+import { confirmEndpointChange } from '../../operator/policyConfirm.ts';
 import { replayCandidatesByFilter } from '../../operator/replay.ts';
 import { runReplay } from '../context.ts';
 import { BASE, endpointsPage } from '../pages.ts';
+import { type NoticeCode, noticeFor, noticeQuery } from '../notices.ts';
 import { textParam } from '../queryInput.ts';
 import { HttpError, redirect, send } from '../respond.ts';
 import type { AuthedCall, PostCall, Route } from '../router.ts';
@@ -20,7 +22,9 @@ export const endpointsRoute: Route<AuthedCall> = {
   path: `${BASE}/endpoints`,
   async handle({ ctx, res, url, csrf }) {
     const { views, redisUp } = await listEndpointViews(ctx.db, ctx.operator, ctx.settings);
-    const flash = textParam(url.searchParams, 'done') || undefined;
+    // A fixed sentence per notice code; any other `done` text shows nothing (control characters are still a 400).
+    textParam(url.searchParams, 'done');
+    const flash = noticeFor(url.searchParams);
     return send(res, 200, endpointsPage({ views, redisUp, csrf, ...(flash ? { flash } : {}) }));
   },
 };
@@ -33,12 +37,17 @@ export const disableEndpointRoute: Route<PostCall> = {
     // `hold` (a checkbox) keeps its deliveries with no deadline until an operator acts.
     const hold = form.get('hold') === 'yes';
     const changed = await disableEndpointByOperator(ctx.db, key, reason.slice(0, 200), hold);
-    ctx.logger.info({ endpoint: key, changed, hold }, 'console: endpoint disabled');
-    const kept = hold ? 'held until you enable it (hold)' : 'held, and failed at their deadlines unless you enable it first';
-    return redirect(
-      res,
-      `${BASE}/endpoints?done=${encodeURIComponent(changed ? `Disabled ${key}: within a few seconds its deliveries are ${kept}.` : hold ? `${key} was already disabled; now on hold.` : `${key} was already disabled.`)}`,
+    // As `hookrelay endpoints disable`: the page answers once every live worker applied it (or the bound passed).
+    const confirmed = changed || hold ? await confirmEndpointChange(ctx.operator, ctx.settings) : undefined;
+    const unconfirmed = (changed || hold) && (confirmed === undefined || confirmed.pending.length > 0);
+    ctx.logger.info(
+      { endpoint: key, changed, hold, ...(confirmed ? { applied: confirmed.applied.length, pending: confirmed.pending } : {}) },
+      'console: endpoint disabled',
     );
+    if (unconfirmed)
+      ctx.logger.warn({ endpoint: key, pending: confirmed?.pending ?? 'redis did not answer' }, 'console: not every live worker confirmed the disable in time');
+    const code: NoticeCode = unconfirmed ? 'disabled_unconfirmed' : changed ? (hold ? 'disabled_hold' : 'disabled') : hold ? 'now_hold' : 'already_disabled';
+    return redirect(res, `${BASE}/endpoints${noticeQuery(code)}`);
   },
 };
 
@@ -53,9 +62,6 @@ export const enableEndpointRoute: Route<PostCall> = {
       replayed = (await runReplay(ctx, ids)).filter((r) => r.result === 'replayed').length;
     }
     ctx.logger.info({ endpoint: key, changed, replayed }, 'console: endpoint enabled');
-    return redirect(
-      res,
-      `${BASE}/endpoints?done=${encodeURIComponent(`${changed ? 'Enabled' : 'Already enabled:'} ${key}${replayed > 0 ? `; replayed ${replayed} held deliveries` : ''}.`)}`,
-    );
+    return redirect(res, `${BASE}/endpoints${replayed > 0 ? noticeQuery('enabled_replayed', replayed) : noticeQuery(changed ? 'enabled' : 'already_enabled')}`);
   },
 };

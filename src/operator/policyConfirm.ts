@@ -1,0 +1,37 @@
+/**
+ * After an operator's endpoint change is committed (disable, hold, enable): wait until every
+ * live worker read the endpoints table again (isolation/policyAcks.ts), so "disabled" means no
+ * worker admits another delivery to it. Redis not answering is reported, never waited on forever.
+ */
+import type { Settings } from '../config/settings.ts';
+import { endpointKeyPrefix } from '../isolation/endpointIsolation.ts';
+import { confirmPolicyApplied, type PolicyConfirmation } from '../isolation/policyAcks.ts';
+import type { QueueRedis } from '../queue/redisConnection.ts';
+import { DEFAULT_QUEUE_PREFIX } from '../queue/types.ts';
+import type { OperatorQueue } from './operatorQueue.ts';
+
+/** How long `endpoints disable` and the console wait for the workers unless told otherwise. */
+export const DEFAULT_CONFIRM_TIMEOUT_MS = 10_000;
+
+/** `undefined` when Redis did not answer (the change stands in Postgres; workers apply it within their refresh). */
+export async function confirmEndpointChange(
+  operator: OperatorQueue,
+  settings: Pick<Settings, 'HOOKRELAY_QUEUE' | 'HOOKRELAY_QUEUE_PREFIX'>,
+  timeoutMs: number = DEFAULT_CONFIRM_TIMEOUT_MS,
+): Promise<PolicyConfirmation | undefined> {
+  const keyPrefix = endpointKeyPrefix(settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX, settings.HOOKRELAY_QUEUE);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const redis = (await operator.queue().client) as unknown as QueueRedis;
+    return await Promise.race([
+      confirmPolicyApplied(redis, keyPrefix, { timeoutMs }),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs + 3_000);
+      }),
+    ]);
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}
