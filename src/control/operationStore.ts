@@ -1,6 +1,7 @@
-import type { AgentHook, ParsedSerializedHook, SerializedHook } from '../contract/hook.ts';
+import { isControlHook, type AgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
 import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './operationErrors.ts';
 import { serializeHook } from '../contract/hook.ts';
+import { blockedAfterResult, HOOK_CONTROL_ERROR } from './blockedResult.ts';
 import { withReadableError } from '../contract/errorMessage.ts';
 import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
@@ -92,9 +93,10 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
    * L1/E4: an environment hook captured by an older snapshot or row is dropped (never restored
    * from an earlier environment), exactly as the dispatcher drops them from restored hooks.
    */
-  async function roundHooks(operationId: string, snapshot: readonly SerializedHook[] | undefined): Promise<ParsedSerializedHook[]> {
-    const raw: readonly unknown[] = snapshot ?? (await loadOperationHooks(await db(), operationId)) ?? [];
-    return parseSerializedHooks(withoutEnvHookIds(raw));
+  async function roundHooks(operationId: string, snapshot: readonly SerializedHook[] | undefined): Promise<ParsedSerializedHook[] | undefined> {
+    // D9a: nothing stored stays `undefined` (never `[]`), so the dispatcher uses its in-memory hooks.
+    const raw: readonly unknown[] | undefined = snapshot ?? (await loadOperationHooks(await db(), operationId));
+    return raw === undefined ? undefined : parseSerializedHooks(withoutEnvHookIds(raw));
   }
 
   function snapshotFor(input: PublishDeferredResultInput, operationId: string, first: boolean): readonly SerializedHook[] | undefined {
@@ -166,23 +168,35 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       }
 
       const roundIds = [...new Set([input.interventionOperationId, input.operationId].filter((x): x is string => typeof x === 'string'))];
+      const dispatcher = input.dispatcher;
+      // P5/D9: a port that cannot say which hooks it runs leaves the hook set unknown: the result
+      // is blocked, never allowed unreviewed (fail closed).
+      if (typeof dispatcher.resolveCallerHooks !== 'function') {
+        return published(
+          await publishPlaceholderOnce(d, {
+            operationId: input.operationId,
+            toolCallId: input.toolCallId,
+            result: blockedAfterResult(HOOK_CONTROL_ERROR, input.result),
+          }),
+          'blocked',
+        );
+      }
+      // D9/P5: each round's hooks are the set the dispatcher runs (stored or snapshot hooks by D9
+      // precedence, else the in-memory registration); the controls are counted from that set and
+      // the same set is passed on, so a counted control is always asked.
       const rounds: { operationId: string; hooks: ParsedSerializedHook[] }[] = [];
       for (const [i, operationId] of roundIds.entries()) {
-        rounds.push({ operationId, hooks: await roundHooks(operationId, snapshotFor(input, operationId, i === 0)) });
+        const stored = await roundHooks(operationId, snapshotFor(input, operationId, i === 0));
+        rounds.push({ operationId, hooks: dispatcher.resolveCallerHooks(operationId, stored) });
       }
-      const envHooks = input.dispatcher.environmentHooks();
-      // L5/P5: the dispatcher may run in-memory hooks instead of the restored ones (D9 local
-      // precedence), so a control registered only in memory counts too — never skip it (fail closed).
-      const inMemory = rounds.flatMap((r) => input.dispatcher.getSerializedHooks(r.operationId) ?? []);
-      const hasAfterControl = [...rounds.flatMap((r) => r.hooks), ...inMemory, ...envHooks].some(
-        (h: { type: string; webhook?: { responseHandling?: string } }) => h.type === 'afterToolCall' && h.webhook?.responseHandling === 'toolCall',
-      );
+      const envHooks = dispatcher.environmentHooks();
+      const hasAfterControl = [...rounds.flatMap((r) => r.hooks), ...envHooks].some((h) => h.type === 'afterToolCall' && isControlHook(h));
 
       let final: ToolCallResult = input.result;
       let status: 'allow' | 'blocked' = 'allow';
       // I4/P5: with an interception emitter the result also passes post_tool_call, control or not —
       // a deferred result never skips the interceptors (fail closed).
-      if (hasAfterControl || input.dispatcher.intercepts) {
+      if (hasAfterControl || dispatcher.intercepts) {
         let owner: string | undefined;
         if (input.context?.userId === undefined) {
           for (const id of new Set([input.operationId, ...roundIds])) {
@@ -195,7 +209,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
           throw new DeferredContextError('cannot rebuild the tool call for result control (need toolCallId, identifier, apiName, …); nothing was written');
         for (const [i, round] of rounds.entries()) {
           // Later rounds review the effective result so far (an I4 transform in an earlier round).
-          const outcome = await input.dispatcher.evaluateAfterToolCall(round.operationId, context, final, {
+          const outcome = await dispatcher.evaluateAfterToolCall(round.operationId, context, final, {
             serializedHooks: round.hooks,
             environmentHooks: i === rounds.length - 1,
             interception: i === 0, // I4: one result, judged once (post_tool_call in the first round's session)
@@ -247,7 +261,8 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
         const receipt = rejectionReceipt(decision);
         receiptApplied = (await publishPlaceholderOnce(d, { operationId: input.operationId, toolCallId: input.toolCallId, result: receipt })).applied;
       }
-      const hooks = (await loadOperationHooks(d, input.operationId)) ?? [];
+      // D9a: nothing stored → undefined, so the in-memory afterHumanIntervention hooks run (queue mode too).
+      const hooks = await loadOperationHooks(d, input.operationId);
       const event = {
         operationId: input.operationId,
         action: decision.action,
@@ -281,7 +296,8 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       await finishOperation(d, input.operationId, STATUS_BY_REASON[input.reason] ?? 'completed', input.reason);
       if (input.reason === 'parked') return;
       const record = await getOperation(d, input.operationId);
-      const hooks = (await loadOperationHooks(d, input.operationId)) ?? [];
+      // D9a: nothing stored → undefined, so the in-memory onComplete / onError hooks run (queue mode too).
+      const hooks = await loadOperationHooks(d, input.operationId);
       const base = { ...(record?.userId ? { userId: record.userId } : {}), ...input.event, operationId: input.operationId };
       const failures: CriticalFailure[] = [];
       let other: unknown;

@@ -20,6 +20,12 @@ export interface OperationDispatcher {
   environmentHooks(): ParsedSerializedHook[];
   /** D9a: the in-memory webhook hooks of an operation, or undefined. */
   getSerializedHooks(operationId: string): SerializedHook[] | undefined;
+  /**
+   * D9/D9a: the caller webhook hooks a dispatch or evaluate given `serializedHooks` runs
+   * (`undefined`: nothing stored, the in-memory registration is used). Result control counts
+   * controls from this set and runs the same set (fail closed; a port without it blocks results).
+   */
+  resolveCallerHooks(operationId: string, serializedHooks?: readonly unknown[]): ParsedSerializedHook[];
   evaluateAfterToolCall(
     operationId: string,
     context: ToolCallHookContext,

@@ -1,7 +1,7 @@
 import { CriticalHookDeliveryError } from '../contract/criticalError.ts';
 import type { EndpointGuard } from '../contract/endpoint.ts';
 import type { HookEventOf } from '../contract/events.ts';
-import { type AgentHook, isControlHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
+import { type AgentHook, isControlHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';
 import { type HookType, isHookType } from '../contract/hookTypes.ts';
 import { matchesHook } from '../contract/matcher.ts';
 import { ToolCallHookContextSchema, type ToolCallHookContext, type ToolCallResult } from '../contract/toolContext.ts';
@@ -243,6 +243,16 @@ export class HookDispatcher {
   /** E4/L1: the hooks of the current environment (throws naming the variables when invalid). */
   environmentHooks(): ParsedSerializedHook[] {
     return loadEnvHooks(this.#env);
+  }
+
+  /**
+   * D9/D9a: the caller webhook hooks (serialized shape, templates unresolved) that `dispatch` or
+   * `evaluate*` given these `serializedHooks` runs — `undefined` means none were stored, so the
+   * in-memory registration is used in either mode. The operation store counts controls from this
+   * set and passes the same set on, so a counted control is always asked (never fails open).
+   */
+  resolveCallerHooks(operationId: string, serializedHooks?: readonly unknown[]): ParsedSerializedHook[] {
+    return this.#callerHooks(operationId, serializedHooks).flatMap((h) => serializeHook(h as ParsedAgentHook) ?? []);
   }
 
   #callerHooks(operationId: string, serializedHooks: readonly unknown[] | undefined): RunnableHook[] {
