@@ -102,6 +102,12 @@ export const deliveries = pgTable(
     index('deliveries_due_idx').on(t.status, t.nextAttemptAt).where(sql`${t.status} IN ('queued', 'retrying', 'in_flight')`),
     // Partial: rows held for a disabled endpoint, found by endpoint when it is enabled again.
     index('deliveries_held_idx').on(t.endpointKey).where(sql`${t.status} = 'held'`),
+    // Q4: critical rows QStash accepted whose outcome nobody has reported yet, by deadline (the
+    // reconciler flags them past it when no callbacks come back). Marked rows leave the index.
+    // The predicate is QSTASH_UNREPORTED_SQL (deliveriesRepo.ts), word for word.
+    index('deliveries_qstash_unreported_idx')
+      .on(t.deadlineAt)
+      .where(sql`status = 'accepted_by_qstash' AND last_error_class IS NULL AND (hook -> 'webhook' ->> 'fallback') = 'none'`),
     // Issue 30: one sequence number per (operation, endpoint) (a bug never sends two deliveries as one place).
     uniqueIndex('deliveries_sequence_uq').on(t.operationId, t.endpointKey, t.sequence).where(sql`${t.sequence} IS NOT NULL`),
     // Issue 30: the ordered rows that still hold back later ones (unfinished, or failed under onFailure 'block').

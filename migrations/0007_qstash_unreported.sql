@@ -1,0 +1,1 @@
+CREATE INDEX "deliveries_qstash_unreported_idx" ON "deliveries" USING btree ("deadline_at") WHERE status = 'accepted_by_qstash' AND last_error_class IS NULL AND (hook -> 'webhook' ->> 'fallback') = 'none';
