@@ -21,9 +21,14 @@ export function registerStatsCommand(program: Command): void {
         } catch {
           queue = null; // Redis unreachable: the ledger figures still stand
         }
-        const oldestAgeSeconds = ledger.oldestUndeliveredAt ? Math.max(0, Math.round((Date.now() - ledger.oldestUndeliveredAt.getTime()) / 1000)) : null;
+        const ageSeconds = (at: Date | null) => (at ? Math.max(0, Math.round((Date.now() - at.getTime()) / 1000)) : null);
+        const waitingAge = ageSeconds(ledger.oldestUndeliveredAt);
+        const heldAge = ageSeconds(ledger.oldestHeldAt);
+        // Held rows are undelivered too: "none" while an operator holds deliveries would hide them.
+        const oldestAgeSeconds = waitingAge === null ? heldAge : heldAge === null ? waitingAge : Math.max(waitingAge, heldAge);
         const ledgerCounts = Object.fromEntries(ledger.byStatus.map((s) => [s.status, s.count]));
-        if (flags.json) return printJson({ ledger: ledgerCounts, queue, oldestUndeliveredAgeSeconds: oldestAgeSeconds });
+        const held = ledgerCounts.held ?? 0;
+        if (flags.json) return printJson({ ledger: ledgerCounts, queue, oldestUndeliveredAgeSeconds: oldestAgeSeconds, held, oldestHeldAgeSeconds: heldAge });
         process.stdout.write(
           formatTable(
             ['STATUS', 'COUNT'],
@@ -40,6 +45,10 @@ export function registerStatsCommand(program: Command): void {
             : `queue: Redis did not answer at REDIS_URL within ${QUEUE_TIMEOUT_MS / 1000} s\n`,
         );
         process.stdout.write(`\noldest undelivered: ${oldestAgeSeconds === null ? 'none' : `${oldestAgeSeconds} s ago`}\n`);
+        if (held > 0)
+          process.stdout.write(
+            `held: ${held} ${held === 1 ? 'delivery waits' : 'deliveries wait'} for a disabled endpoint (the oldest ${heldAge ?? 0} s ago), never sent until you enable it: hookrelay endpoints list\n`,
+          );
       });
     });
 }

@@ -81,11 +81,18 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
   let policies = new Map<string, EndpointPolicy>();
   let timer: NodeJS.Timeout | undefined;
 
+  // Reads can overlap (the timer, an auto-disable, the processor): only a read begun after the applied one replaces it.
+  let readsBegun = 0;
+  let appliedRead = 0;
   const refresh = async (): Promise<void> => {
+    const read = ++readsBegun;
     // The generation is noted before the read: an operator change published as G is in any read that follows it.
     const generation = await options.acks?.generation().catch(() => undefined);
     try {
-      policies = new Map((await listEndpointPolicies(options.db)).map((p) => [p.key, p]));
+      const fresh = new Map((await listEndpointPolicies(options.db)).map((p) => [p.key, p]));
+      if (read < appliedRead) return;
+      policies = fresh;
+      appliedRead = read;
       if (generation !== undefined) await options.acks?.acknowledge(generation).catch(() => undefined);
     } catch (error) {
       // Postgres away: keep the last known policies (the pg gate pauses the worker meanwhile).

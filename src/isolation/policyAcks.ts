@@ -22,7 +22,9 @@ const ACK_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+-- Never backwards: a slow read that began before a newer one must not lower the acknowledged generation.
+local had = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+if tonumber(ARGV[2]) > had then redis.call('HSET', KEYS[2], ARGV[1], ARGV[2]) end
 local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
 for _, id in ipairs(gone) do redis.call('HDEL', KEYS[2], id) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))

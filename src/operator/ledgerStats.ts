@@ -7,13 +7,24 @@ import { rowsOf, type Db } from '../store/db.ts';
 
 export type StatusCount = { status: string; count: number };
 
+export type LedgerStats = {
+  byStatus: StatusCount[];
+  /** The oldest row still queued, in flight or retrying (the worker's gauge). */
+  oldestUndeliveredAt: Date | null;
+  /** The oldest row held for a disabled endpoint: undelivered too, but waiting for an operator, not for the worker. */
+  oldestHeldAt: Date | null;
+};
+
 /** Ledger counts by status and the age of the oldest undelivered row (for `hookrelay stats`). */
-export async function ledgerStats(db: Db): Promise<{ byStatus: StatusCount[]; oldestUndeliveredAt: Date | null }> {
+export async function ledgerStats(db: Db): Promise<LedgerStats> {
   const counts = await db.execute(sql`SELECT status, count(*)::int AS count FROM deliveries GROUP BY status ORDER BY status`);
-  const oldest = await db.execute(sql`SELECT min(created_at) AS oldest FROM deliveries WHERE status IN ('queued', 'in_flight', 'retrying')`);
+  const oldest = await db.execute(sql`
+    SELECT (SELECT min(created_at) FROM deliveries WHERE status IN ('queued', 'in_flight', 'retrying')) AS oldest,
+           (SELECT min(created_at) FROM deliveries WHERE status = 'held') AS oldest_held`);
   const byStatus = rowsOf<StatusCount>(counts).map((r) => ({ status: r.status, count: Number(r.count) }));
-  const raw = rowsOf<{ oldest: Date | string | null }>(oldest)[0]?.oldest ?? null;
-  return { byStatus, oldestUndeliveredAt: raw === null ? null : new Date(raw) };
+  const row = rowsOf<{ oldest: Date | string | null; oldest_held: Date | string | null }>(oldest)[0];
+  const at = (raw: Date | string | null | undefined) => (raw === null || raw === undefined ? null : new Date(raw));
+  return { byStatus, oldestUndeliveredAt: at(row?.oldest), oldestHeldAt: at(row?.oldest_held) };
 }
 
 export type MinuteCount = { minute: Date; outcome: string; count: number };
