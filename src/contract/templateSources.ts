@@ -12,19 +12,41 @@
  */
 import { HookrelayError } from './hookrelayError.ts';
 
-/** Exact names never templatable: connection strings and the Node runtime's own options. */
-export const RESERVED_TEMPLATE_VARIABLES: readonly string[] = ['DATABASE_URL', 'REDIS_URL', 'NODE_OPTIONS'];
 /**
- * Families never templatable: `PG*` (node-postgres reads PGPASSWORD, PGHOST, ...), `REDIS*`,
- * `QSTASH*` (the QStash SDK), `HOOKRELAY_*`, `OTEL_*` (the OpenTelemetry SDK: exporter headers
- * carry credentials), `AGENT_HOOK_WEBHOOK_*` (E1) and the cloud credential families.
+ * Exact names never templatable: connection strings, the Node runtime's own options and the proxy
+ * variables (undici, curl and most HTTP clients read them; a proxy URL often carries credentials).
+ * Lower-case proxy names are listed too, although a template name is upper-case only.
+ */
+export const RESERVED_TEMPLATE_VARIABLES: readonly string[] = [
+  'DATABASE_URL',
+  'REDIS_URL',
+  'NODE_OPTIONS',
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+  'ALL_PROXY',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
+  'all_proxy',
+];
+/**
+ * Families never templatable: `PG*` (node-postgres reads PGPASSWORD, PGHOST, ...), `POSTGRES_*`
+ * (the official Postgres image and compose files: POSTGRES_PASSWORD), `REDIS*`, `QSTASH*` and
+ * `UPSTASH_*` (the QStash and Upstash SDKs), `HOOKRELAY_*`, `OTEL_*` (the OpenTelemetry SDK:
+ * exporter headers carry credentials), `OPENAI_*` (the OpenAI SDKs the integrations run in the
+ * same process read OPENAI_API_KEY, OPENAI_BASE_URL), `AGENT_HOOK_WEBHOOK_*` (E1) and the cloud
+ * credential families.
  */
 export const RESERVED_TEMPLATE_PREFIXES: readonly string[] = [
   'PG',
+  'POSTGRES_',
   'REDIS',
   'QSTASH',
+  'UPSTASH_',
   'HOOKRELAY_',
   'OTEL_',
+  'OPENAI_',
   'AGENT_HOOK_WEBHOOK_',
   'AWS_',
   'GOOGLE_',
@@ -32,7 +54,14 @@ export const RESERVED_TEMPLATE_PREFIXES: readonly string[] = [
 ];
 /** The reserved names as an operator reads them (messages and docs). */
 export const RESERVED_TEMPLATE_SUMMARY =
-  'DATABASE_URL, NODE_OPTIONS, PG*, REDIS*, QSTASH*, HOOKRELAY_*, OTEL_*, AGENT_HOOK_WEBHOOK_*, AWS_*, GOOGLE_*, AZURE_*';
+  'DATABASE_URL, NODE_OPTIONS, HTTP_PROXY, HTTPS_PROXY, NO_PROXY, ALL_PROXY, PG*, POSTGRES_*, REDIS*, QSTASH*, UPSTASH_*, HOOKRELAY_*, OTEL_*, OPENAI_*, AGENT_HOOK_WEBHOOK_*, AWS_*, GOOGLE_*, AZURE_*';
+/**
+ * SEC-T4: the longest variable name accepted anywhere (allowedEnvVars entries, `${NAME}`
+ * templates, each HOOKRELAY_TEMPLATE_ENV entry): real names are far shorter, and a bound keeps
+ * every check on a name, and every message naming it, small.
+ */
+export const MAX_ENV_VAR_NAME_LENGTH = 128;
+export const ENV_VAR_NAME_TOO_LONG_MESSAGE = `must be at most ${MAX_ENV_VAR_NAME_LENGTH} characters (a variable name)`;
 /** The environment hooks' own variables (E1): a source for those hooks alone. */
 export const ENV_HOOK_VARIABLE_PREFIX = 'AGENT_HOOK_WEBHOOK_';
 
@@ -41,6 +70,8 @@ export const TEMPLATE_ENV_VARIABLE = 'HOOKRELAY_TEMPLATE_ENV';
 export const DEFAULT_TEMPLATE_ENV = 'none';
 const NO_TEMPLATES = 'none';
 const PATTERN_ENTRY = /^[A-Z_*][A-Z0-9_*]*$/;
+/** What a `*` may stand for: the characters of a variable name (the glob matches names only). */
+const TEMPLATE_NAME = /^[A-Z_][A-Z0-9_]*$/;
 
 export function isReservedTemplateVariable(name: string): boolean {
   return RESERVED_TEMPLATE_VARIABLES.includes(name) || RESERVED_TEMPLATE_PREFIXES.some((p) => name.startsWith(p));
@@ -51,16 +82,18 @@ export type TemplateEnvPattern = {
   /** The pattern as configured (for messages; it holds names, never values). */
   readonly source: string;
   readonly exact: ReadonlySet<string>;
-  readonly globs: readonly RegExp[];
+  /** Each glob as its literal pieces between the `*`s (`APP_*_TOKEN` → `['APP_', '_TOKEN']`). */
+  readonly globs: readonly (readonly string[])[];
 };
 
 /** What is wrong with a HOOKRELAY_TEMPLATE_ENV value: the rule broken and, per entry, its position (never its text). */
-export type TemplateEnvProblem = { rule: 'no_entry' } | { rule: 'not_a_name' | 'only_reserved'; entry: number; entries: number };
+export type TemplateEnvProblem = { rule: 'no_entry' } | { rule: 'not_a_name' | 'only_reserved' | 'too_long'; entry: number; entries: number };
 
 /** The rule in words, without the variable's name (each edge puts it where it belongs). */
 export function describeTemplateEnvProblem(problem: TemplateEnvProblem): string {
   if (problem.rule === 'no_entry') return "no entry; give names such as HOOK_*,BILLING_TOKEN, '*' or 'none'";
   const which = `entry ${problem.entry} of ${problem.entries}`;
+  if (problem.rule === 'too_long') return `${which} ${ENV_VAR_NAME_TOO_LONG_MESSAGE}`;
   return problem.rule === 'not_a_name'
     ? `${which} must be an upper-case variable name (A-Z, 0-9, _) with optional * globs, or the whole value '*' or 'none'`
     : `${which} names only reserved variables (${RESERVED_TEMPLATE_SUMMARY}), which are never template sources`;
@@ -104,21 +137,44 @@ export function parseTemplateEnvPattern(raw: string | undefined): TemplateEnvPat
     .filter((e) => e !== '');
   if (entries.length === 0) throw new TemplateEnvPatternError({ rule: 'no_entry' });
   const exact = new Set<string>();
-  const globs: RegExp[] = [];
+  const globs: string[][] = [];
   for (const [index, entry] of entries.entries()) {
     const position = { entry: index + 1, entries: entries.length };
+    if (entry.length > MAX_ENV_VAR_NAME_LENGTH) throw new TemplateEnvPatternError({ rule: 'too_long', ...position });
     if (!PATTERN_ENTRY.test(entry)) throw new TemplateEnvPatternError({ rule: 'not_a_name', ...position });
     const literalPrefix = entry.split('*')[0] ?? '';
     const onlyReserved = entry.includes('*') ? RESERVED_TEMPLATE_PREFIXES.some((p) => literalPrefix.startsWith(p)) : isReservedTemplateVariable(entry);
     if (onlyReserved) throw new TemplateEnvPatternError({ rule: 'only_reserved', ...position });
-    if (entry.includes('*')) globs.push(new RegExp(`^${entry.replaceAll('*', '[A-Z0-9_]*')}$`));
+    if (entry.includes('*')) globs.push(entry.split('*'));
     else exact.add(entry);
   }
   return { source, exact, globs };
 }
 
+/**
+ * SEC-T4: a `*` glob matched without backtracking. The first piece must open the name, the last
+ * must close it, and each piece between is taken at its leftmost place after the previous one
+ * (the leftmost place never loses a match: whatever fits after a later place fits after it too).
+ * One pass over the name per piece, whatever the number of `*`s — a regex of `APP_*_*_*_TOKEN`
+ * backtracked for seconds over a long run of `_`.
+ */
+function globMatches(pieces: readonly string[], name: string): boolean {
+  const first = pieces[0] ?? '';
+  const last = pieces[pieces.length - 1] ?? '';
+  if (name.length < first.length + last.length || !name.startsWith(first) || !name.endsWith(last)) return false;
+  let at = first.length;
+  const end = name.length - last.length;
+  for (const piece of pieces.slice(1, -1)) {
+    const found = name.indexOf(piece, at);
+    if (found === -1 || found + piece.length > end) return false;
+    at = found + piece.length;
+  }
+  return true;
+}
+
 export function templateEnvAllows(pattern: TemplateEnvPattern, name: string): boolean {
-  return pattern.exact.has(name) || pattern.globs.some((g) => g.test(name));
+  if (name.length > MAX_ENV_VAR_NAME_LENGTH || !TEMPLATE_NAME.test(name)) return false;
+  return pattern.exact.has(name) || pattern.globs.some((g) => globMatches(g, name));
 }
 
 /** The default pattern (`none`), shared: what a caller that passes no pattern gets. */
@@ -133,6 +189,8 @@ export type TemplateSourceOptions = {
 
 /** The static rule: reserved names are never a source, whatever the pattern (environment hooks may read theirs). */
 export function reservedTemplateSourceProblem(name: string, environmentHook = false): string | undefined {
+  // SEC-T4: a name past the cap is refused before anything looks at it, and never echoed.
+  if (name.length > MAX_ENV_VAR_NAME_LENGTH) return `a template variable name ${ENV_VAR_NAME_TOO_LONG_MESSAGE}`;
   if (environmentHook && name.startsWith(ENV_HOOK_VARIABLE_PREFIX)) return undefined;
   if (isReservedTemplateVariable(name))
     return `${name} is one of hookrelay's own variables (reserved: ${RESERVED_TEMPLATE_SUMMARY}) and can never be a template source`;

@@ -3,7 +3,7 @@ import { DEFAULT_WEBHOOK_TIMEOUT_SECONDS } from './defaults.ts';
 import { MAX_ENDPOINT_KEY_LENGTH } from './endpoint.ts';
 import { isControlHookType } from './hookTypes.ts';
 import { canonicalQStashDestination, qstashDestinationProblem } from './qstashDestination.ts';
-import { reservedTemplateSourceProblem } from './templateSources.ts';
+import { ENV_VAR_NAME_TOO_LONG_MESSAGE, MAX_ENV_VAR_NAME_LENGTH, reservedTemplateSourceProblem } from './templateSources.ts';
 
 /** Issue 30: the header an ordered delivery carries its per-(operation, endpoint) sequence in. */
 export const SEQUENCE_HEADER = 'hookrelay-sequence';
@@ -207,7 +207,11 @@ const webhookFields = {
   delivery: z.enum(['fetch', 'qstash']).default('fetch'),
   timeout: TimeoutSchema.default(DEFAULT_TIMEOUT_SECONDS),
   headers: HeadersSchema.optional(),
-  allowedEnvVars: z.array(z.string().regex(ENV_VAR_NAME, { message: 'must match ^[A-Z_][A-Z0-9_]*$' })).optional(),
+  allowedEnvVars: z
+    .array(
+      z.string().max(MAX_ENV_VAR_NAME_LENGTH, { message: ENV_VAR_NAME_TOO_LONG_MESSAGE }).regex(ENV_VAR_NAME, { message: 'must match ^[A-Z_][A-Z0-9_]*$' }),
+    )
+    .optional(),
   body: BodySchema.optional(),
   eventFields: z.array(z.string()).optional(),
   fallback: z.enum(['fetch', 'none']).default('fetch'),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { readSettings } from '../config/settings.ts';
 import type { AgentContext, Verdict } from '../contract/agentHooks.ts';
-import { reservedTemplateSourceProblem, templateSourceProblem } from '../contract/templateSources.ts';
+import { ENV_VAR_NAME_TOO_LONG_MESSAGE, MAX_ENV_VAR_NAME_LENGTH, reservedTemplateSourceProblem, templateSourceProblem } from '../contract/templateSources.ts';
 import { resolveTemplateEnv } from '../config/templateEnv.ts';
 import {
   checkWebhookUrl,
@@ -40,7 +40,7 @@ export const RemoteInterceptorConfigSchema = z
     }),
     name: z.string().optional(),
     headers: z.record(z.string(), z.string()).optional(),
-    allowedEnvVars: z.array(z.string().regex(/^[A-Z_][A-Z0-9_]*$/)).optional(),
+    allowedEnvVars: z.array(z.string().max(MAX_ENV_VAR_NAME_LENGTH, { message: ENV_VAR_NAME_TOO_LONG_MESSAGE }).regex(ENV_VAR_NAME)).optional(),
     /** Milliseconds; default the contract's 5,000; `null` disables. */
     timeoutMs: z.number().positive().finite().nullable().optional(),
     /** Seconds, as in a webhook config (W1); an alternative to `timeoutMs`. */
