@@ -33,7 +33,7 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
       const token = settings.HOOKRELAY_CONSOLE_TOKEN;
       if (!token) throw new CliUsageError('set HOOKRELAY_CONSOLE_TOKEN (at least 16 characters, e.g. $(openssl rand -hex 24)) to turn the console on');
       const logger = createLogger({ level: settings.LOG_LEVEL });
-      const store = await openCliStore(settings);
+      const store = await openCliStore(settings, { create: false });
       const operator = openOperatorQueue(settings);
       const host = flags.host ?? DEFAULT_CONSOLE_HOST;
       let port: number | undefined;

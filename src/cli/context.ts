@@ -17,7 +17,7 @@ export type CliContext = {
 
 async function openCliContext(): Promise<CliContext> {
   const settings = loadSettings();
-  const store = await openCliStore(settings);
+  const store = await openCliStore(settings, { create: false });
   const operator = openOperatorQueue(settings);
   return {
     settings,

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { loadSettings, SettingsError } from '../config/settings.ts';
 import { RedisUnavailableError } from '../queue/errors.ts';
-import { EmbeddedStoreUnavailableError } from '../store/errors.ts';
+import { EmbeddedStoreUnavailableError, StoreNotFoundError } from '../store/errors.ts';
 import { HookConfigError } from '../contract/errors.ts';
 import { isHookrelayError } from '../contract/hookrelayError.ts';
 import { CliUsageError } from './errors.ts';
@@ -89,7 +89,7 @@ function buildProgram(deps: CliDeps = NO_WORKER): Command {
     .action(async () => {
       const settings = loadSettings();
       const { openCliStore } = await import('./cliStore.ts');
-      const store = await openCliStore(settings);
+      const store = await openCliStore(settings, { create: true });
       try {
         const { migrateStore } = await import('../store/migrate.ts');
         await migrateStore(store);
@@ -139,6 +139,7 @@ export async function main(argv: string[] = process.argv, deps: CliDeps = NO_WOR
       err instanceof CliUsageError ||
       err instanceof RedisUnavailableError ||
       err instanceof EmbeddedStoreUnavailableError ||
+      err instanceof StoreNotFoundError ||
       err instanceof HookConfigError ||
       (isHookrelayError(err) && USAGE_ERROR_CODES.has(err.code))
     ) {

@@ -5,9 +5,9 @@
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Db } from '../store/db.ts';
 
-export type StatusCount = { status: string; count: number };
+type StatusCount = { status: string; count: number };
 
-export type LedgerStats = {
+type LedgerStats = {
   byStatus: StatusCount[];
   /** The oldest row still queued, in flight or retrying (the worker's gauge). */
   oldestUndeliveredAt: Date | null;

@@ -17,3 +17,13 @@ export class EmbeddedStoreUnavailableError extends HookrelayError {
   readonly code = 'HOOKRELAY_EMBEDDED_STORE_UNAVAILABLE' as const;
   override readonly name = 'EmbeddedStoreUnavailableError';
 }
+
+/**
+ * A command that only reads (the CLI, the console) found no store: no DATABASE_URL, no running
+ * `hookrelay start` serving the data dir, and no embedded folder there. It creates none (an
+ * empty new ledger would answer as if nothing had happened); the message says where it looked.
+ */
+export class StoreNotFoundError extends HookrelayError {
+  readonly code = 'HOOKRELAY_STORE_NOT_FOUND' as const;
+  override readonly name = 'StoreNotFoundError';
+}

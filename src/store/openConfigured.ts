@@ -4,9 +4,12 @@
  * running `start` process's embedded store, through the socket it serves; else the embedded
  * folder opened directly (and migrated), as no process holds it.
  */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { DEFAULT_DATA_DIR } from '../contract/defaults.ts';
 import { openStore, type Store } from './db.ts';
-import { findEmbeddedSocket } from './embedded.ts';
+import { lookupEmbeddedSocket } from './embedded.ts';
+import { StoreNotFoundError } from './errors.ts';
 import { migrateStore } from './migrate.ts';
 
 export type ConfiguredStoreOptions = {
@@ -16,6 +19,11 @@ export type ConfiguredStoreOptions = {
   dataDir?: string | undefined;
   /** Pool size for Postgres; a socket-served embedded store always gets one connection. */
   maxConnections?: number;
+  /**
+   * With `false`, an embedded folder that does not exist yet is not created: StoreNotFoundError
+   * says where it looked and what to set (the CLI's commands other than `migrate`, the console).
+   */
+  create?: boolean;
 };
 
 export async function openConfiguredStore(options: ConfiguredStoreOptions): Promise<Store> {
@@ -23,9 +31,29 @@ export async function openConfiguredStore(options: ConfiguredStoreOptions): Prom
     return openStore({ databaseUrl: options.databaseUrl, ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}) });
   const dataDir = options.dataDir ?? DEFAULT_DATA_DIR;
   // PGlite serves one connection at a time over its socket.
-  const served = findEmbeddedSocket(dataDir);
-  if (served) return openStore({ databaseUrl: served.databaseUrl, maxConnections: 1 });
+  const served = lookupEmbeddedSocket(dataDir);
+  if (served.state === 'live') return openStore({ databaseUrl: served.info.databaseUrl, maxConnections: 1 });
+  const pgdata = path.resolve(dataDir, 'pgdata');
+  if (options.create === false && !hasFiles(pgdata)) {
+    const socket =
+      served.state === 'stale'
+        ? `${served.file} is stale (${served.pid !== undefined ? `process ${served.pid} is gone` : 'unreadable'})`
+        : `no ${served.file} (written by a running \`hookrelay start\`)`;
+    throw new StoreNotFoundError(
+      `no store found, none created: DATABASE_URL is not set, ${socket}, and there is no embedded store at ${pgdata}. ` +
+        'Set DATABASE_URL (a running `hookrelay start` logs the one to use), or HOOKRELAY_DATA_DIR to the folder `hookrelay start` uses ' +
+        '(default .hookrelay in the folder it was started in); `hookrelay migrate` creates a new store here.',
+    );
+  }
   const store = await openStore({ dataDir });
   await migrateStore(store);
   return store;
+}
+
+function hasFiles(dir: string): boolean {
+  try {
+    return existsSync(dir) && readdirSync(dir).length > 0;
+  } catch {
+    return false;
+  }
 }
