@@ -1,8 +1,10 @@
 import { type LanguageModel, type LanguageModelMiddleware, type ModelMessage, type ToolSet, wrapLanguageModel } from 'ai';
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
+import { jsonEqual } from '../interception/json/jsonEqual.ts';
 import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
 import { InterceptionBlocked } from '../interception/errors.ts';
 import type { ModelToolCall } from '../interception/run/modelStream.ts';
+import { type ContentPart, isClientToolCall, judgedNonText, membersOf, parseArgs, type StreamPart } from './aiSdkParts.ts';
 import { ToolCallDeniedError } from './errors.ts';
 import { type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 
@@ -19,8 +21,6 @@ type CallOptions = WrapOptions['params'];
 type InnerModel = WrapOptions['model'];
 type GenerateResult = Awaited<ReturnType<WrapOptions['doGenerate']>>;
 type StreamResult = Awaited<ReturnType<WrapOptions['doStream']>>;
-type StreamPart = StreamResult['stream'] extends ReadableStream<infer P> ? P : never;
-type ContentPart = GenerateResult['content'][number];
 type FinishReason = GenerateResult['finishReason'];
 type Prompt = CallOptions['prompt'];
 
@@ -46,27 +46,20 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-function parseArgs(input: string): JsonObject {
-  if (input.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(input);
-    return isObject(parsed) ? (parsed as JsonObject) : { input: parsed as JsonValue };
-  } catch {
-    return { input };
-  }
-}
-
 type ClientToolCall = Extract<ContentPart, { type: 'tool-call' }>;
+type Judged = { content: JsonValue; toolCalls: readonly ModelToolCall[]; finishReason: string; members?: JsonObject };
 
-function isClientToolCall(part: { type: string; providerExecuted?: boolean }): part is ClientToolCall {
-  return part.type === 'tool-call' && part.providerExecuted !== true;
-}
-
-/** The run adapter's view of a whole response: text joined, the tool calls the client runs. */
-function responseOf(content: readonly ContentPart[], finishReason: FinishReason) {
+/** The run adapter's view of a whole response: text joined, the tool calls the client runs, the other output as members. */
+function responseOf(content: readonly (ContentPart | StreamPart)[], finishReason: FinishReason) {
   const text = content.filter((p): p is Extract<ContentPart, { type: 'text' }> => p.type === 'text').map((p) => p.text);
   const toolCalls: ModelToolCall[] = content.filter(isClientToolCall).map((p) => ({ id: p.toolCallId, name: p.toolName, args: parseArgs(p.input) }));
-  return { content: text.length === 0 ? null : text.join(''), toolCalls, finishReason: finishReason.unified };
+  const members = membersOf(content);
+  return {
+    content: text.length === 0 ? null : text.join(''),
+    toolCalls,
+    finishReason: finishReason.unified,
+    ...(members !== undefined ? { members } : {}),
+  };
 }
 
 function finishReasonOf(verdicted: string, original: FinishReason): FinishReason {
@@ -83,7 +76,7 @@ function textOf(content: JsonValue): string | undefined {
 function toolCallParts(calls: readonly ModelToolCall[], originals: readonly ClientToolCall[]): ClientToolCall[] {
   return calls.map((c, i) => {
     const original = originals.find((o) => o.toolCallId === c.id);
-    if (original !== undefined && original.toolName === c.name && JSON.stringify(parseArgs(original.input)) === JSON.stringify(c.args)) return original;
+    if (original !== undefined && original.toolName === c.name && jsonEqual(parseArgs(original.input), c.args)) return original;
     return {
       ...(original ?? {}),
       type: 'tool-call',
@@ -94,39 +87,60 @@ function toolCallParts(calls: readonly ModelToolCall[], originals: readonly Clie
   });
 }
 
-function sameResponse(a: ReturnType<typeof responseOf>, content: JsonValue, toolCalls: readonly ModelToolCall[], finishReason: string): boolean {
-  return a.content === content && a.finishReason === finishReason && JSON.stringify(a.toolCalls) === JSON.stringify(toolCalls);
+function sameResponse(a: ReturnType<typeof responseOf>, judged: Judged): boolean {
+  return (
+    a.content === judged.content &&
+    a.finishReason === judged.finishReason &&
+    jsonEqual(a.toolCalls, judged.toolCalls) &&
+    jsonEqual(a.members ?? {}, judged.members ?? {})
+  );
 }
 
-/** Native stream parts → the run adapter's parts (text, complete tool calls, finish); an `error` part ends the stream abnormally. */
+/** Text and tool-input parts: the caller gets them only as the verdict left the text and tool calls. */
+const HELD = new Set(['text-start', 'text-delta', 'text-end', 'tool-input-start', 'tool-input-delta', 'tool-input-end']);
+/** Parts that frame a stream (no model content): the incremental mode passes them on at once. */
+const FRAMING = new Set(['stream-start', 'response-metadata', 'ping']);
+
+/**
+ * Native stream parts → the run adapter's parts (text, complete client tool calls, finish, and
+ * the response members as they grow); an `error` part ends the stream abnormally. Everything
+ * else is kept in `seen` until the verdict; `framing` parts go to `passthrough` at once.
+ */
 async function* adapterParts(stream: ReadableStream<StreamPart>, seen: StreamPart[], passthrough?: (part: StreamPart) => void) {
   const reader = stream.getReader();
+  let dirty = false; // a member part arrived since the members were last handed on
+  const members = () => ({ type: 'response-members', members: membersOf(seen) ?? {} });
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) return;
+      if (done) {
+        if (dirty) yield members();
+        return;
+      }
       seen.push(value);
       switch (value.type) {
         case 'text-delta':
+          if (dirty) yield members();
+          dirty = false;
           yield { type: 'text-delta', text: value.delta };
           break;
         case 'tool-call':
-          if (isClientToolCall(value)) yield { type: 'tool-call', toolCallId: value.toolCallId, toolName: value.toolName, args: parseArgs(value.input) };
-          else passthrough?.(value);
+          if (isClientToolCall(value)) {
+            if (dirty) yield members();
+            dirty = false;
+            yield { type: 'tool-call', toolCallId: value.toolCallId, toolName: value.toolName, args: parseArgs(value.input) };
+          } else dirty = true;
           break;
         case 'finish':
+          if (dirty) yield members();
+          dirty = false;
           yield { type: 'finish', finishReason: value.finishReason.unified };
           break;
         case 'error':
           throw value.error instanceof Error ? value.error : new Error('model stream error part');
-        case 'text-start':
-        case 'text-end':
-        case 'tool-input-start':
-        case 'tool-input-delta':
-        case 'tool-input-end':
-          break;
         default:
-          passthrough?.(value);
+          if (FRAMING.has(value.type)) passthrough?.(value);
+          else if (!HELD.has(value.type)) dirty = true;
       }
     }
   } finally {
@@ -135,47 +149,46 @@ async function* adapterParts(stream: ReadableStream<StreamPart>, seen: StreamPar
   }
 }
 
-const HELD = new Set(['text-start', 'text-delta', 'text-end', 'tool-input-start', 'tool-input-delta', 'tool-input-end']);
+function responseFromParts(parts: readonly StreamPart[]) {
+  const text = parts.filter((p): p is Extract<StreamPart, { type: 'text-delta' }> => p.type === 'text-delta').map((p) => p.delta);
+  const finish = parts.find((p): p is Extract<StreamPart, { type: 'finish' }> => p.type === 'finish');
+  const calls = parts.filter((p): p is ClientToolCall => isClientToolCall(p as { type: string }));
+  return responseOf(
+    [...(text.length > 0 ? [{ type: 'text' as const, text: text.join('') }] : []), ...parts.filter((p) => p.type !== 'text-delta')],
+    finish?.finishReason ?? { unified: calls.length > 0 ? 'tool-calls' : 'stop', raw: undefined },
+  );
+}
 
-/** The parts the caller gets for a verdicted response: the original ones when nothing changed, else the text and tool calls as judged. */
-function rebuiltParts(seen: readonly StreamPart[], content: JsonValue, calls: readonly ModelToolCall[], finishReason: string): StreamPart[] {
+/** Everything of a stream but its text, tool-input deltas, client tool calls and finish: the members' parts and the framing. */
+function notTextOrCalls(p: StreamPart): boolean {
+  return HELD.has(p.type) || p.type === 'finish' || isClientToolCall(p as { type: string });
+}
+
+/** The parts the caller gets for a verdicted response: the original ones when nothing changed, else as judged. */
+function rebuiltParts(seen: readonly StreamPart[], judged: Judged): StreamPart[] {
   const original = responseFromParts(seen);
-  if (sameResponse(original, content, calls, finishReason)) return [...seen];
+  if (sameResponse(original, judged)) return [...seen];
   const originals = seen.filter((p): p is ClientToolCall => isClientToolCall(p as { type: string }));
-  const out: StreamPart[] = [];
-  const text = textOf(content);
-  const inserted: StreamPart[] = [];
+  const text = textOf(judged.content);
+  const out = judgedNonText(seen, original.members, judged.members, { textChanged: original.content !== judged.content, stream: true, skip: notTextOrCalls });
   if (text !== undefined && text !== '') {
-    inserted.push(
+    out.push(
       { type: 'text-start', id: 'hookrelay-text' },
       { type: 'text-delta', id: 'hookrelay-text', delta: text },
       { type: 'text-end', id: 'hookrelay-text' },
     );
   }
-  inserted.push(...toolCallParts(calls, originals));
-  let placed = false;
-  for (const part of seen) {
-    if (HELD.has(part.type) || isClientToolCall(part as { type: string })) continue;
-    if (part.type === 'finish') {
-      out.push(...inserted);
-      placed = true;
-      out.push({ ...part, finishReason: finishReasonOf(finishReason, part.finishReason) });
-      continue;
-    }
-    out.push(part);
-  }
-  if (!placed) out.push(...inserted);
+  out.push(...toolCallParts(judged.toolCalls, originals));
+  out.push(finishPart(seen, judged));
   return out;
 }
 
-function responseFromParts(parts: readonly StreamPart[]) {
-  const text = parts.filter((p): p is Extract<StreamPart, { type: 'text-delta' }> => p.type === 'text-delta').map((p) => p.delta);
-  const calls = parts.filter((p): p is ClientToolCall => isClientToolCall(p as { type: string }));
-  const finish = parts.find((p): p is Extract<StreamPart, { type: 'finish' }> => p.type === 'finish');
-  return responseOf(
-    [...(text.length > 0 ? [{ type: 'text' as const, text: text.join('') }] : []), ...calls],
-    finish?.finishReason ?? { unified: calls.length > 0 ? 'tool-calls' : 'stop', raw: undefined },
-  );
+function finishPart(seen: readonly StreamPart[], judged: Judged): StreamPart {
+  const finish = seen.find((p): p is Extract<StreamPart, { type: 'finish' }> => p.type === 'finish');
+  const fallback: FinishReason = { unified: judged.toolCalls.length > 0 ? 'tool-calls' : 'stop', raw: undefined };
+  return finish !== undefined
+    ? { ...finish, finishReason: finishReasonOf(judged.finishReason, finish.finishReason) }
+    : { type: 'finish', finishReason: finishReasonOf(judged.finishReason, fallback), usage: emptyUsage() };
 }
 
 function streamOf(parts: readonly StreamPart[]): ReadableStream<StreamPart> {
@@ -330,8 +343,12 @@ export class AiSdkRun {
     return this.#bridge.finish(how);
   }
 
-  /** Await a `generateText` call made with `settings()`: ends the run `completed`, `error` or `cancelled`, and rethrows a failure. */
-  async track<R extends { text: string }>(call: PromiseLike<R>): Promise<R> {
+  /**
+   * Await a `generateText` call made with `settings()` — or a `generateObject` call made with
+   * `wrapModel()` (its JSON text was judged as the answer) —: ends the run `completed`, `error`
+   * or `cancelled`, and rethrows a failure.
+   */
+  async track<R extends { text: string } | { object: unknown }>(call: PromiseLike<R>): Promise<R> {
     let result: R;
     try {
       result = await call;
@@ -339,7 +356,7 @@ export class AiSdkRun {
       await this.end({ status: 'error', error: err });
       throw err;
     }
-    await this.complete(result.text);
+    await this.complete('text' in result ? result.text : JSON.stringify(result.object ?? null));
     return result;
   }
 
@@ -359,9 +376,13 @@ export class AiSdkRun {
     );
     const original = raw as GenerateResult;
     const before = responseOf(original.content, original.finishReason);
-    if (sameResponse(before, result.content, result.toolCalls, result.finishReason)) return original;
+    if (sameResponse(before, result)) return original;
     const text = textOf(result.content);
-    const kept = original.content.filter((p) => p.type !== 'text' && !isClientToolCall(p));
+    const kept = judgedNonText(original.content, before.members, result.members, {
+      textChanged: before.content !== result.content,
+      stream: false,
+      skip: (p) => p.type === 'text' || isClientToolCall(p),
+    });
     const content: ContentPart[] = [
       ...kept,
       ...(text !== undefined ? [{ type: 'text' as const, text }] : []),
@@ -383,13 +404,15 @@ export class AiSdkRun {
       },
       { modelId: model.modelId },
     );
-    return { ...meta, stream: streamOf(rebuiltParts(seen, result.content, result.toolCalls, result.finishReason)) };
+    return { ...meta, stream: streamOf(rebuiltParts(seen, result)) };
   }
 
   /**
    * Incremental (`streaming: 'incremental'` on the bundle): each text segment reaches the caller
-   * once its post_model_call permitted it; tool calls and the finish part once the whole response
-   * was judged. A deny errors the stream after the text already released (it cannot be called back).
+   * once its post_model_call permitted it; everything else — reasoning, files, sources, tool
+   * calls and their input deltas, the finish part — once the whole response was judged, as the
+   * verdict left it. A deny errors the stream after the text already released (it cannot be
+   * called back) and withholds the rest.
    */
   async #streamIncremental(params: CallOptions, model: InnerModel): Promise<StreamResult> {
     const bridge = this.#bridge;
@@ -418,18 +441,19 @@ export class AiSdkRun {
           .then(({ result }) => {
             bridge.setSink(undefined);
             if (textOpen) controller.enqueue({ type: 'text-end', id: 'hookrelay-text' });
+            const original = responseFromParts(seen);
+            const rest = judgedNonText(seen, original.members, result.members, {
+              textChanged: original.content !== result.content,
+              stream: true,
+              skip: (p) => notTextOrCalls(p) || FRAMING.has(p.type), // the framing went out at once
+            });
+            for (const part of rest) controller.enqueue(part);
             for (const part of toolCallParts(
               result.toolCalls,
               seen.filter((p): p is ClientToolCall => isClientToolCall(p as { type: string })),
             ))
               controller.enqueue(part);
-            const finish = seen.find((p): p is Extract<StreamPart, { type: 'finish' }> => p.type === 'finish');
-            const fallback: FinishReason = { unified: result.toolCalls.length > 0 ? 'tool-calls' : 'stop', raw: undefined };
-            controller.enqueue(
-              finish !== undefined
-                ? { ...finish, finishReason: finishReasonOf(result.finishReason, finish.finishReason) }
-                : { type: 'finish', finishReason: finishReasonOf(result.finishReason, fallback), usage: emptyUsage() },
-            );
+            controller.enqueue(finishPart(seen, result));
             controller.close();
           })
           .catch((err: unknown) => {

@@ -60,9 +60,9 @@ export class AgentContextBuilder {
     return this.#build('pre_model_call', { model: { id: p.modelId }, messages }, messages, p.extra);
   }
 
-  postModelCall(p: { modelId: string; content: JsonValue; toolCalls: ModelToolCall[]; finishReason: string } & Extra): AgentContext {
-    // §4.2: tool_calls is always present, [] when the model returned none.
-    const response = { content: p.content, tool_calls: p.toolCalls.map((t) => ({ ...t })), finish_reason: p.finishReason };
+  postModelCall(p: { modelId: string; content: JsonValue; toolCalls: ModelToolCall[]; finishReason: string; members?: JsonObject } & Extra): AgentContext {
+    // §4.2: tool_calls is always present, [] when the model returned none. Members (reasoning, files, …) sit beside them.
+    const response = { ...(p.members ?? {}), content: p.content, tool_calls: p.toolCalls.map((t) => ({ ...t })), finish_reason: p.finishReason };
     return this.#build('post_model_call', { model: { id: p.modelId }, response }, response, p.extra);
   }
 

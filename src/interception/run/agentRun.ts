@@ -202,12 +202,17 @@ export class AgentRun {
       response = this.#s.streaming === 'incremental' ? await this.#incremental(modelId, produced) : await this.#buffered(modelId, produced);
     } else {
       const raw = normalizeResponse(produced);
-      const projectedResponse = await this.#project<JsonObject>('post_model_call', { content: raw.content, toolCalls: raw.toolCalls }, true);
+      const projectedResponse = await this.#project<JsonObject>(
+        'post_model_call',
+        { content: raw.content, toolCalls: raw.toolCalls, ...(raw.members !== undefined ? { members: raw.members } : {}) },
+        true,
+      );
       const post = b.postModelCall({
         modelId,
         content: projectedResponse.content ?? null,
         toolCalls: projectedResponse.toolCalls as unknown as ModelResponse['toolCalls'],
         finishReason: raw.finishReason,
+        ...(projectedResponse.members !== undefined ? { members: projectedResponse.members as JsonObject } : {}),
       });
       response = responseFromTarget(await this.#emitGuarded(post, refuseResponse));
     }
@@ -239,6 +244,7 @@ export class AgentRun {
       content: response.content,
       toolCalls: await this.#project('post_model_call', response.toolCalls, true),
       finishReason: response.finishReason,
+      ...(await this.#members(assembly)),
     });
     const verdicted = responseFromTarget(await this.#emitGuarded(post, refuseResponse));
     this.#lastStream = { content: verdicted.content, chunks: response.content === verdicted.content ? [...assembly.chunks] : [] };
@@ -262,7 +268,13 @@ export class AgentRun {
     const judge = async (content: string, finishReason: string | undefined): Promise<ModelResponse> => {
       const final = finishReason !== undefined;
       const reason = finishReason ?? 'incremental';
-      const ctx = b.postModelCall({ modelId, content, toolCalls: await this.#project('post_model_call', assembly.toolCalls, true), finishReason: reason });
+      const ctx = b.postModelCall({
+        modelId,
+        content,
+        toolCalls: await this.#project('post_model_call', assembly.toolCalls, true),
+        finishReason: reason,
+        ...(await this.#members(assembly)),
+      });
       const sent = final ? undefined : (structuredClone(ctx.response) as JsonObject);
       let target: JsonValue;
       try {
@@ -298,7 +310,13 @@ export class AgentRun {
     const finishReason = assembly.effectiveFinishReason;
     if (assembly.chunks.length === 0) {
       // No text at all (a tool-only response): one ordinary emission, nothing to release.
-      const ctx = b.postModelCall({ modelId, content: null, toolCalls: await this.#project('post_model_call', assembly.toolCalls, true), finishReason });
+      const ctx = b.postModelCall({
+        modelId,
+        content: null,
+        toolCalls: await this.#project('post_model_call', assembly.toolCalls, true),
+        finishReason,
+        ...(await this.#members(assembly)),
+      });
       return responseFromTarget(await this.#emitGuarded(ctx, refuseResponse));
     }
     return judge(covered + (pending ?? ''), finishReason);
@@ -312,6 +330,7 @@ export class AgentRun {
       content: delivered,
       toolCalls: await this.#project('post_model_call', assembly.toolCalls, true),
       finishReason: 'stream_incomplete',
+      ...(await this.#members(assembly)),
     });
     const why = cause instanceof Error ? cause.name : 'error';
     const record = await this.#track(this.#s.emitter.recordHostDeny(ctx, HostError.StreamingUnsupported, `model stream ended before its final part (${why})`));
@@ -509,6 +528,11 @@ export class AgentRun {
    * The JSON value of a native value for `point`'s context. A value that has none (a cycle) is a
    * §10.3 projection failure: recorded as `host_error:context_invalid` and the run is blocked.
    */
+  /** The streamed response members (reasoning, files, …) for a post_model_call context, as JSON. */
+  async #members(assembly: StreamAssembly): Promise<{ members?: JsonObject }> {
+    return assembly.members === undefined ? {} : { members: await this.#project<JsonObject>('post_model_call', assembly.members, true) };
+  }
+
   async #project<T extends JsonValue>(point: InterceptionPoint, value: unknown, guarded = false): Promise<T> {
     try {
       return toJsonValue(value) as T;

@@ -9,11 +9,18 @@ import type { ModelToolCall } from '../builder.ts';
 
 export type { ModelToolCall };
 
-/** One model response: what `post_model_call` judges and the loop then uses. */
-export type ModelResponse = { content: JsonValue; toolCalls: ModelToolCall[]; finishReason: string };
+/**
+ * One model response: what `post_model_call` judges and the loop then uses. `members` are the
+ * further model output a framework judges with it (reasoning, files, sources, …), placed beside
+ * `content` in `response` and read back from the verdict's target.
+ */
+export type ModelResponse = { content: JsonValue; toolCalls: ModelToolCall[]; finishReason: string; members?: JsonObject };
 
 /** What a model call may return when it does not stream; omitted members default (`null`, `[]`, `stop`/`tool_calls`). */
-export type ModelResponseInput = { content?: JsonValue; toolCalls?: ModelToolCall[]; finishReason?: string };
+export type ModelResponseInput = { content?: JsonValue; toolCalls?: ModelToolCall[]; finishReason?: string; members?: JsonObject };
+
+/** The `response` keys the run owns; `members` cannot use them. */
+const RESPONSE_KEYS = new Set(['content', 'tool_calls', 'finish_reason']);
 
 /**
  * One part of a streamed response: a text delta (a bare string is one too), a complete tool
@@ -24,10 +31,16 @@ export type ModelStreamPart =
   | { type: 'text-delta'; text: string }
   | { type: 'tool-call'; toolCallId?: string; toolName: string; args: JsonObject }
   | { type: 'finish'; finishReason: string }
+  | { type: 'response-members'; members: JsonObject }
   | { type: string; [key: string]: unknown };
 
 /** A normalized part; `null` for one the adapter does not carry. */
-export type StreamEvent = { kind: 'text'; text: string } | { kind: 'tool_call'; call: ModelToolCall } | { kind: 'finish'; reason: string } | null;
+export type StreamEvent =
+  | { kind: 'text'; text: string }
+  | { kind: 'tool_call'; call: ModelToolCall }
+  | { kind: 'finish'; reason: string }
+  | { kind: 'members'; members: JsonObject }
+  | null;
 
 export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return value !== null && typeof value === 'object' && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
@@ -50,11 +63,27 @@ export function normalizeResponse(raw: unknown): ModelResponse {
   if (!Array.isArray(toolCalls)) throw new TypeError('response.toolCalls must be an array');
   const calls = toolCalls.map((t, i) => normalizeToolCall(t, `response.toolCalls[${i}]`));
   if (raw.finishReason !== undefined && typeof raw.finishReason !== 'string') throw new TypeError('response.finishReason must be a string');
-  return {
+  const response: ModelResponse = {
     content: (raw.content ?? null) as JsonValue,
     toolCalls: calls,
     finishReason: (raw.finishReason as string | undefined) ?? defaultFinishReason(calls),
   };
+  if (raw.members !== undefined) response.members = normalizeMembers(raw.members, 'response.members');
+  return response;
+}
+
+function normalizeMembers(raw: unknown, where: string): JsonObject {
+  if (!isObject(raw)) throw new TypeError(`${where} must be an object`);
+  for (const key of Object.keys(raw))
+    if (RESPONSE_KEYS.has(key)) throw new TypeError(`${where}.${key}: content, tool_calls and finish_reason are the run's own`);
+  return raw as JsonObject;
+}
+
+/** The members a verdict's response target carries beside content, tool_calls and finish_reason; undefined when none. */
+export function membersOf(target: JsonObject): JsonObject | undefined {
+  const members: JsonObject = {};
+  for (const [key, value] of Object.entries(target)) if (!RESPONSE_KEYS.has(key)) members[key] = value;
+  return Object.keys(members).length > 0 ? members : undefined;
 }
 
 function normalizeToolCall(raw: unknown, where: string): ModelToolCall {
@@ -84,6 +113,8 @@ export function normalizePart(part: unknown): StreamEvent {
     case 'finish':
       if (typeof part.finishReason !== 'string') throw new TypeError('a finish part needs a string `finishReason`');
       return { kind: 'finish', reason: part.finishReason };
+    case 'response-members':
+      return { kind: 'members', members: normalizeMembers(part.members, "a response-members part's members") };
     default:
       return null;
   }
@@ -95,11 +126,14 @@ export class StreamAssembly {
   readonly chunks: string[] = [];
   readonly toolCalls: ModelToolCall[] = [];
   finishReason: string | undefined;
+  /** The latest `response-members` part: the framework sends them whole each time they grow. */
+  members: JsonObject | undefined;
 
   add(event: StreamEvent): void {
     if (event === null) return;
     if (event.kind === 'text') this.chunks.push(event.text);
     else if (event.kind === 'tool_call') this.toolCalls.push(event.call);
+    else if (event.kind === 'members') this.members = event.members;
     else this.finishReason = event.reason;
   }
 
@@ -115,6 +149,8 @@ export class StreamAssembly {
 
   response(): ModelResponse {
     const content = this.chunks.length === 0 ? null : this.text;
-    return { content, toolCalls: [...this.toolCalls], finishReason: this.effectiveFinishReason };
+    const response: ModelResponse = { content, toolCalls: [...this.toolCalls], finishReason: this.effectiveFinishReason };
+    if (this.members !== undefined) response.members = this.members;
+    return response;
   }
 }

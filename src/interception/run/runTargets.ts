@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from '../../contract/agentHooks.ts';
-import type { ModelResponse, ModelToolCall } from './modelStream.ts';
+import { jsonEqual } from '../json/jsonEqual.ts';
+import { membersOf, type ModelResponse, type ModelToolCall } from './modelStream.ts';
 
 /**
  * What a transform may leave as each point's `target` so the run can still use it (§4.3
@@ -47,7 +48,7 @@ export function refuseSegment(released: string, sent: JsonObject | undefined): (
     if (released.length > 0 && (typeof t.content !== 'string' || !t.content.startsWith(released))) {
       return 'an incremental segment transform must keep the text already released as the start of response.content';
     }
-    if (sent !== undefined && (JSON.stringify(t.tool_calls) !== JSON.stringify(sent.tool_calls) || t.finish_reason !== sent.finish_reason)) {
+    if (sent !== undefined && !jsonEqual({ ...t, content: null }, { ...sent, content: null })) {
       return 'a non-final incremental segment transform may change only response.content';
     }
     return undefined;
@@ -70,5 +71,8 @@ export function responseFromTarget(target: JsonValue): ModelResponse {
     if (typeof c.id === 'string') call.id = c.id;
     return call;
   });
-  return { content: t.content ?? null, toolCalls, finishReason: t.finish_reason as string };
+  const response: ModelResponse = { content: t.content ?? null, toolCalls, finishReason: t.finish_reason as string };
+  const members = membersOf(t);
+  if (members !== undefined) response.members = members;
+  return response;
 }
