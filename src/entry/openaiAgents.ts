@@ -1,6 +1,6 @@
 /**
- * `hookrelay/openai-agents`: the OpenAI Agents SDK integration (optional peer `@openai/agents`).
- * Imports only the SDK's types and the interception core: no BullMQ, ioredis, pg or the AI SDK.
+ * `hookrelay/openai-agents`: the OpenAI Agents SDK integration (optional peer `@openai/agents`,
+ * loaded when `prepare()` first runs). No BullMQ, ioredis, pg or the AI SDK.
  */
 export {
   createOpenAIAgentsHooks,
@@ -10,5 +10,7 @@ export {
   type OpenAIAgentsHooksOptions,
   type OpenAIAgentsRunOptions,
   type LifecycleDispatcher,
+  type PrepareOptions,
   type RunFinish,
 } from '../integrations/openaiAgents.ts';
+export { UninterceptedToolError } from '../integrations/errors.ts';

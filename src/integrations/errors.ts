@@ -24,3 +24,28 @@ export class ToolCallDeniedError extends HookrelayError {
     return this.message;
   }
 }
+
+/**
+ * `prepare()` (`hookrelay/openai-agents`) found a tool on an agent the run can reach whose calls
+ * hookrelay cannot put through `pre_tool_call` / `post_tool_call` (a hosted tool the provider runs,
+ * computer, shell, apply_patch, an agent tool whose agent cannot be read back): refused so that
+ * nothing runs unjudged. Name it in `allowUninterceptedTools` to let it through knowingly.
+ */
+export class UninterceptedToolError extends HookrelayError {
+  readonly code = 'HOOKRELAY_TOOL_NOT_INTERCEPTED' as const;
+  /** The agent that carries the tool. */
+  readonly agent: string;
+  /** The tool's name (what `allowUninterceptedTools` takes). */
+  readonly tool: string;
+  /** The tool's kind: `hosted_tool`, `computer`, `shell`, `apply_patch` or `agent_tool`. */
+  readonly kind: string;
+  constructor(agent: string, tool: string, kind: string) {
+    super(
+      `agent "${agent}" has the ${kind} tool "${tool}", whose calls hookrelay cannot intercept: remove it, or pass allowUninterceptedTools: [${JSON.stringify(tool)}] to prepare() to run it without pre_tool_call / post_tool_call`,
+    );
+    this.name = 'UninterceptedToolError';
+    this.agent = agent;
+    this.tool = tool;
+    this.kind = kind;
+  }
+}

@@ -1,16 +1,47 @@
-import type { Agent, AgentInputItem, InputGuardrail, Model, ModelRequest, ModelResponse, OutputGuardrail, Tool } from '@openai/agents';
-import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
-import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
+import type {
+  Agent,
+  AgentToolOptions,
+  AgentToolOptionsWithDefault,
+  FunctionTool,
+  Handoff,
+  InputGuardrail,
+  Model,
+  ModelProvider,
+  ModelRequest,
+  ModelResponse,
+  OutputGuardrail,
+  Tool,
+} from '@openai/agents';
+import type { JsonValue } from '../contract/agentHooks.ts';
+import type { AdmittedInput, AgentRun, RunEnd } from '../interception/run/agentRun.ts';
 import { InterceptionBlocked } from '../interception/errors.ts';
 import type { ModelToolCall } from '../interception/run/modelStream.ts';
+import { AgentGraph, type AnyAgent, newClones } from './openaiAgentsGraph.ts';
+import { messagesOf, parseArgs, rebuiltOutput, requestOf, responseOf, type StreamEvent, withDeniedHandoffs } from './openaiAgentsItems.ts';
+import { defaultModelProvider, loadSdk } from './openaiAgentsSdk.ts';
 import { type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 
 /**
  * `hookrelay/openai-agents`: the OpenAI Agents SDK under AGENT-HOOKS-0.1 and the operation's
- * lifecycle hooks. A run wraps an agent once: its model (pre/post_model_call; `output` over the
- * final answer), its function tools (pre/post_tool_call, beforeToolCall mocks) and two guardrails
- * that trip with the record's reason on an `input` / `output` deny. Imports only types of the SDK.
+ * lifecycle hooks. A run wraps an agent once, with every agent the run can reach: their models
+ * (pre/post_model_call; `output` over the final answer), function and MCP tools and handoffs
+ * (pre/post_tool_call, beforeToolCall mocks) and two guardrails that trip with the record's
+ * reason on an `input` / `output` deny. Loads the SDK itself only when `prepare()` runs.
  */
+
+/** How `prepare()` resolves models and which tools it may let through unjudged. */
+export type PrepareOptions = {
+  /** The top agent's model instead of its own (a Model, or a name resolved through `modelProvider`). */
+  model?: Model | string;
+  /** Resolves model names and the default model (`''`); default the SDK's own provider, as a `Runner` without `modelProvider` uses. Pass the one you give `Runner`. */
+  modelProvider?: ModelProvider;
+  /** Tools hookrelay cannot intercept (hosted, computer, shell, apply_patch, an agent tool it cannot rebuild) that may run anyway, by name. */
+  allowUninterceptedTools?: readonly string[];
+};
+
+function isFunctionTool(t: Tool): boolean {
+  return t.type === 'function' && typeof (t as unknown as FunctionToolLike).invoke === 'function';
+}
 
 export type {
   IntegrationOptions as OpenAIAgentsHooksOptions,
@@ -19,10 +50,6 @@ export type {
   RunFinish,
 } from './runBridge.ts';
 
-type OutputItem = ModelResponse['output'][number];
-type StreamEvent = ModelRequest extends never ? never : Awaited<ReturnType<Model['getStreamedResponse']> extends AsyncIterable<infer E> ? E : never>;
-type FunctionCall = Extract<OutputItem, { type: 'function_call' }>;
-type AssistantMessage = Extract<OutputItem, { role: 'assistant' }>;
 type FunctionToolLike = {
   type: 'function';
   name: string;
@@ -31,91 +58,6 @@ type FunctionToolLike = {
 
 /** What `tool()` hands the model when `execute` threw (its default `errorFunction`): recognised as a tool failure. */
 const SDK_TOOL_ERROR = 'An error occurred while running the tool. Please try again.';
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-function parseArgs(input: string): JsonObject {
-  if (input.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(input);
-    return isObject(parsed) ? (parsed as JsonObject) : { input: parsed as JsonValue };
-  } catch {
-    return { input };
-  }
-}
-
-function isAssistantMessage(item: OutputItem): item is AssistantMessage {
-  return (item as { role?: string }).role === 'assistant' && ((item as { type?: string }).type ?? 'message') === 'message';
-}
-
-function isFunctionCall(item: OutputItem): item is FunctionCall {
-  return item.type === 'function_call';
-}
-
-function textOf(item: AssistantMessage): string {
-  return item.content.map((c) => (c.type === 'output_text' ? c.text : '')).join('');
-}
-
-function responseOf(output: readonly OutputItem[]) {
-  const texts = output.filter(isAssistantMessage).map(textOf);
-  const toolCalls: ModelToolCall[] = output.filter(isFunctionCall).map((f) => ({ id: f.callId, name: f.name, args: parseArgs(f.arguments) }));
-  return { content: texts.length === 0 ? null : texts.join(''), toolCalls, finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop' };
-}
-
-/** The output items for a verdicted response; the original items when nothing changed. */
-function rebuiltOutput(output: readonly OutputItem[], content: JsonValue, calls: readonly ModelToolCall[]): OutputItem[] {
-  const before = responseOf(output);
-  if (before.content === content && JSON.stringify(before.toolCalls) === JSON.stringify(calls)) return [...output];
-  const text = content === null ? undefined : typeof content === 'string' ? content : JSON.stringify(content);
-  const firstMessage = output.find(isAssistantMessage);
-  const originals = output.filter(isFunctionCall);
-  const out: OutputItem[] = output.filter((i) => !isAssistantMessage(i) && !isFunctionCall(i));
-  if (text !== undefined) {
-    const message: AssistantMessage = {
-      ...(firstMessage ?? { type: 'message', role: 'assistant', status: 'completed' }),
-      content: [{ type: 'output_text', text }],
-    } as AssistantMessage;
-    out.push(message);
-  }
-  calls.forEach((c, i) => {
-    const original = originals.find((o) => o.callId === c.id);
-    out.push({
-      ...(original ?? { type: 'function_call', status: 'completed' }),
-      callId: c.id ?? original?.callId ?? `hookrelay-call-${i}`,
-      name: c.name,
-      arguments: JSON.stringify(c.args),
-    } as FunctionCall);
-  });
-  return out;
-}
-
-/** The request's input as messages with a `role` (function calls and their results carry their `type` as role). */
-function messagesOf(request: ModelRequest): NativeMessage[] {
-  const items: unknown[] = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input;
-  // Items without a role (function calls, their results) ride as `{ role: '#<type>', content: item }`: every message needs both.
-  const messages = items.map((item) =>
-    isObject(item) && typeof item.role === 'string' ? (item as NativeMessage) : { role: `#${(item as { type?: string }).type}`, content: item },
-  );
-  return request.systemInstructions !== undefined ? [{ role: 'system', content: request.systemInstructions, '#instructions': true }, ...messages] : messages;
-}
-
-function requestOf(request: ModelRequest, sent: readonly NativeMessage[]): ModelRequest {
-  let systemInstructions: string | undefined;
-  const input: AgentInputItem[] = [];
-  for (const m of sent) {
-    if (m['#instructions'] === true) {
-      systemInstructions = typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
-      continue;
-    }
-    input.push((m.role.startsWith('#') ? m.content : m) as AgentInputItem);
-  }
-  const next: ModelRequest = { ...request, input };
-  if (systemInstructions !== undefined) next.systemInstructions = systemInstructions;
-  else delete next.systemInstructions;
-  return next;
-}
 
 function tripwire(blocked: InterceptionBlocked) {
   const record = blocked.record;
@@ -136,6 +78,15 @@ export class OpenAIAgentsRun {
   readonly #bridge: RunBridge;
   #step = 0;
   #outputBlocked: InterceptionBlocked | undefined;
+  readonly #clones = newClones();
+  /** Call id → the step whose response asked for it (tool events carry that stepIndex). */
+  readonly #callSteps = new Map<string, number>();
+  /** Handoff tool name → the call ids of the latest response, in order. */
+  readonly #handoffCalls = new Map<string, string[]>();
+  /** Handoff call id → the deny the model sees instead of the SDK's transfer message. */
+  readonly #deniedHandoffs = new Map<string, JsonValue>();
+  readonly #ourTools = new WeakSet<object>();
+  readonly #builtAgentTools = new WeakSet<object>();
   /** Trips when `input` (or `agent_startup`) denied; runs before the model (`runInParallel: false`). */
   readonly inputGuardrail: InputGuardrail;
   /** Trips when `output` denied the final answer. */
@@ -194,8 +145,12 @@ export class OpenAIAgentsRun {
     return this.#bridge.output;
   }
 
-  /** The model under pre/post_model_call (and `output` over a final answer); streamed responses are judged whole before an event is yielded. */
-  wrapModel(model: Model): Model {
+  /**
+   * The model under pre/post_model_call (and `output` over a final answer); streamed responses are
+   * judged whole before an event is yielded. `nested`: the model of an agent used as a tool, whose
+   * answer is that tool's result, never the run's final answer.
+   */
+  wrapModel(model: Model, options: { nested?: boolean; modelId?: string } = {}): Model {
     const bridge = this.#bridge;
     const judge = async (
       request: ModelRequest,
@@ -206,22 +161,23 @@ export class OpenAIAgentsRun {
       await bridge.beforeStep(step);
       let original: ModelResponse | undefined;
       const { result, outputBlocked } = await bridge.modelCall(
-        messagesOf(request),
+        messagesOf(withDeniedHandoffs(request, this.#deniedHandoffs)),
         async (sent) => {
           original = await produce(requestOf(request, sent));
           return responseOf(original.output);
         },
-        { modelId, holdOutputDeny: true },
+        { modelId, holdOutputDeny: true, ...(options.nested === true ? { mayBeFinal: false } : {}) },
       );
       const raw = original as ModelResponse;
       // An output deny withholds the answer: the output guardrail then trips with its reason.
       if (outputBlocked !== undefined) this.#outputBlocked = outputBlocked;
       const content = outputBlocked !== undefined ? '' : result.content;
       const response = { ...raw, output: rebuiltOutput(raw.output, content, result.toolCalls) };
+      this.#noteCalls(request, result.toolCalls, step);
       await bridge.afterStep(step, { content, toolCalls: result.toolCalls, usage: raw.usage });
       return { response, original: raw };
     };
-    const modelId = (model as { model?: string }).model ?? 'model';
+    const modelId = options.modelId ?? (model as { model?: string }).model ?? 'model';
     return {
       ...(model.getRetryAdvice ? { getRetryAdvice: model.getRetryAdvice.bind(model) } : {}),
       getResponse: async (request) => (await judge(request, (req) => model.getResponse(req), modelId)).response,
@@ -255,32 +211,118 @@ export class OpenAIAgentsRun {
     } as Model;
   }
 
-  /** Function tools run through pre/post_tool_call; a deny is the tool output the model sees (`{ error, reason, message? }`). Other tools pass unchanged. */
-  wrapTools<T extends Tool>(tools: readonly T[]): T[] {
-    return tools.map((t) => {
-      if ((t as { type?: string }).type !== 'function' || typeof (t as unknown as FunctionToolLike).invoke !== 'function') return t;
-      const fn = t as unknown as FunctionToolLike;
-      const invoke: FunctionToolLike['invoke'] = async (ctx, input, details) => {
-        const r = await this.#bridge.toolCall({ id: details?.toolCall?.callId, name: fn.name, args: parseArgs(input) }, async (args) => {
-          const out = await fn.invoke(ctx, JSON.stringify(args), details);
-          if (out === SDK_TOOL_ERROR) throw new Error(SDK_TOOL_ERROR); // tool() swallowed a throw
-          return out;
-        });
-        return r.kind === 'result' ? r.value : r.message;
-      };
-      return { ...t, invoke } as T;
-    });
+  /** Remembers the step each call of a response belongs to (its tool events carry it) and which calls are handoffs. */
+  #noteCalls(request: ModelRequest, calls: readonly ModelToolCall[], step: number): void {
+    const handoffs = new Set((request.handoffs ?? []).map((h) => h.toolName));
+    this.#handoffCalls.clear(); // the SDK runs the first handoff of the latest response only
+    for (const c of calls) {
+      if (c.id === undefined) continue;
+      this.#callSteps.set(c.id, step);
+      if (handoffs.has(c.name)) this.#handoffCalls.set(c.name, [...(this.#handoffCalls.get(c.name) ?? []), c.id]);
+    }
   }
 
   /**
-   * The agent wrapped once (a clone: the original is untouched) plus the admitted input to run it
-   * with. An `input` deny does not throw here: the input guardrail trips first, before any model call.
+   * Function tools run through pre/post_tool_call; a deny is the tool output the model sees
+   * (`{ error, reason, message? }`). Other tools pass unchanged: `prepare()` refuses them unless
+   * allowed, and rebuilds `asTool()` tools around the wrapped agent.
+   */
+  wrapTools<T extends Tool>(tools: readonly T[]): T[] {
+    return tools.map((t) => (isFunctionTool(t) ? this.#wrapFunctionTool(t) : t));
+  }
+
+  #wrapFunctionTool<T extends Tool>(t: T): T {
+    if (this.#ourTools.has(t)) return t;
+    const fn = t as unknown as FunctionToolLike;
+    const invoke: FunctionToolLike['invoke'] = async (ctx, input, details) => {
+      const id = details?.toolCall?.callId;
+      const stepIndex = id === undefined ? undefined : this.#callSteps.get(id);
+      const call = { id, name: fn.name, args: parseArgs(input), ...(stepIndex !== undefined ? { stepIndex } : {}) };
+      const r = await this.#bridge.toolCall(call, async (args) => {
+        const out = await fn.invoke(ctx, JSON.stringify(args), details);
+        if (out === SDK_TOOL_ERROR) throw new Error(SDK_TOOL_ERROR); // tool() swallowed a throw
+        return out;
+      });
+      return r.kind === 'result' ? r.value : r.message;
+    };
+    const wrapped = { ...t, invoke } as T;
+    this.#ourTools.add(wrapped);
+    return wrapped;
+  }
+
+  /**
+   * `agent.asTool(options)` for an agent under this run: the tool's call is a tool call
+   * (pre/post_tool_call) and the agent's model and tool calls are intercepted like the run's
+   * own. Use it when the tool needs `asTool()` options `prepare()` cannot read back from a tool
+   * (`customOutputExtractor`, `inputBuilder`, `parameters`, `runConfig`, `runOptions`, `onStream`).
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent
+  async asTool<A extends Agent<any, any>>(
+    agent: A,
+    // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for the tool's parameters
+    options: AgentToolOptionsWithDefault<unknown, A> | AgentToolOptions<unknown, A, any>,
+    prepare: PrepareOptions = {},
+  ): Promise<FunctionTool> {
+    const graph = await this.#graphFor(prepare);
+    const wrapped = await graph.wrap(agent, 'nested');
+    const built = wrapped.asTool(options as never) as unknown as FunctionTool;
+    this.#builtAgentTools.add(built);
+    return this.#wrapFunctionTool(built);
+  }
+
+  async #graphFor(options: PrepareOptions): Promise<AgentGraph> {
+    const allow = options.allowUninterceptedTools ?? [];
+    if (!Array.isArray(allow) || allow.some((n) => typeof n !== 'string'))
+      throw new TypeError('prepare(agent, options): allowUninterceptedTools must be an array of tool names (strings)');
+    if (options.modelProvider !== undefined && typeof options.modelProvider?.getModel !== 'function')
+      throw new TypeError('prepare(agent, options): modelProvider must be a ModelProvider (an object with getModel(name))');
+    const provider = options.modelProvider ?? (await defaultModelProvider());
+    const sdk = await loadSdk();
+    return new AgentGraph({
+      sdk,
+      provider,
+      allow: new Set(allow),
+      wrapModel: (model, role, modelId) => this.wrapModel(model, { nested: role === 'nested', ...(modelId !== undefined ? { modelId } : {}) }),
+      wrapFunctionTool: (t) => this.#wrapFunctionTool(t),
+      isOurs: (t) => this.#builtAgentTools.has(t) || this.#ourTools.has(t),
+      guardrails: { input: this.inputGuardrail, output: this.outputGuardrail },
+      invokeHandoff: (h, ctx, args, owner, next) => this.#invokeHandoff(h, ctx, args, owner, next),
+      clones: this.#clones,
+    });
+  }
+
+  /** A handoff as a tool call: pre_tool_call judges it before the SDK's handoff runs; a deny keeps the current agent and the model sees the deny. */
+  async #invokeHandoff(h: Handoff, ctx: unknown, args: string, owner: AnyAgent, next: (agent: AnyAgent) => Promise<AnyAgent>): Promise<AnyAgent> {
+    const ids = this.#handoffCalls.get(h.toolName);
+    const id = ids?.shift();
+    const stepIndex = id === undefined ? undefined : this.#callSteps.get(id);
+    let target: AnyAgent | undefined;
+    const parsed = parseArgs(args ?? '');
+    const r = await this.#bridge.toolCall({ id, name: h.toolName, args: parsed, ...(stepIndex !== undefined ? { stepIndex } : {}) }, async (judged) => {
+      const input = JSON.stringify(judged) === JSON.stringify(parsed) ? args : JSON.stringify(judged);
+      const produced = await h.onInvokeHandoff(ctx as never, input);
+      target = await next(produced);
+      return { assistant: produced.name };
+    });
+    if (r.kind === 'result' && target !== undefined) return target;
+    if (id !== undefined) this.#deniedHandoffs.set(id, r.kind === 'error' ? r.content : null);
+    return owner;
+  }
+
+  /**
+   * The agent wrapped (a clone: the original is untouched) with every agent the run can reach —
+   * handoff targets (recursively, each once), agents used as tools, agents a handoff returns at
+   * run time — plus the admitted input to run it with. Each wrapped agent's model (a name or the
+   * default model resolved through `modelProvider`, default the SDK's own), function tools and
+   * MCP server tools are intercepted under this run's session; a tool hookrelay cannot intercept
+   * throws `UninterceptedToolError` unless named in `allowUninterceptedTools`. An `input` deny
+   * does not throw here: the input guardrail trips first, before any model call.
    */
   // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent (context and output type are the caller's)
-  async prepare<A extends Agent<any, any>>(agent: A, options: { model?: Model } = {}): Promise<{ agent: A; input: string }> {
-    const model = options.model ?? agent.model;
-    if (typeof model === 'string' || model === undefined)
-      throw new TypeError('prepare(agent): the agent needs a Model instance (pass { model } when it names a model by string)');
+  async prepare<A extends Agent<any, any>>(agent: A, options: PrepareOptions = {}): Promise<{ agent: A; input: string }> {
+    if (options === null || typeof options !== 'object') throw new TypeError('prepare(agent, options): options must be an object');
+    const graph = await this.#graphFor(options);
+    const wrapped = (await graph.wrap(agent, 'run', options.model)) as A;
     let input = '';
     try {
       const admitted = await this.#bridge.ready;
@@ -288,12 +330,6 @@ export class OpenAIAgentsRun {
     } catch (err) {
       if (!(err instanceof InterceptionBlocked)) throw err;
     }
-    const wrapped = agent.clone({
-      model: this.wrapModel(model),
-      tools: this.wrapTools(agent.tools),
-      inputGuardrails: [this.inputGuardrail, ...agent.inputGuardrails],
-      outputGuardrails: [this.outputGuardrail, ...agent.outputGuardrails],
-    }) as A;
     return { agent: wrapped, input };
   }
 

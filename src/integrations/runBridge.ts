@@ -63,6 +63,22 @@ function isAbort(error: unknown, signal: AbortSignal | undefined): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
 }
 
+/**
+ * The verdict a completed tool call carried, as its lifecycle event reports it: `transform` when
+ * `pre_tool_call` changed the arguments or `post_tool_call` the result (`changed` names which).
+ */
+function toolVerdict(
+  argsIn: unknown,
+  ran: { value: unknown } | undefined,
+  args: JsonValue,
+  result: JsonValue,
+): { decision: 'allow' } | { decision: 'transform'; changed: Array<'args' | 'result'> } {
+  const changed: Array<'args' | 'result'> = [];
+  if (JSON.stringify(argsIn) !== JSON.stringify(args)) changed.push('args');
+  if (ran !== undefined && JSON.stringify(ran.value ?? null) !== JSON.stringify(result)) changed.push('result');
+  return changed.length === 0 ? { decision: 'allow' } : { decision: 'transform', changed };
+}
+
 function errorText(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
@@ -163,11 +179,12 @@ export class RunBridge {
   async modelCall(
     messages: readonly NativeMessage[],
     call: ModelCaller,
-    options: { modelId?: string; holdOutputDeny?: boolean } = {},
+    options: { modelId?: string; holdOutputDeny?: boolean; mayBeFinal?: boolean } = {},
   ): Promise<BridgedModelCall> {
     try {
       const result = await this.run.modelCall(messages, call, options.modelId !== undefined ? { modelId: options.modelId } : {});
-      if (result.toolCalls.length > 0 || this.#outputDone) return { result, final: false };
+      // `mayBeFinal: false`: a nested agent's answer (an agent used as a tool) is a tool result, never the run's final answer.
+      if (result.toolCalls.length > 0 || this.#outputDone || options.mayBeFinal === false) return { result, final: false };
       try {
         const content = await this.judgeOutput(result);
         return { result: { ...result, content }, final: true };
@@ -200,10 +217,11 @@ export class RunBridge {
    * `afterToolCall` / `onToolCallError`. A deny is an error result for the model, never the blocked payload.
    */
   async toolCall(
-    call: { id?: string; name: string; args: Record<string, unknown> },
+    call: { id?: string; name: string; args: Record<string, unknown>; stepIndex?: number },
     exec: (args: Record<string, unknown>) => unknown,
   ): Promise<BridgedToolResult> {
-    const stepIndex = this.#step;
+    // The step whose model response asked for the call (a framework may end that step before its tools run).
+    const stepIndex = call.stepIndex ?? this.#step;
     const callIndex = this.#calls++;
     const toolCallId = call.id ?? `${call.name}-${callIndex}`;
     const context = {
@@ -218,6 +236,7 @@ export class RunBridge {
     };
     let mocked = false;
     let lifecycleError: unknown;
+    let ran: { value: unknown } | undefined;
     const outcome = await this.run.toolCall({ id: toolCallId, name: call.name, args: call.args }, async (args) => {
       if (this.#dispatcher !== undefined) {
         let mock: { result: ToolCallResult } | null = null;
@@ -233,18 +252,29 @@ export class RunBridge {
           return mock.result.content;
         }
       }
-      return exec(args);
+      const value = await exec(args);
+      ran = { value }; // the tool's own result, to tell a post_tool_call transform
+      return value;
     });
     if (lifecycleError !== undefined) throw lifecycleError;
     if (outcome.status === 'blocked') {
+      // An audit hook sees a denial as the call's afterToolCall, with the verdict (the tool did not run, or its result was withheld).
+      const verdict = {
+        decision: 'deny',
+        interceptionPoint: outcome.at,
+        reason: outcome.reason,
+        ...(outcome.message !== undefined ? { message: outcome.message } : {}),
+      };
+      await this.#dispatch('afterToolCall', { ...context, args: call.args, result: { content: outcome.content, success: false }, mocked, verdict });
       return { kind: 'error', content: outcome.content, message: JSON.stringify(outcome.content), reason: outcome.reason };
     }
     const result = { content: outcome.result, success: !outcome.isError };
+    const verdict = toolVerdict(call.args, ran, outcome.args, outcome.result);
     if (outcome.isError) {
-      await this.#dispatch('onToolCallError', { ...context, args: outcome.args, error: outcome.result });
+      await this.#dispatch('onToolCallError', { ...context, args: outcome.args, error: outcome.result, verdict });
       return { kind: 'error', content: outcome.result, message: errorText(outcome.result) };
     }
-    await this.#dispatch('afterToolCall', { ...context, args: outcome.args, result, mocked });
+    await this.#dispatch('afterToolCall', { ...context, args: outcome.args, result, mocked, verdict });
     return { kind: 'result', value: outcome.result };
   }
 

@@ -1,0 +1,180 @@
+import type { Agent, Handoff, InputGuardrail, Model, ModelProvider, OutputGuardrail, Tool } from '@openai/agents';
+import { UninterceptedToolError } from './errors.ts';
+import { agentToolSource, type loadSdk } from './openaiAgentsSdk.ts';
+
+/**
+ * Every agent an Agents SDK run can reach, wrapped once per run: the agent itself, its handoff
+ * targets (recursively; a cycle is wrapped once), the agents behind its `asTool()` tools, and
+ * agents a handoff returns at run time. A wrapped agent is a clone (the original is untouched)
+ * whose model, function tools, MCP server tools and handoffs go through the run's interception.
+ */
+
+// biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent
+export type AnyAgent = Agent<any, any>;
+/** `run`: an agent whose answer may end the run (the top agent, handoff targets); `nested`: an agent used as a tool. */
+export type Role = 'run' | 'nested';
+type Entry = { agent: AnyAgent; filled: Promise<void> };
+/** The clones of one run, kept across its `prepare()` / `asTool()` calls. */
+export type Clones = { run: Map<AnyAgent, Entry>; nested: Map<AnyAgent, Entry>; ours: WeakSet<AnyAgent> };
+
+export function newClones(): Clones {
+  return { run: new Map(), nested: new Map(), ours: new WeakSet() };
+}
+
+export type GraphDeps = {
+  sdk: Awaited<ReturnType<typeof loadSdk>>;
+  provider: ModelProvider;
+  allow: ReadonlySet<string>;
+  wrapModel(model: Model, role: Role, modelId: string | undefined): Model;
+  wrapFunctionTool<T extends Tool>(tool: T): T;
+  /** A tool this run already wrapped (or built with `run.asTool`). */
+  isOurs(tool: Tool): boolean;
+  guardrails: { input: InputGuardrail; output: OutputGuardrail };
+  invokeHandoff(handoff: Handoff, ctx: unknown, args: string, owner: AnyAgent, next: (agent: AnyAgent) => Promise<AnyAgent>): Promise<AnyAgent>;
+  clones: Clones;
+};
+
+type FunctionToolFields = {
+  type: 'function';
+  name: string;
+  description: string;
+  parameters: unknown;
+  needsApproval: unknown;
+  isEnabled: unknown;
+  on?: unknown;
+};
+
+/** The input schema `asTool()` gives a tool without `parameters`: `{ input: string }`. */
+function isDefaultAgentToolSchema(parameters: unknown): boolean {
+  const p = parameters as { type?: unknown; properties?: Record<string, { type?: unknown }> } | null;
+  if (p === null || typeof p !== 'object' || p.type !== 'object' || p.properties === undefined) return false;
+  const keys = Object.keys(p.properties);
+  return keys.length === 1 && keys[0] === 'input' && p.properties.input?.type === 'string';
+}
+
+export class AgentGraph {
+  readonly #d: GraphDeps;
+
+  constructor(deps: GraphDeps) {
+    this.#d = deps;
+  }
+
+  /** The agent's clone for this run (`model`: the caller's override for this agent only). */
+  wrap(agent: AnyAgent, role: Role, model?: Model | string): Promise<AnyAgent> {
+    return this.#wrap(agent, role, new Set(), model);
+  }
+
+  async #known(agent: AnyAgent, role: Role, visiting: ReadonlySet<AnyAgent>): Promise<AnyAgent | undefined> {
+    const entry = this.#d.clones[role].get(agent);
+    if (entry === undefined) return undefined;
+    // Inside the walk that is filling it (a cycle): the clone as it is; otherwise once it is complete.
+    if (!visiting.has(agent)) await entry.filled;
+    return entry.agent;
+  }
+
+  async #wrap(agent: AnyAgent, role: Role, visiting: Set<AnyAgent>, override?: Model | string): Promise<AnyAgent> {
+    if (agent === null || typeof agent !== 'object' || typeof agent.clone !== 'function')
+      throw new TypeError('prepare(agent): agent must be an Agents SDK Agent (new Agent({ name, ... }))');
+    if (this.#d.clones.ours.has(agent)) return agent;
+    const known = await this.#known(agent, role, visiting);
+    if (known !== undefined) return known;
+    const { model, modelId } = await this.#modelFor(agent, override);
+    const raced = await this.#known(agent, role, visiting);
+    if (raced !== undefined) return raced;
+    const clone = agent.clone({
+      model: this.#d.wrapModel(model, role, modelId),
+      // The input guardrail runs for the first agent only, the output guardrail for whichever agent answers last.
+      ...(role === 'run'
+        ? { inputGuardrails: [this.#d.guardrails.input, ...agent.inputGuardrails], outputGuardrails: [this.#d.guardrails.output, ...agent.outputGuardrails] }
+        : {}),
+    });
+    this.#d.clones.ours.add(clone);
+    visiting.add(agent);
+    const filled = (async () => {
+      clone.tools = await this.#tools(agent, visiting);
+      clone.handoffs = await this.#handoffs(agent, clone, role, visiting);
+      this.#mcpTools(clone);
+    })();
+    this.#d.clones[role].set(agent, { agent: clone, filled });
+    try {
+      await filled;
+    } catch (err) {
+      this.#d.clones[role].delete(agent);
+      throw err;
+    }
+    return clone;
+  }
+
+  /** The agent's model as the SDK's `Runner` resolves it: a Model as is, a name (or `''`, the default model) through the provider. */
+  async #modelFor(agent: AnyAgent, override: Model | string | undefined): Promise<{ model: Model; modelId: string | undefined }> {
+    const chosen: unknown = override ?? agent.model;
+    if (chosen !== null && typeof chosen === 'object') return { model: chosen as Model, modelId: undefined };
+    const name = typeof chosen === 'string' ? chosen : '';
+    const model = await this.#d.provider.getModel(name);
+    if (model === null || typeof model !== 'object' || typeof model.getResponse !== 'function')
+      throw new TypeError(
+        `prepare(agent): the model provider returned no Model for ${name === '' ? 'the default model' : `"${name}"`} (agent "${agent.name}")`,
+      );
+    return { model, modelId: name === '' ? undefined : name };
+  }
+
+  async #tools(agent: AnyAgent, visiting: Set<AnyAgent>): Promise<Tool[]> {
+    const out: Tool[] = [];
+    for (const tool of agent.tools as Tool[]) {
+      if (this.#d.isOurs(tool)) {
+        out.push(this.#d.wrapFunctionTool(tool));
+        continue;
+      }
+      if (tool.type !== 'function') {
+        // Hosted tools run at the provider; computer / shell / apply_patch run inside the SDK, past any wrapper.
+        if (!this.#d.allow.has(tool.name)) throw new UninterceptedToolError(agent.name, tool.name, tool.type);
+        out.push(tool);
+        continue;
+      }
+      const source = await agentToolSource(tool);
+      const fields = tool as unknown as FunctionToolFields;
+      if (source === undefined && typeof fields.on !== 'function') {
+        out.push(this.#d.wrapFunctionTool(tool));
+        continue;
+      }
+      if (source === undefined || !isDefaultAgentToolSchema(fields.parameters)) {
+        // An agent tool hookrelay cannot rebuild around the wrapped agent: its own call is judged, its agent's calls would not be.
+        if (!this.#d.allow.has(tool.name)) throw new UninterceptedToolError(agent.name, tool.name, 'agent_tool');
+        out.push(this.#d.wrapFunctionTool(tool));
+        continue;
+      }
+      const nested = await this.#wrap(source, 'nested', visiting);
+      const rebuilt = nested.asTool({
+        toolName: fields.name,
+        toolDescription: fields.description,
+        needsApproval: fields.needsApproval as never,
+        isEnabled: fields.isEnabled as never,
+      }) as unknown as Tool;
+      out.push(this.#d.wrapFunctionTool(rebuilt));
+    }
+    return out;
+  }
+
+  async #handoffs(agent: AnyAgent, owner: AnyAgent, role: Role, visiting: Set<AnyAgent>): Promise<AnyAgent['handoffs']> {
+    const out: AnyAgent['handoffs'] = [];
+    for (const entry of agent.handoffs) {
+      const handoff = this.#d.sdk.getHandoff(entry);
+      const target = await this.#wrap(handoff.agent, role, visiting);
+      // An agent a handoff returns at run time (its own onInvokeHandoff) is wrapped when it is returned.
+      const next = (produced: AnyAgent) => this.#wrap(produced, role, new Set());
+      out.push(handoff.clone({ agent: target, onInvokeHandoff: (ctx, args) => this.#d.invokeHandoff(handoff, ctx, args, owner, next) }));
+    }
+    return out;
+  }
+
+  /** MCP server tools are listed per turn: the clone lists them as the SDK does and wraps each (they are function tools). */
+  #mcpTools(clone: AnyAgent): void {
+    const list = Object.getPrototypeOf(clone).getMcpTools as AnyAgent['getMcpTools'];
+    const wrap = this.#d.wrapFunctionTool;
+    Object.defineProperty(clone, 'getMcpTools', {
+      configurable: true,
+      writable: true,
+      value: async (...args: Parameters<AnyAgent['getMcpTools']>) => (await list.apply(clone, args)).map((t) => (t.type === 'function' ? wrap(t) : t)),
+    });
+  }
+}
