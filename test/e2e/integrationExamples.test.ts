@@ -158,3 +158,49 @@ describe('Agents-SDK example: examples/openai-agents-run.ts against a worker pro
     expect(JSON.parse(receipts[0]!.body)).toMatchObject({ hookType: 'onComplete', operationId: op, reason: 'done', status: 'completed' });
   }, 90_000);
 });
+
+describe('Agents-SDK handoff example: examples/openai-agents-handoff.ts against a worker process, a receiver, Postgres and Redis', () => {
+  it('Agents-SDK handoff example: the files agent reached by a handoff is intercepted — delete_all denied and never run, records in one session, the denial delivered to the audit webhook with its verdict (UX-5)', async () => {
+    const op = `op-agents-handoff-${randomBytes(3).toString('hex')}`;
+    const lines = await runExample('examples/openai-agents-handoff.ts', op);
+    const [, operationId, sessionId] = SESSION.exec(lines[0] ?? '') ?? [];
+    expect(operationId).toBe(op);
+    const records = [
+      'agent_startup',
+      'input',
+      'pre_model_call',
+      'post_model_call',
+      'pre_tool_call',
+      'post_tool_call',
+      'pre_model_call',
+      'post_model_call',
+      'pre_tool_call(deny policy.destructive)',
+      'pre_model_call',
+      'post_model_call',
+      'output',
+      'agent_shutdown',
+    ];
+    expect(lines.slice(1)).toEqual([
+      'answer (files): I could not delete the reports: the policy refused it.',
+      'delete_all ran: 0',
+      `records stored: ${records.join(' ')}`,
+      'afterToolCall and onComplete enqueued: the worker delivers them',
+    ]);
+    expect(await storedPoints(sessionId!)).toEqual(records);
+    const { ledger, receipts } = await deliveredOnComplete(op);
+    expect(ledger.map((r) => [r.event_type, r.status]).sort()).toEqual([
+      ['afterToolCall', 'delivered'],
+      ['afterToolCall', 'delivered'],
+      ['onComplete', 'delivered'],
+    ]);
+    const audits = receipts.map((q) => JSON.parse(q.body) as Record<string, unknown>).filter((b) => b.hookType === 'afterToolCall');
+    expect(audits).toHaveLength(2);
+    expect(audits.find((b) => b.apiName === 'transfer_to_files')).toMatchObject({ verdict: { decision: 'allow' }, stepIndex: 0 });
+    expect(audits.find((b) => b.apiName === 'delete_all')).toMatchObject({
+      toolCallId: 'call_delete',
+      stepIndex: 1,
+      result: { success: false },
+      verdict: { decision: 'deny', interceptionPoint: 'pre_tool_call', reason: 'policy.destructive', message: 'no bulk deletes' },
+    });
+  }, 90_000);
+});
