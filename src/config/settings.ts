@@ -1,10 +1,74 @@
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import * as D from '../contract/defaults.ts';
 import { signingSecretsProblem } from '../contract/signingSecrets.ts';
 import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
 import { HookrelayError } from '../contract/hookrelayError.ts';
 
-const intFrom = (min: number) => z.coerce.number().int().min(min);
+/** The largest whole number a setting takes: setTimeout's ceiling in ms, and Postgres `integer`. */
+const MAX_SETTING_INT = 2_147_483_647;
+/**
+ * SEC-T5: a whole number in min…max written in plain digits. `Number()` alone read `1e3` as 1000,
+ * `0x10` as 16 and `99999999999` as itself: each is refused here, naming the expected form.
+ */
+const intFrom = (min: number, max: number = MAX_SETTING_INT) => {
+  const rule = `must be a whole number from ${min} to ${max}, in plain digits (not 1e3, 0x10 or 5.0)`;
+  return z
+    .string()
+    .regex(/^\s*\d{1,16}\s*$/, { message: rule })
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, { message: rule });
+};
+/** A decimal number in min…max (`0.5`, `24`), plain digits only. */
+const decimalFrom = (min: number, max: number) => {
+  const rule = `must be a number from ${min} to ${max}, in plain digits (e.g. 24 or 0.5; not 1e3 or 0x10)`;
+  return z
+    .string()
+    .regex(/^\s*\d{1,16}(\.\d{1,16})?\s*$/, { message: rule })
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, { message: rule });
+};
+/** Most concurrent deliveries one worker takes (BullMQ holds twice as many jobs in memory). */
+const MAX_CONCURRENCY = 10_000;
+/** Days are turned into milliseconds: a century keeps that far inside a safe integer. */
+const MAX_DAYS = 36_500;
+
+const DATABASE_URL_RULE = 'must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/database';
+/** Why a DATABASE_URL is unusable, or undefined: a URL node-postgres can dial (a host, or `?host=` for a socket folder). */
+function databaseUrlProblem(v: string): string | undefined {
+  if (!URL.canParse(v)) return DATABASE_URL_RULE;
+  const u = new URL(v);
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') return DATABASE_URL_RULE;
+  if (u.hostname === '' && !u.searchParams.has('host')) return DATABASE_URL_RULE;
+  return undefined;
+}
+
+const REDIS_URL_RULE = 'must be a redis:// or rediss:// URL such as redis://:password@host:6379/0 (port 1-65535, optional db number)';
+/** Why a REDIS_URL is unusable, or undefined (ioredis threw a bare "Invalid URL" naming no variable). */
+function redisUrlProblem(v: string): string | undefined {
+  if (!/^rediss?:\/\//.test(v) || !URL.canParse(v)) return REDIS_URL_RULE;
+  const u = new URL(v);
+  if (u.port === '0' || !/^(\/\d*)?$/.test(u.pathname)) return REDIS_URL_RULE;
+  return undefined;
+}
+
+/** Why a HOOKRELAY_ALLOWED_CIDRS value is not a list of CIDRs, naming the entry's position (the SSRF guard parses the same list). */
+function allowedCidrsProblem(v: string): string | undefined {
+  const entries = v
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  const bad = entries.findIndex((e) => !ipaddr.isValidCIDR(e));
+  if (bad === -1) return undefined;
+  return `entry ${bad + 1} of ${entries.length} is not a CIDR: give comma-separated IPv4/IPv6 ranges such as 10.0.0.0/8,127.0.0.1/32,fd00::/8`;
+}
+
+/** A string setting checked by `problem` (a message naming the expected form, never the value). */
+const checked = (problem: (v: string) => string | undefined) =>
+  z.string().superRefine((v, ctx) => {
+    const found = problem(v.trim());
+    if (found) ctx.addIssue({ code: 'custom', message: found });
+  });
 /** An absolute http(s) URL (APP_URL, HOOKRELAY_PUBLIC_URL, QSTASH_URL are bases for HTTP requests). */
 const httpUrl = () => z.string().refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), { message: 'must be an http(s) URL' });
 
@@ -32,18 +96,15 @@ function consoleOriginProblem(v: string): string | undefined {
 
 /** SPEC §13: every variable, its default and its rule. One source of truth for the README table. */
 export const SettingsSchema = z.object({
-  DATABASE_URL: z.string().url().optional(),
+  DATABASE_URL: checked(databaseUrlProblem).optional(),
   HOOKRELAY_DATA_DIR: z.string().min(1).default(D.DEFAULT_DATA_DIR),
-  REDIS_URL: z
-    .string()
-    .regex(/^rediss?:\/\//, { message: 'must be a redis:// or rediss:// URL' })
-    .default(D.DEFAULT_REDIS_URL),
+  REDIS_URL: checked(redisUrlProblem).default(D.DEFAULT_REDIS_URL),
   HOOKRELAY_QUEUE: z
     .string()
     .regex(/^[A-Za-z0-9_-]+$/, { message: 'letters, digits, "-" and "_" only' })
     .default(D.DEFAULT_QUEUE_NAME),
   APP_URL: httpUrl().optional(),
-  HOOKRELAY_ALLOWED_CIDRS: z.string().optional(),
+  HOOKRELAY_ALLOWED_CIDRS: checked(allowedCidrsProblem).optional(),
   HOOKRELAY_SIGNING_SECRETS: z
     .string()
     .optional()
@@ -56,17 +117,17 @@ export const SettingsSchema = z.object({
     .string()
     .default(D.DEFAULT_RETRY_SCHEDULE_SECONDS.join(','))
     .refine((v) => v.split(',').every((s) => /^\s*\d+(\.\d+)?\s*$/.test(s)), { message: 'must be comma-separated seconds' }),
-  HOOKRELAY_CONCURRENCY: intFrom(1).default(D.DEFAULT_CONCURRENCY),
+  HOOKRELAY_CONCURRENCY: intFrom(1, MAX_CONCURRENCY).default(D.DEFAULT_CONCURRENCY),
   HOOKRELAY_MAX_PAYLOAD_BYTES: intFrom(1).default(D.DEFAULT_MAX_PAYLOAD_BYTES),
   HOOKRELAY_RECONCILE_INTERVAL_MS: intFrom(100).default(D.DEFAULT_RECONCILE_INTERVAL_MS),
   HOOKRELAY_LOCK_DURATION_MS: intFrom(100).default(D.DEFAULT_LOCK_DURATION_MS),
   HOOKRELAY_STALLED_INTERVAL_MS: intFrom(100).default(D.DEFAULT_STALLED_INTERVAL_MS),
   HOOKRELAY_SHUTDOWN_TIMEOUT_MS: intFrom(0).default(D.DEFAULT_SHUTDOWN_TIMEOUT_MS),
-  HOOKRELAY_HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(D.DEFAULT_HTTP_PORT),
+  HOOKRELAY_HTTP_PORT: intFrom(0, 65_535).default(D.DEFAULT_HTTP_PORT),
   HOOKRELAY_PUBLIC_URL: httpUrl().optional(),
-  HOOKRELAY_RETENTION_DAYS: intFrom(1).default(D.DEFAULT_RETENTION_DAYS),
+  HOOKRELAY_RETENTION_DAYS: intFrom(1, MAX_DAYS).default(D.DEFAULT_RETENTION_DAYS),
   /** Q11 (opt-in): finished rows older than this many days are deleted, metadata and all; unset keeps their metadata forever. */
-  HOOKRELAY_RETENTION_DELETE_DAYS: intFrom(1).optional(),
+  HOOKRELAY_RETENTION_DELETE_DAYS: intFrom(1, MAX_DAYS).optional(),
   /** BullMQ's key prefix (unset: `bull`); with HOOKRELAY_REDIS_CLUSTER it must be a hash tag (`{hookrelay}`). */
   HOOKRELAY_QUEUE_PREFIX: z
     .string()
@@ -91,7 +152,7 @@ export const SettingsSchema = z.object({
   /** First open period of a breaker in ms, doubled after each failed probe up to 5 min (unset: 10000). */
   HOOKRELAY_BREAKER_COOLDOWN_MS: intFrom(100).optional(),
   /** Hours without a successful delivery, while failing, after which an endpoint is disabled (unset: 24); 0 = never. */
-  HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS: z.coerce.number().min(0).max(8_760).optional(),
+  HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS: decimalFrom(0, 8_760).optional(),
   /** `false` when a separate migrate job owns the schema: the worker then starts without migrating. */
   HOOKRELAY_MIGRATE: z
     .string()
@@ -177,17 +238,69 @@ function settingsError(error: z.ZodError): SettingsError {
   const variables = [...new Set(error.issues.map((i) => String(i.path[0])))];
   const lines = error.issues.map((i) => {
     const name = String(i.path[0]);
-    const rule = SECRET_VARIABLES.has(name) ? 'invalid value (not shown: it may hold a secret)' : i.message;
+    // The rules are hookrelay's own words (expected form, entry position), never the value.
+    const rule = SECRET_VARIABLES.has(name) ? `${i.message} (the value is not shown: it may hold a secret)` : i.message;
     return `${name}: ${rule}`;
   });
   return new SettingsError(variables, `Invalid configuration: ${lines.join('; ')}. Fix the variable(s) and start again.`);
 }
 
+/** Edits (insert, delete, substitute) between two names: the closest setting to a misspelled one. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min((previous[j] as number) + 1, (row[j - 1] as number) + 1, (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = row;
+  }
+  return previous[b.length] as number;
+}
+
+/** Longest name compared (a variable name is short; a pasted value would make the distance slow). */
+const MAX_COMPARED_NAME = 128;
+
+/**
+ * UX-6: one line per `HOOKRELAY_*` variable that is no setting of hookrelay (a typo such as
+ * HOOKRELAY_CONCURENCY would otherwise be ignored silently), naming the closest known name when
+ * one is near. Names only, never values.
+ */
+export function unknownSettingWarnings(env: Readonly<Record<string, string | undefined>>): string[] {
+  const known = SETTING_NAMES as readonly string[];
+  return Object.keys(env)
+    .filter((name) => name.startsWith('HOOKRELAY_') && !known.includes(name) && name.length <= MAX_COMPARED_NAME)
+    .sort()
+    .map((name) => {
+      const [closest] = known.map((candidate) => ({ candidate, distance: editDistance(name, candidate) })).sort((x, y) => x.distance - y.distance);
+      const near = closest !== undefined && closest.distance <= Math.max(2, Math.floor(name.length / 5));
+      return near
+        ? `${name} is not a hookrelay setting and is ignored: did you mean ${closest.candidate}?`
+        : `${name} is not a hookrelay setting and is ignored (docs/configuration.md lists every setting)`;
+    });
+}
+
+/** Names already warned about in this process: a worker and its CLI read the settings more than once. */
+const warnedUnknown = new Set<string>();
+
+export type LoadSettingsOptions = {
+  /** Where the unknown-variable warnings go (default: one `hookrelay: warning:` line each on stderr). */
+  warn?: (line: string) => void;
+};
+
 /**
  * Read the settings from an environment, once, at the edge (worker, CLI). Empty strings count as
- * unset. A bad value throws a SettingsError naming the variable and the rule, never the value.
+ * unset. A bad value throws a SettingsError naming the variable and the rule, never the value. An
+ * unknown `HOOKRELAY_*` variable is warned about once per process (UX-6).
  */
-export function loadSettings(env: Readonly<Record<string, string | undefined>> = process.env): Settings {
+export function loadSettings(env: Readonly<Record<string, string | undefined>> = process.env, options: LoadSettingsOptions = {}): Settings {
+  const warn = options.warn ?? ((line: string) => process.stderr.write(`hookrelay: warning: ${line}\n`));
+  for (const line of unknownSettingWarnings(env)) {
+    const name = line.slice(0, line.indexOf(' '));
+    if (warnedUnknown.has(name)) continue;
+    warnedUnknown.add(name);
+    warn(line);
+  }
   const result = SettingsSchema.safeParse(presentValues(env, SETTING_NAMES));
   if (!result.success) throw settingsError(result.error);
   assertQueuePrefixFits(result.data.HOOKRELAY_QUEUE_PREFIX, result.data.HOOKRELAY_REDIS_CLUSTER);

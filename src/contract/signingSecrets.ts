@@ -37,12 +37,15 @@ function splitSecrets(value: string | undefined): string[] {
   return (value ?? '').split(/\s+/).filter((s) => s !== '');
 }
 
+/** UX-6: the expected form, said with every problem (the bare rule left operators guessing). */
+const EXPECTED_FORM = `expected ${SIGNING_SECRET_PREFIX}<base64 of ${MIN_SECRET_BYTES}-${MAX_SECRET_BYTES} random bytes>, space-separated for rotation, e.g. "${SIGNING_SECRET_PREFIX}$(openssl rand -base64 32)"`;
+
 function entryProblem(secret: string, index: number): string | undefined {
   const where = `entry #${index + 1}`;
-  if (!secret.startsWith(SIGNING_SECRET_PREFIX)) return `${where} must start with ${SIGNING_SECRET_PREFIX}`;
+  if (!secret.startsWith(SIGNING_SECRET_PREFIX)) return `${where} must start with ${SIGNING_SECRET_PREFIX} (${EXPECTED_FORM})`;
   const encoded = secret.slice(SIGNING_SECRET_PREFIX.length);
-  if (!BASE64.test(encoded)) return `${where} is not a ${SIGNING_SECRET_PREFIX}<base64> secret`;
+  if (!BASE64.test(encoded)) return `${where} is not a ${SIGNING_SECRET_PREFIX}<base64> secret (${EXPECTED_FORM})`;
   const bytes = Buffer.from(encoded, 'base64').length;
-  if (bytes < MIN_SECRET_BYTES || bytes > MAX_SECRET_BYTES) return `${where} must decode to ${MIN_SECRET_BYTES}–${MAX_SECRET_BYTES} bytes`;
+  if (bytes < MIN_SECRET_BYTES || bytes > MAX_SECRET_BYTES) return `${where} must decode to ${MIN_SECRET_BYTES}–${MAX_SECRET_BYTES} bytes (${EXPECTED_FORM})`;
   return undefined;
 }

@@ -9,7 +9,7 @@ import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
 import { SEQUENCE_HEADER, timeoutMs } from '../contract/webhook.ts';
 import type { Logger } from '../observability/logger.ts';
-import { DeliveryConfigError } from './errors.ts';
+import { DeliveryConfigError, SSRF_BLOCKED_HINT } from './errors.ts';
 import type { FetchTransport, SendOutcome } from './fetchTransport.ts';
 import { resolveHeaderTemplates } from './headerTemplates.ts';
 import { resolveWebhookUrl } from './resolveUrl.ts';
@@ -159,6 +159,7 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
         critical,
         transport: 'qstash',
         fellBack: false,
+        ...(check.errorClass === 'ssrf_blocked' ? { detail: SSRF_BLOCKED_HINT } : {}),
         durationMs: elapsed(),
       };
     }

@@ -16,6 +16,13 @@ export class DeliveryConfigError extends HookrelayError {
   }
 }
 
+/**
+ * UX-6 (Q5): what an operator does about an `ssrf_blocked` failure — the refusal alone never
+ * said that a receiver on a private network is allowed by naming its range.
+ */
+export const SSRF_BLOCKED_HINT =
+  'a private, loopback, link-local or other reserved address; to deliver to a receiver there, add its range to HOOKRELAY_ALLOWED_CIDRS (e.g. 127.0.0.1/32 or 10.0.0.0/8) where the request is sent from (the worker, or the server app for decisions and local mode)';
+
 /** Q5: the destination resolves to (or is) an address the SSRF guard refuses. */
 export class SsrfBlockedError extends HookrelayError {
   override readonly name = 'SsrfBlockedError';
@@ -24,7 +31,7 @@ export class SsrfBlockedError extends HookrelayError {
   readonly code = 'HOOKRELAY_SSRF_BLOCKED';
 
   constructor(host: string) {
-    super(`destination ${JSON.stringify(host)} refused by the SSRF guard: it is or resolves to a blocked address range`);
+    super(`destination ${JSON.stringify(host)} refused by the SSRF guard: it is or resolves to ${SSRF_BLOCKED_HINT}`);
   }
 }
 

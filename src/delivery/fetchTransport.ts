@@ -9,7 +9,7 @@ import { userAgent } from './userAgent.ts';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { collectExcerpt, discardBody, readCapped } from './bodyReader.ts';
 import { startDeadline, type Deadline } from './deadline.ts';
-import { describeError, isSsrfBlockedError } from './errors.ts';
+import { describeError, isSsrfBlockedError, SSRF_BLOCKED_HINT } from './errors.ts';
 import { createGuardedConnector, createTrustedConnector } from './guardedConnector.ts';
 import { checkDestination, ipLiteralHost, isAddressAllowed, parseAllowedCidrs, type Cidr, type DestinationCheck, type ResolveHost } from './ssrfGuard.ts';
 import type { TransportErrorClass } from './types.ts';
@@ -114,7 +114,7 @@ export class FetchTransport {
   async send(req: SendRequest): Promise<SendOutcome> {
     const startedAt = performance.now();
     const target = this.#checkTarget(req);
-    if (typeof target === 'string') return failure(target, startedAt);
+    if (typeof target === 'string') return failure(target, startedAt, target === 'ssrf_blocked' ? SSRF_BLOCKED_HINT : undefined);
     if (req.signal?.aborted) return failure('cancelled', startedAt);
 
     const deadline = startDeadline(req.timeoutMs, req.signal);
@@ -131,7 +131,8 @@ export class FetchTransport {
       });
       return await this.#readResponse(req, response, deadline, startedAt);
     } catch (error) {
-      return failure(classify(error, deadline), startedAt, describeError(error));
+      const errorClass = classify(error, deadline);
+      return failure(errorClass, startedAt, errorClass === 'ssrf_blocked' ? SSRF_BLOCKED_HINT : describeError(error));
     } finally {
       deadline.dispose();
     }

@@ -7,6 +7,7 @@
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 import { nextDelayMs } from '../delivery/retryPolicy.ts';
 import type { NotificationResult } from '../delivery/deliver.ts';
+import { SSRF_BLOCKED_HINT } from '../delivery/errors.ts';
 import { CRITICAL_ERROR_CLASS, type AttemptOutcome, type ClaimedDelivery } from '../store/deliveriesRepo.ts';
 
 export { CRITICAL_ERROR_CLASS };
@@ -82,7 +83,8 @@ export function decideOutcome(input: DecideInput): AttemptDecision {
       status: 'failed',
       lastErrorClass: result.critical ? CRITICAL_ERROR_CLASS : result.errorClass,
       nextAttemptAt: null,
-      failureReason: result.errorClass,
+      // UX-6: an SSRF refusal says which setting lets a private receiver through.
+      failureReason: result.errorClass === 'ssrf_blocked' ? `ssrf_blocked: ${SSRF_BLOCKED_HINT}` : result.errorClass,
     },
   };
 }

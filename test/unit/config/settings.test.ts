@@ -274,7 +274,6 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     ['DATABASE_URL', 'not a url'],
     ['HOOKRELAY_SIGNING_SECRETS', 'notwhsec'],
     ['HOOKRELAY_SIGNING_SECRETS', 'whsec_YQ== plain'],
-    ['HOOKRELAY_SIGNING_SECRETS', 'whsec_'],
     // Q6: one parser for settings and the send path: a secret under 24 bytes is refused here too
     ['HOOKRELAY_SIGNING_SECRETS', 'whsec_b2xkc2VjcmV0'],
   ])('§13: secret variable %s=%j throws naming the variable, not the value', (name, value) => {
@@ -282,6 +281,13 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     expect(error.variables).toEqual([name]);
     expect(error.message).toContain(name);
     expect(error.message).not.toContain(value);
+  });
+
+  it('UX-6 Q6: HOOKRELAY_SIGNING_SECRETS=whsec_ (the prefix alone) → the rule and the expected whsec_<base64> form, nothing else of the value', () => {
+    const error = settingsError({ HOOKRELAY_SIGNING_SECRETS: 'whsec_' });
+    expect(error.variables).toEqual(['HOOKRELAY_SIGNING_SECRETS']);
+    expect(error.message).toContain('HOOKRELAY_SIGNING_SECRETS: entry #1');
+    expect(error.message).toContain('expected whsec_<base64 of 24-64 random bytes>');
   });
 
   it('§13: HOOKRELAY_SIGNING_SECRETS=whsec_!!!secretvalue!!! → message lacks the value', () => {
