@@ -23,7 +23,11 @@ const HEAVY = ['bullmq', 'ioredis', 'pg', 'drizzle-orm', '@electric-sql/pglite',
 
 const devVersion = (name: string) =>
   (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies[name];
-const FRAMEWORKS = [`ai@${devVersion('ai')}`, `@openai/agents@${devVersion('@openai/agents')}`];
+const FRAMEWORKS = [
+  `ai@${devVersion('ai')}`,
+  `@openai/agents@${devVersion('@openai/agents')}`,
+  `@modelcontextprotocol/sdk@${devVersion('@modelcontextprotocol/sdk')}`,
+];
 
 let scratch: string;
 let tarball: string;
@@ -204,6 +208,33 @@ describe('package: plain node in a scratch app', () => {
     expect([...ai].filter((p) => HEAVY.includes(p) || p.startsWith('@openai/') || p === 'openai')).toEqual([]);
     const agents = await loaded('hookrelay/openai-agents');
     expect([...agents].filter((p) => HEAVY.includes(p) || p === 'ai' || p.startsWith('@ai-sdk/'))).toEqual([]);
+  });
+
+  it('package: MCP hookrelay/mcp imports from the tarball without loading ai, @openai/agents, BullMQ, ioredis, pg or the MCP SDK itself', async () => {
+    writeFileSync(
+      path.join(scratch, 'record-hook.mjs'),
+      `export async function resolve(specifier, context, next) {
+         const r = await next(specifier, context);
+         const m = /\\/node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(r.url);
+         if (m && m[1] !== 'hookrelay') process.stderr.write('PKG ' + m[1] + '\\n');
+         return r;
+       }`,
+    );
+    writeFileSync(path.join(scratch, 'register-hook.mjs'), "import { register } from 'node:module'; register('./record-hook.mjs', import.meta.url);\n");
+    const script = "const m = await import('hookrelay/mcp'); console.log(Object.keys(m).sort().join(','))";
+    const out = await node(['--import', './register-hook.mjs', '--input-type=module', '-e', script]);
+    expect(out.stdout.trim().split(',')).toEqual(expect.arrayContaining(['createMcpHooks', 'McpHooks', 'McpRun', 'InterceptionBlocked']));
+    const pkgs = out.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('PKG '))
+      .map((l) => l.slice(4));
+    // The caller's MCP client is wrapped structurally: no framework, no queue or store, not even @modelcontextprotocol/sdk.
+    expect(
+      pkgs.filter(
+        (p) =>
+          HEAVY.includes(p) || p === 'ai' || p.startsWith('@ai-sdk/') || p.startsWith('@openai/') || p === 'openai' || p.startsWith('@modelcontextprotocol/'),
+      ),
+    ).toEqual([]);
   });
 
   it('package: the installed library sends user-agent hookrelay/<its package.json version> (issue 28)', async () => {
@@ -396,7 +427,7 @@ describe('package: plain node in a scratch app', () => {
 
   it('package: AI-SDK / Agents-SDK the tarball type-checks examples/ai-sdk-run.ts, examples/openai-agents-run.ts and the docs/integrations.md examples (issue 29)', async () => {
     mkdirSync(path.join(scratch, 'integrations'), { recursive: true });
-    const checked = ['ai-sdk-run.ts', 'openai-agents-run.ts'];
+    const checked = ['ai-sdk-run.ts', 'openai-agents-run.ts', 'mcp-run.ts'];
     for (const f of checked) copyFileSync(path.join(ROOT, 'examples', f), path.join(scratch, 'integrations', f));
     // Each ```ts block of the page, as a user would paste it into a file of their own.
     const page = readFileSync(path.join(ROOT, 'docs/integrations.md'), 'utf8');

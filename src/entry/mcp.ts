@@ -1,0 +1,19 @@
+/**
+ * `hookrelay/mcp`: MCP tool calls under AGENT-HOOKS-0.1 — wraps an `@modelcontextprotocol/sdk`
+ * `Client` (optional peer; hookrelay loads none of it) so every `callTool` gets pre_tool_call /
+ * post_tool_call verdicts. Loads the interception core only: no AI SDK, OpenAI Agents SDK,
+ * BullMQ, ioredis or pg.
+ */
+export {
+  createMcpHooks,
+  McpHooks,
+  McpRun,
+  InterceptionBlocked,
+  type McpCallToolParams,
+  type McpCallToolResult,
+  type McpHooksOptions,
+  type McpRunOptions,
+  type McpToolClient,
+  type LifecycleDispatcher,
+  type RunFinish,
+} from '../integrations/mcp.ts';
