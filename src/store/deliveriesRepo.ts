@@ -131,7 +131,11 @@ export type DeliveryFilter = {
   limit?: number;
   /** Keyset pagination: only ids strictly below this one (ids sort by creation time). */
   beforeId?: string;
-  /** Q4: only `fallback: 'none'` deliveries that failed for good (error class CriticalHookDeliveryError). */
+  /**
+   * Q4: only critical (`fallback: 'none'`) deliveries flagged with error class
+   * CriticalHookDeliveryError: `failed` for good, or `accepted_by_qstash` with no outcome reported
+   * by their deadline (failure reason `qstash_outcome_unknown`).
+   */
   critical?: boolean;
 };
 
@@ -147,7 +151,8 @@ function deliveryFilterWhere(filter: DeliveryFilter): SQL | undefined {
   if (filter.since) parts.push(gte(deliveries.createdAt, filter.since));
   if (filter.until) parts.push(lte(deliveries.createdAt, filter.until));
   if (filter.beforeId) parts.push(sql`${deliveries.id} < ${filter.beforeId}`);
-  if (filter.critical) parts.push(and(eq(deliveries.status, 'failed'), eq(deliveries.lastErrorClass, CRITICAL_ERROR_CLASS))!);
+  // Q4: failed for good, or accepted by QStash with no outcome reported by its deadline (QSTASH_OUTCOME_UNKNOWN).
+  if (filter.critical) parts.push(and(inArray(deliveries.status, ['failed', 'accepted_by_qstash']), eq(deliveries.lastErrorClass, CRITICAL_ERROR_CLASS))!);
   return parts.length ? and(...parts) : undefined;
 }
 
@@ -438,6 +443,48 @@ export async function failWaitingDelivery(db: Db, input: { id: string; generatio
   return Number(rowsOf<{ failed: number }>(result)[0]?.failed ?? 0) > 0;
 }
 
+/** Q4: the failure reason of a critical row QStash accepted whose outcome nobody reported by its deadline. */
+export const QSTASH_OUTCOME_UNKNOWN = 'qstash_outcome_unknown';
+
+/** The partial index `deliveries_qstash_unreported_idx` (schema.ts) covers exactly these rows. */
+const QSTASH_UNREPORTED_SQL = sql.raw(`status = 'accepted_by_qstash' AND last_error_class IS NULL AND (hook -> 'webhook' ->> 'fallback') = 'none'`);
+
+/** A critical row flagged by the sweep: accepted by QStash, outcome unknown past its deadline. */
+type UnreportedQStash = { id: string; operationId: string; hookId: string; endpointKey: string | null };
+
+/**
+ * Q4: with no QStash callbacks, nothing ever reports what became of a delivery QStash accepted.
+ * A critical one past its deadline is flagged like a failed one: the row keeps its status
+ * (`accepted_by_qstash`: what is known) and gets error class CriticalHookDeliveryError and reason
+ * `qstash_outcome_unknown`; its operation is flagged in the same statement. At most `limit` per call.
+ */
+export async function flagUnreportedQStashDeliveries(db: Db, limit: number): Promise<UnreportedQStash[]> {
+  const result = await db.execute(sql`
+    WITH due AS (
+      SELECT id FROM deliveries
+       WHERE ${QSTASH_UNREPORTED_SQL} AND deadline_at <= now()
+       ORDER BY deadline_at
+       LIMIT ${limit}
+       FOR UPDATE SKIP LOCKED),
+    marked AS (
+      UPDATE deliveries AS d
+         SET last_error_class = ${CRITICAL_ERROR_CLASS}, failure_reason = ${QSTASH_OUTCOME_UNKNOWN}, updated_at = now()
+        FROM due WHERE d.id = due.id AND d.status = 'accepted_by_qstash' AND d.last_error_class IS NULL
+      RETURNING d.id, d.operation_id, d.hook_id, d.endpoint_key),
+    flagged AS (
+      INSERT INTO operations (id, critical_delivery_failure)
+      SELECT DISTINCT operation_id, true FROM marked
+      ON CONFLICT (id) DO UPDATE SET critical_delivery_failure = true, updated_at = now()
+      RETURNING id)
+    SELECT m.id, m.operation_id, m.hook_id, m.endpoint_key, (SELECT count(*) FROM flagged)::int AS flagged FROM marked AS m`);
+  return rowsOf<{ id: string; operation_id: string; hook_id: string; endpoint_key: string | null }>(result).map((r) => ({
+    id: r.id,
+    operationId: r.operation_id,
+    hookId: r.hook_id,
+    endpointKey: r.endpoint_key,
+  }));
+}
+
 /** A held row failed at its deadline by the sweep. */
 export type ExpiredHeld = { id: string; operationId: string; hookId: string; endpointKey: string | null; transport: string; critical: boolean };
 
@@ -566,6 +613,7 @@ export async function recordQStashCallback(db: Db, update: QStashCallbackUpdate)
            attempts = d.attempts || jsonb_build_array(${numbered(sql`${JSON.stringify(update.attempt)}::jsonb`)}),
            last_error_class = ${update.lastErrorClass}::text,
            last_http_status = ${update.lastHttpStatus}::int,
+           failure_reason = CASE WHEN ${status}::text = 'delivered' THEN NULL ELSE d.failure_reason END,
            delivered_at = CASE WHEN ${status}::text = 'delivered' THEN coalesce(d.delivered_at, now()) ELSE d.delivered_at END,
            lease_expires_at = CASE WHEN ${status}::text IS NULL THEN d.lease_expires_at ELSE NULL END,
            updated_at = now()

@@ -1,5 +1,5 @@
 import { asc, eq, sql } from 'drizzle-orm';
-import type { Db } from './db.ts';
+import { rowsOf, type Db } from './db.ts';
 import { operationHooks, operations } from './schema.ts';
 import type { OperationRecord } from '../contract/operation.ts';
 import { HookConfigError } from '../contract/errors.ts';
@@ -45,6 +45,22 @@ export async function flagCriticalDeliveryFailure(db: Db, id: string): Promise<v
     .insert(operations)
     .values({ id, criticalDeliveryFailure: true })
     .onConflictDoUpdate({ target: operations.id, set: { criticalDeliveryFailure: true, updatedAt: sql`now()` } });
+}
+
+/**
+ * Q4: clear the operation's flag once every critical (`fallback: 'none'`) delivery of it is
+ * `delivered` (a replay, or a late QStash callback, delivered what had failed or gone unreported).
+ * Run after the delivering write commits; returns whether the flag was cleared.
+ */
+export async function clearCriticalFlagIfAllDelivered(db: Db, id: string): Promise<boolean> {
+  const result = await db.execute(sql`
+    UPDATE operations SET critical_delivery_failure = false, updated_at = now()
+     WHERE id = ${id} AND critical_delivery_failure
+       AND NOT EXISTS (
+         SELECT 1 FROM deliveries AS d
+          WHERE d.operation_id = ${id} AND (d.hook -> 'webhook' ->> 'fallback') = 'none' AND d.status <> 'delivered')
+    RETURNING id`);
+  return rowsOf<{ id: string }>(result).length > 0;
 }
 
 /** Append caller hooks in order after any already stored (register appends, D9). */

@@ -37,7 +37,7 @@ import { failWaitingDelivery, startDeliveryDeadlines, type DeadlineStart, type W
 import { createBatcher } from '../queue/batcher.ts';
 import { holdDelivery } from '../store/endpointsRepo.ts';
 import { deadlineBudgetMs } from '../delivery/retryPolicy.ts';
-import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
+import { clearCriticalFlagIfAllDelivered, flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
 import type { DeferReason } from '../isolation/endpointGate.ts';
 import type { EndpointIsolation } from '../isolation/endpointIsolation.ts';
 import { createAdmission, type Admission } from './admission.ts';
@@ -183,6 +183,10 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     // sees the flag (and a crash in between leaves the row retryable, never failed-but-unflagged).
     if (decision.kind === 'failed' && decision.critical) await deps.gate.run(() => flagCriticalDeliveryFailure(deps.db, target.operationId));
     await deps.gate.run(() => deps.ledger.record(decision.outcome));
+    // Q4: a delivered critical row may be the last one its flagged operation was waiting for (a replay).
+    if (decision.kind === 'delivered' && target.hook?.webhook.fallback === 'none') {
+      await deps.gate.run(() => clearCriticalFlagIfAllDelivered(deps.db, target.operationId));
+    }
     await settled;
 
     deps.metrics?.attemptDuration.observe({ transport: result.transport }, result.durationMs / MS_PER_SECOND);

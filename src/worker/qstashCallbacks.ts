@@ -11,7 +11,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
 import { getDeliveryRow, recordQStashCallback } from '../store/deliveriesRepo.ts';
-import { flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
+import { clearCriticalFlagIfAllDelivered, flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
 import { CRITICAL_ERROR_CLASS } from './outcome.ts';
 import { publicBase, QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbacksUrls.ts';
 
@@ -88,6 +88,8 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
       }
     } else if (changed && outcome === 'delivered') {
       options.metrics?.attempts.inc({ outcome: 'delivered', transport: 'qstash' });
+      // Q4: a late report of a critical delivery (flagged outcome-unknown, or replayed) may clear its operation's flag.
+      if (critical) await clearCriticalFlagIfAllDelivered(options.db, changed.operationId);
     }
     return { status: 200, body: 'ok' };
   };

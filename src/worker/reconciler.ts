@@ -5,7 +5,8 @@
  * cursor carries over to the next run so a large backlog is walked in slices.
  *
  * Each pass also fails the held rows whose deadline passed (Q3, issue 25: held for a disabled
- * endpoint is not a hiding place, unless an operator disabled it with `--hold`), and wakes the
+ * endpoint is not a hiding place, unless an operator disabled it with `--hold`), flags the
+ * critical rows QStash accepted whose outcome no callback reported by their deadline (Q4), and wakes the
  * ordered deliveries (issue 30) that may go but whose wake was lost (a worker killed between an
  * outcome and its wake, a flushed Redis): their parked jobs are promoted.
  */
@@ -14,7 +15,14 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
-import { failExpiredHeldDeliveries, failUnwritableDelivery, findDueDeliveries, type DueDelivery } from '../store/deliveriesRepo.ts';
+import {
+  failExpiredHeldDeliveries,
+  failUnwritableDelivery,
+  findDueDeliveries,
+  flagUnreportedQStashDeliveries,
+  QSTASH_OUTCOME_UNKNOWN,
+  type DueDelivery,
+} from '../store/deliveriesRepo.ts';
 import { addDeliveryJobs } from '../queue/jobs.ts';
 import { DELIVERY_JOB_NAME, type DeliveryJobData } from '../queue/types.ts';
 import { findOrderingHeads, type OrderingKey } from '../store/orderingRepo.ts';
@@ -49,6 +57,11 @@ export type ReconcilerOptions = {
   maxRowsPerRun?: number;
   logger: Logger;
   metrics?: DeliveryMetrics;
+  /**
+   * Q4: no QStash callbacks come back to this deployment (no HOOKRELAY_PUBLIC_URL): critical rows
+   * QStash accepted are flagged at their deadline, their outcome unknown.
+   */
+  flagUnreportedQStash?: boolean;
 };
 
 export function createReconciler(options: ReconcilerOptions): Reconciler {
@@ -147,6 +160,29 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     }
   };
 
+  /** Q4: critical rows accepted by QStash whose outcome nobody reported by the deadline → flagged, counted and logged at error level. */
+  const flagUnreported = async (): Promise<void> => {
+    for (let done = 0; done < maxRows; ) {
+      const marked = await flagUnreportedQStashDeliveries(options.db, pageRows);
+      done += marked.length;
+      for (const m of marked) {
+        options.metrics?.criticalFailures.inc();
+        options.logger.error(
+          {
+            deliveryId: m.id,
+            hookId: m.hookId,
+            operationId: m.operationId,
+            endpoint: m.endpointKey,
+            errorClass: 'CriticalHookDeliveryError',
+            reason: QSTASH_OUTCOME_UNKNOWN,
+          },
+          'critical webhook delivery accepted by QStash has no reported outcome past its deadline (no QStash callbacks: set HOOKRELAY_PUBLIC_URL); operation flagged',
+        );
+      }
+      if (marked.length < pageRows) break;
+    }
+  };
+
   const pass = async (): Promise<number> => {
     let seen = 0;
     let requeued = 0;
@@ -179,6 +215,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
       options.logger.info({ requeued }, 'reconciler re-enqueued deliveries that had no live job');
     }
     await failExpiredHeld();
+    if (options.flagUnreportedQStash) await flagUnreported();
     await wakeOrderingHeads();
     return requeued;
   };

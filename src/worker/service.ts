@@ -196,6 +196,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     ...(options.reconcileGraceMs !== undefined ? { graceMs: options.reconcileGraceMs } : {}),
     logger,
     metrics,
+    // Q4: without a public URL no QStash callback reports an outcome: the deadline decides.
+    flagUnreportedQStash: settings.HOOKRELAY_PUBLIC_URL === undefined,
   });
   reconciler.start();
   const retention = createRetention({

@@ -82,7 +82,7 @@ describe('LH-Q queue mode: an operation with nothing stored never hides its in-m
     expect(rx.requests[0]!.path).toBe('/stored');
   });
 
-  it('LH-Q2 D9a: publishApproval keeps the in-memory afterHumanIntervention and onStopByHumanIntervention webhooks of an operation with nothing stored', async () => {
+  it('LH-Q1 D9a: publishApproval keeps the in-memory afterHumanIntervention and onStopByHumanIntervention webhooks of an operation with nothing stored', async () => {
     const op = nextOp('approval');
     const d = queueDispatcher();
     d.register(op, [
@@ -98,7 +98,7 @@ describe('LH-Q queue mode: an operation with nothing stored never hides its in-m
     expect(body(ofType(rx, 'afterHumanIntervention')[0]!)).toMatchObject({ operationId: op, action: 'stop', toolCallId: 'call-1', rejectionReason: 'not now' });
   });
 
-  it('LH-Q3 P5/R5: publishDeferredResult asks the in-memory result control (nothing stored) and applies its deny', async () => {
+  it('LH-Q1 P5/R5: publishDeferredResult asks the in-memory result control (nothing stored) and applies its deny', async () => {
     const op = nextOp('deny');
     const d = queueDispatcher();
     d.register(op, [control('review', `${controlRx.url}/review`)]);
@@ -116,7 +116,7 @@ describe('LH-Q queue mode: an operation with nothing stored never hides its in-m
     expect(JSON.stringify(stored?.result)).not.toContain('raw output');
   });
 
-  it("LH-Q3 P5/R5: an in-memory result control with a dead URL and onError 'block' blocks the deferred result (never stored as allowed)", async () => {
+  it("LH-Q1 P5/R5: an in-memory result control with a dead URL and onError 'block' blocks the deferred result (never stored as allowed)", async () => {
     const op = nextOp('dead');
     const d = queueDispatcher();
     d.register(op, [control('review', CLOSED_URL, { onError: 'block' })]);
@@ -133,7 +133,7 @@ describe('LH-Q queue mode: an operation with nothing stored never hides its in-m
     expect(stored?.result).toMatchObject({ success: false, state: { type: 'blocked' } });
   });
 
-  it('LH-Q3 D9: a stored hook list (no control) wins over an in-memory control in queue mode — the control is neither counted nor asked', async () => {
+  it('LH-Q1 D9: a stored hook list (no control) wins over an in-memory control in queue mode — the control is neither counted nor asked', async () => {
     const op = nextOp('stored-no-control');
     await ops.createOperation({ operationId: op, hooks: [{ id: 'note', type: 'onComplete', webhook: { url: `${rx.url}/note` } }] });
     const d = queueDispatcher();
@@ -150,7 +150,7 @@ describe('LH-Q queue mode: an operation with nothing stored never hides its in-m
     expect(controlRx.requests).toHaveLength(0);
   });
 
-  it('LH-Q3 P5: a dispatcher port that cannot say which hooks it runs gets the result blocked, not allowed', async () => {
+  it('LH-Q1 P5: a dispatcher port that cannot say which hooks it runs gets the result blocked, not allowed', async () => {
     const op = nextOp('no-port');
     const d = queueDispatcher();
     await ops.createPlaceholder({ operationId: op, toolCallId: 'call-1' });
