@@ -10,6 +10,7 @@ export {
   ToolCallDeniedError,
   InterceptionBlocked,
   type AiSdkHooksOptions,
+  type AiSdkMiddlewareOptions,
   type AiSdkRunOptions,
   type AiSdkSettings,
   type LifecycleDispatcher,
