@@ -93,9 +93,8 @@ export async function runMcpExample(options: McpExampleOptions) {
         'redact-secrets': (ctx) => {
           if (ctx.interception_point !== 'post_tool_call') return Verdict.allow();
           const text = JSON.stringify(ctx.target);
-          return TOKEN.test(text)
-            ? Verdict.transform('$target', JSON.parse(text.replace(TOKEN, '[redacted]')), { reason: 'policy.redact_secret' })
-            : Verdict.allow();
+          const redacted = text.replace(TOKEN, '[redacted]');
+          return redacted === text ? Verdict.allow() : Verdict.transform('$target', JSON.parse(redacted), { reason: 'policy.redact_secret' });
         },
       },
       framework: 'mcp',
