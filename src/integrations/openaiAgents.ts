@@ -19,7 +19,8 @@ import type { ModelToolCall } from '../interception/run/modelStream.ts';
 import { AgentGraph, type AnyAgent, newClones } from './openaiAgentsGraph.ts';
 import { messagesOf, parseArgs, rebuiltOutput, requestOf, responseOf, type StreamEvent, withDeniedHandoffs } from './openaiAgentsItems.ts';
 import { defaultModelProvider, loadSdk } from './openaiAgentsSdk.ts';
-import { type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
+import { inHookrelaySpan } from './openaiAgentsTracing.ts';
+import { type BridgedToolResult, type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 
 /**
  * `hookrelay/openai-agents`: the OpenAI Agents SDK under AGENT-HOOKS-0.1 and the operation's
@@ -38,6 +39,12 @@ export type PrepareOptions = {
   /** Tools hookrelay cannot intercept (hosted, computer, shell, apply_patch, an agent tool it cannot rebuild) that may run anyway, by name. */
   allowUninterceptedTools?: readonly string[];
 };
+
+/** A tool call's verdict as its span shows it (a failed tool is allowed, `tool_error`). */
+function spanOutcome(r: BridgedToolResult): Record<string, JsonValue> {
+  if (r.kind === 'result') return { decision: 'allow' };
+  return r.reason !== undefined ? { decision: 'deny', reason: r.reason } : { decision: 'allow', tool_error: true };
+}
 
 function isFunctionTool(t: Tool): boolean {
   return t.type === 'function' && typeof (t as unknown as FunctionToolLike).invoke === 'function';
@@ -86,6 +93,8 @@ export class OpenAIAgentsRun {
   /** Handoff call id → the deny the model sees instead of the SDK's transfer message. */
   readonly #deniedHandoffs = new Map<string, JsonValue>();
   readonly #ourTools = new WeakSet<object>();
+  /** The SDK as `prepare()` loaded it: the wrappers open `hookrelay.*` spans in its traces. */
+  #sdk: Awaited<ReturnType<typeof loadSdk>> | undefined;
   readonly #builtAgentTools = new WeakSet<object>();
   /** Trips when `input` (or `agent_startup`) denied; runs before the model (`runInParallel: false`). */
   readonly inputGuardrail: InputGuardrail;
@@ -160,13 +169,20 @@ export class OpenAIAgentsRun {
       const step = this.#step++;
       await bridge.beforeStep(step);
       let original: ModelResponse | undefined;
-      const { result, outputBlocked } = await bridge.modelCall(
-        messagesOf(withDeniedHandoffs(request, this.#deniedHandoffs)),
-        async (sent) => {
-          original = await produce(requestOf(request, sent));
-          return responseOf(original.output);
-        },
-        { modelId, holdOutputDeny: true, ...(options.nested === true ? { mayBeFinal: false } : {}) },
+      const { result, outputBlocked } = await inHookrelaySpan(
+        this.#sdk,
+        'hookrelay.model_call',
+        { ...this.#spanIds(), step, model: modelId },
+        () =>
+          bridge.modelCall(
+            messagesOf(withDeniedHandoffs(request, this.#deniedHandoffs)),
+            async (sent) => {
+              original = await produce(requestOf(request, sent));
+              return responseOf(original.output);
+            },
+            { modelId, holdOutputDeny: true, ...(options.nested === true ? { mayBeFinal: false } : {}) },
+          ),
+        (r) => ({ decision: r.outputBlocked !== undefined ? 'deny' : 'allow', final: r.final }),
       );
       const raw = original as ModelResponse;
       // An output deny withholds the answer: the output guardrail then trips with its reason.
@@ -211,6 +227,10 @@ export class OpenAIAgentsRun {
     } as Model;
   }
 
+  #spanIds() {
+    return { session_id: this.#bridge.sessionId, operation_id: this.#bridge.operationId };
+  }
+
   /** Remembers the step each call of a response belongs to (its tool events carry it) and which calls are handoffs. */
   #noteCalls(request: ModelRequest, calls: readonly ModelToolCall[], step: number): void {
     const handoffs = new Set((request.handoffs ?? []).map((h) => h.toolName));
@@ -238,11 +258,18 @@ export class OpenAIAgentsRun {
       const id = details?.toolCall?.callId;
       const stepIndex = id === undefined ? undefined : this.#callSteps.get(id);
       const call = { id, name: fn.name, args: parseArgs(input), ...(stepIndex !== undefined ? { stepIndex } : {}) };
-      const r = await this.#bridge.toolCall(call, async (args) => {
-        const out = await fn.invoke(ctx, JSON.stringify(args), details);
-        if (out === SDK_TOOL_ERROR) throw new Error(SDK_TOOL_ERROR); // tool() swallowed a throw
-        return out;
-      });
+      const r = await inHookrelaySpan(
+        this.#sdk,
+        'hookrelay.tool_call',
+        { ...this.#spanIds(), tool: fn.name, tool_call_id: id ?? null },
+        () =>
+          this.#bridge.toolCall(call, async (args) => {
+            const out = await fn.invoke(ctx, JSON.stringify(args), details);
+            if (out === SDK_TOOL_ERROR) throw new Error(SDK_TOOL_ERROR); // tool() swallowed a throw
+            return out;
+          }),
+        spanOutcome,
+      );
       return r.kind === 'result' ? r.value : r.message;
     };
     const wrapped = { ...t, invoke } as T;
@@ -278,6 +305,7 @@ export class OpenAIAgentsRun {
       throw new TypeError('prepare(agent, options): modelProvider must be a ModelProvider (an object with getModel(name))');
     const provider = options.modelProvider ?? (await defaultModelProvider());
     const sdk = await loadSdk();
+    this.#sdk = sdk;
     return new AgentGraph({
       sdk,
       provider,
@@ -298,12 +326,19 @@ export class OpenAIAgentsRun {
     const stepIndex = id === undefined ? undefined : this.#callSteps.get(id);
     let target: AnyAgent | undefined;
     const parsed = parseArgs(args ?? '');
-    const r = await this.#bridge.toolCall({ id, name: h.toolName, args: parsed, ...(stepIndex !== undefined ? { stepIndex } : {}) }, async (judged) => {
-      const input = JSON.stringify(judged) === JSON.stringify(parsed) ? args : JSON.stringify(judged);
-      const produced = await h.onInvokeHandoff(ctx as never, input);
-      target = await next(produced);
-      return { assistant: produced.name };
-    });
+    const r = await inHookrelaySpan(
+      this.#sdk,
+      'hookrelay.handoff',
+      { ...this.#spanIds(), tool: h.toolName, tool_call_id: id ?? null },
+      () =>
+        this.#bridge.toolCall({ id, name: h.toolName, args: parsed, ...(stepIndex !== undefined ? { stepIndex } : {}) }, async (judged) => {
+          const input = JSON.stringify(judged) === JSON.stringify(parsed) ? args : JSON.stringify(judged);
+          const produced = await h.onInvokeHandoff(ctx as never, input);
+          target = await next(produced);
+          return { assistant: produced.name };
+        }),
+      spanOutcome,
+    );
     if (r.kind === 'result' && target !== undefined) return target;
     if (id !== undefined) this.#deniedHandoffs.set(id, r.kind === 'error' ? r.content : null);
     return owner;

@@ -16,7 +16,9 @@ import {
   type ModelProvider,
   run,
   setDefaultModelProvider,
+  setTraceProcessors,
   setTracingDisabled,
+  type TracingProcessor,
   shellTool,
   tool,
   webSearchTool,
@@ -358,5 +360,41 @@ describe('UX-5 Agents-SDK framework conventions', () => {
     const p2 = await r2.prepare(new Agent({ name: 'top', model: 'gpt-4o' }));
     expect((await r2.track(run(p2.agent, p2.input))).finalOutput).toBe('from the default provider');
     expect(asked).toEqual(['gpt-4o']);
+  });
+
+  it("UX-5 Agents-SDK hookrelay spans join the SDK trace: each judged call is a hookrelay.* span under the SDK's own span for it, with the session id and the verdict (no arguments)", async () => {
+    type Ended = { traceId: string; spanId: string; parentId: string | null; data: { type: string; name?: string; data?: Record<string, unknown> } };
+    const ended: Ended[] = [];
+    const traces: string[] = [];
+    const collector: TracingProcessor = {
+      onTraceStart: async (t) => void traces.push(t.traceId),
+      onTraceEnd: async () => undefined,
+      onSpanStart: async () => undefined,
+      onSpanEnd: async (span) => void ended.push({ traceId: span.traceId, spanId: span.spanId, parentId: span.parentId, data: span.spanData as Ended['data'] }),
+      shutdown: async () => undefined,
+      forceFlush: async () => undefined,
+    };
+    const s = setup(denyTool('delete_all'));
+    const model = new ScriptedModel([[functionCall('delete_all', { folder: '/srv/secret-folder' }, { callId: 'd1' })], [assistantMessage('no')]]);
+    setTraceProcessors([collector]); // replaces the exporter: nothing leaves the process
+    setTracingDisabled(false);
+    let sessionId = '';
+    try {
+      const r = s.relay.startRun({ input: 'q' });
+      sessionId = r.sessionId;
+      const { agent, input } = await r.prepare(new Agent({ name: 'a', model, tools: [deleteAll([])] }));
+      await r.track(run(agent, input));
+    } finally {
+      setTracingDisabled(true);
+      setTraceProcessors([]);
+    }
+    const ours = ended.filter((e) => e.data.type === 'custom' && e.data.name?.startsWith('hookrelay.'));
+    const denied = ours.find((e) => e.data.name === 'hookrelay.tool_call');
+    expect(denied?.data.data).toMatchObject({ session_id: sessionId, tool: 'delete_all', tool_call_id: 'd1', decision: 'deny', reason: 'policy.destructive' });
+    expect(traces).toHaveLength(1);
+    expect(denied?.traceId).toBe(traces[0]);
+    expect(ended.find((e) => e.spanId === denied?.parentId)?.data.type).toBe('function'); // under the SDK's span for the tool call
+    expect(ours.filter((e) => e.data.name === 'hookrelay.model_call').map((e) => e.data.data?.step)).toEqual([0, 1]);
+    expect(JSON.stringify(ours)).not.toContain('secret-folder');
   });
 });
