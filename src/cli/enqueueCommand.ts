@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { EventValidationError } from '../contract/errors.ts';
+import { isHookrelayError } from '../contract/hookrelayError.ts';
 import { HOOK_TYPES, type HookType } from '../contract/hookTypes.ts';
 import type { SerializedHook } from '../contract/hook.ts';
 import { CliUsageError } from './errors.ts';
@@ -50,7 +51,9 @@ export function registerEnqueueCommand(program: Command): void {
             .enqueue({ operationId: flags.operation, type: flags.type as HookType, event, hooks: hooks as SerializedHook[] })
             .catch((err: unknown) => {
               // The event is the file's: say so (the message names the path and rule, never the text).
-              if (err instanceof EventValidationError) throw new CliUsageError(`--file ${flags.file}: ${err.message}`);
+              // SEC-T5: over the payload cap too (it exited 1 naming no file).
+              if (err instanceof EventValidationError || (isHookrelayError(err) && err.code === 'HOOKRELAY_PAYLOAD_TOO_LARGE'))
+                throw new CliUsageError(`--file ${flags.file}: ${err.message}`);
               throw err;
             });
           if (result.deliveryIds.length === 0) throw new CliUsageError(`no persisted hook of operation "${flags.operation}" matches ${flags.type}`);

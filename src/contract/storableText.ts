@@ -35,6 +35,25 @@ export function sanitizeStorableText(text: string): string {
   return UNSTORABLE.test(text) ? text.replace(UNSTORABLE_ALL, REPLACEMENT_CHARACTER) : text;
 }
 
+/**
+ * SEC-T5: a copy of a JSON-like value with every string (keys too) sanitised, or the value itself
+ * when nothing needed it — for records built from text hookrelay does not control (an
+ * interceptor's deny reason), which must still be written.
+ */
+export function sanitizeStorableValue<T>(value: T): T {
+  if (findUnstorableText(value) === undefined) return value;
+  return sanitizeDeep(value) as T;
+}
+
+function sanitizeDeep(value: unknown): unknown {
+  if (typeof value === 'string') return sanitizeStorableText(value);
+  if (Array.isArray(value)) return value.map(sanitizeDeep);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) out[sanitizeStorableText(key)] = sanitizeDeep(child);
+  return out;
+}
+
 function problemOf(text: string): UnstorableText['problem'] {
   return text.includes('\u0000') ? 'NUL character (\\u0000)' : 'unpaired UTF-16 surrogate';
 }

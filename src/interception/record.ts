@@ -7,6 +7,7 @@ import type {
   Verdict,
   VerdictSummary,
 } from '../contract/agentHooks.ts';
+import { sanitizeStorableValue } from '../contract/storableText.ts';
 import { isSequential } from './composition.ts';
 import { projectVerdict } from './projection.ts';
 import { isPermit } from './verdict.ts';
@@ -54,7 +55,9 @@ export function buildRecord(p: RecordParts): InterceptionRecord {
   if (trace !== undefined) record.trace = trace;
   if (isSequential(p.composition.profile)) record.fold_truncated = p.verdicts.length < p.interceptorsRegistered;
   if (p.resolvedBy !== undefined) record.resolved_by = p.resolvedBy;
-  return record;
+  // SEC-T5: reasons and messages come from interceptors and receivers; a `\u0000` in one made the
+  // sink's INSERT fail and the record was lost. Sanitised like response excerpts (U+FFFD).
+  return sanitizeStorableValue(record);
 }
 
 function traceOf(ctx: Partial<AgentContext> | undefined): InterceptionRecord['trace'] {

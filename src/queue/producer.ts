@@ -430,10 +430,16 @@ function hookJson(hook: ParsedSerializedHook): string {
 function normalizeEvent(input: EnqueueInput): Record<string, unknown> {
   const raw: unknown = input.event;
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new EventValidationError('enqueue: event must be an object');
-  const event =
-    (raw as Record<string, unknown>).operationId === undefined
-      ? { ...(raw as Record<string, unknown>), operationId: input.operationId }
-      : (raw as Record<string, unknown>);
+  const given = (raw as Record<string, unknown>).operationId;
+  // SEC-T5 (D10): the event is stored under input.operationId; an event naming another operation
+  // would tell the receiver the other id. A caller bug, refused, never guessed between.
+  if (given !== undefined && given !== input.operationId) {
+    const shown = typeof given === 'string' ? JSON.stringify(given.slice(0, 200)) : `(a ${given === null ? 'null' : typeof given})`;
+    throw new EventValidationError(
+      `enqueue: event.operationId ${shown} does not match operationId ${JSON.stringify(input.operationId.slice(0, 200))}: leave it out or give the same id`,
+    );
+  }
+  const event = given === undefined ? { ...(raw as Record<string, unknown>), operationId: input.operationId } : (raw as Record<string, unknown>);
   const checked = IngestEventSchema.safeParse(event);
   if (!checked.success) {
     const fields = checked.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
@@ -442,9 +448,16 @@ function normalizeEvent(input: EnqueueInput): Record<string, unknown> {
   return event;
 }
 
+/** SEC-T5: the dates a payload's ISO `occurredAt` and a Postgres timestamptz both hold (years 1-9999). */
+const EARLIEST_OCCURRED_AT_MS = new Date('0001-01-01T00:00:00.000Z').getTime();
+const LATEST_OCCURRED_AT_MS = new Date('9999-12-31T23:59:59.999Z').getTime();
+
 function parseOccurredAt(value: Date | string | undefined): Date {
   if (value === undefined) return new Date();
   const date = value instanceof Date ? value : new Date(value);
-  if (Number.isNaN(date.getTime())) throw new TypeError('enqueue: occurredAt must be a valid date');
+  const ms = date.getTime();
+  // Out of range failed later as a StorageError from the INSERT, naming nothing.
+  if (Number.isNaN(ms) || ms < EARLIEST_OCCURRED_AT_MS || ms > LATEST_OCCURRED_AT_MS)
+    throw new EventValidationError('enqueue: occurredAt must be a valid date between 0001-01-01 and 9999-12-31 (a Date or an ISO 8601 string)');
   return date;
 }

@@ -103,7 +103,7 @@ describe('producer', () => {
   it('D10: an event nested 10,000 deep (or cyclic, or holding a BigInt) is a typed EventValidationError, not a RangeError; nothing stored', async () => {
     let deep: unknown = 'leaf';
     for (let i = 0; i < 10_000; i += 1) deep = { a: deep };
-    const cyclic: Record<string, unknown> = { operationId: 'op-cyclic' };
+    const cyclic: Record<string, unknown> = { operationId: 'op-deep' }; // its own operation: another id is refused first (SEC-T5)
     cyclic.self = cyclic;
     const before = await countRows(stack);
     for (const event of [{ nested: deep }, cyclic, { n: 10n }]) {
