@@ -325,6 +325,7 @@ export class OpenAIAgentsRun {
     const id = ids?.shift();
     const stepIndex = id === undefined ? undefined : this.#callSteps.get(id);
     let target: AnyAgent | undefined;
+    let failure: unknown;
     const parsed = parseArgs(args ?? '');
     const r = await inHookrelaySpan(
       this.#sdk,
@@ -333,12 +334,19 @@ export class OpenAIAgentsRun {
       () =>
         this.#bridge.toolCall({ id, name: h.toolName, args: parsed, ...(stepIndex !== undefined ? { stepIndex } : {}) }, async (judged) => {
           const input = JSON.stringify(judged) === JSON.stringify(parsed) ? args : JSON.stringify(judged);
-          const produced = await h.onInvokeHandoff(ctx as never, input);
-          target = await next(produced);
-          return { assistant: produced.name };
+          try {
+            const produced = await h.onInvokeHandoff(ctx as never, input);
+            target = await next(produced);
+            return { assistant: produced.name };
+          } catch (err) {
+            failure = err;
+            throw err;
+          }
         }),
       spanOutcome,
     );
+    // The handoff itself failed (its onHandoff threw, it returned no agent): the SDK's own failure, as without hookrelay.
+    if (r.kind === 'error' && r.reason === undefined && failure !== undefined) throw failure;
     if (r.kind === 'result' && target !== undefined) return target;
     if (id !== undefined) this.#deniedHandoffs.set(id, r.kind === 'error' ? r.content : null);
     return owner;
@@ -356,6 +364,8 @@ export class OpenAIAgentsRun {
   // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent (context and output type are the caller's)
   async prepare<A extends Agent<any, any>>(agent: A, options: PrepareOptions = {}): Promise<{ agent: A; input: string }> {
     if (options === null || typeof options !== 'object') throw new TypeError('prepare(agent, options): options must be an object');
+    if (options.model !== undefined && typeof options.model !== 'string' && typeof (options.model as Model | null)?.getResponse !== 'function')
+      throw new TypeError('prepare(agent, options): model must be a Model or a model name (a string)');
     const graph = await this.#graphFor(options);
     const wrapped = (await graph.wrap(agent, 'run', options.model)) as A;
     let input = '';

@@ -259,6 +259,38 @@ describe('Agents-SDK tools hookrelay cannot intercept are refused', () => {
   });
 });
 
+describe('Agents-SDK what prepare() cannot rebuild or the SDK reports', () => {
+  it('Agents-SDK an asTool() tool with its own parameters is refused (kind agent_tool) unless allowed; run.asTool builds it intercepted', async () => {
+    const s = setup();
+    const worker = new Agent({ name: 'w', model: new ScriptedModel([]) });
+    const custom = worker.asTool({ toolName: 'ask_w', toolDescription: 'w', parameters: z.object({ question: z.string() }) });
+    const top = new Agent({ name: 'top', model: new ScriptedModel([]), tools: [custom] });
+    await expect(s.relay.startRun({ input: 'q' }).prepare(top)).rejects.toMatchObject({
+      code: 'HOOKRELAY_TOOL_NOT_INTERCEPTED',
+      tool: 'ask_w',
+      kind: 'agent_tool',
+    });
+    await expect(s.relay.startRun({ input: 'q' }).prepare(top, { allowUninterceptedTools: ['ask_w'] })).resolves.toBeDefined();
+    await expect(s.relay.startRun({ input: 'q' }).prepare(top, { model: 42 as never })).rejects.toThrow(/model must be a Model or a model name/);
+  });
+
+  it('Agents-SDK a handoff whose onHandoff throws fails the run as the SDK does (not taken for a deny)', async () => {
+    const s = setup();
+    const { handoff } = await import('@openai/agents');
+    const helper = new Agent({ name: 'helper', model: new ScriptedModel([[assistantMessage('never')]]) });
+    const broken = handoff(helper, {
+      onHandoff: () => {
+        throw new Error('handoff hook exploded');
+      },
+    });
+    const top = new Agent({ name: 'top', model: new ScriptedModel([[functionCall('transfer_to_helper', {}, { callId: 'h1' })]]), handoffs: [broken] });
+    const r = s.relay.startRun({ input: 'q' });
+    const { agent, input } = await r.prepare(top);
+    await expect(r.track(run(agent, input))).rejects.toThrow(/handoff hook exploded/);
+    expect(s.seen.find((c) => c.interception_point === 'post_tool_call')).toMatchObject({ tool_result: { is_error: true } });
+  });
+});
+
 describe('Agents-SDK MCP server tools', () => {
   let dir: string;
   let server: MCPServerStdio;
