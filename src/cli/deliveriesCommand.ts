@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { DELIVERY_STATUSES, type Delivery } from '../contract/delivery.ts';
 import type { DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { FilterInputError, deliveryFilterFrom } from '../store/deliveryFilterInput.ts';
+import { failureText } from '../operator/failureText.ts';
 import { CliUsageError } from './errors.ts';
 import { formatTable, iso, printJson, printJsonArray } from './output.ts';
 
@@ -53,6 +54,8 @@ function summary(d: Delivery) {
     lastErrorClass: d.lastErrorClass,
     lastHttpStatus: d.lastHttpStatus,
     failureReason: d.failureReason,
+    /** One line: the receiver's answer, or what it ended waiting for ("circuit_open: ended by the breaker after 2 attempts, last HTTP 500"). */
+    failure: failureText(d),
     sequence: d.sequence,
     deadlineAt: d.deadlineAt?.toISOString() ?? null,
     createdAt: d.createdAt.toISOString(),
@@ -60,12 +63,21 @@ function summary(d: Delivery) {
   };
 }
 
-/** The LAST ERROR column: the class, its HTTP status, and the failure reason when it says more (a critical failure's cause). */
+/** The LAST ERROR column: the receiver's answer, or what the delivery ended waiting for (operator/failureText.ts). */
 function lastError(d: Delivery): string {
-  if (!d.lastErrorClass) return '-';
-  const status = d.lastHttpStatus ? ` ${d.lastHttpStatus}` : '';
-  const reason = d.failureReason && d.failureReason !== d.lastErrorClass ? ` (${d.failureReason})` : '';
-  return `${d.lastErrorClass}${status}${reason}`;
+  return failureText(d) ?? '-';
+}
+
+/** Per failed attempt: the receiver's whole excerpt and the headers sent (Q8). */
+function attemptEvidenceLines(d: Delivery): string[] {
+  const lines: string[] = [];
+  for (const a of d.attempts) {
+    if (a.outcome !== 'failed' || (a.responseExcerpt === null && !a.requestHeaders)) continue;
+    lines.push(`attempt ${a.attempt}: ${a.httpStatus !== null ? `HTTP ${a.httpStatus}` : (a.errorClass ?? 'failed')}`);
+    if (a.responseExcerpt !== null) lines.push(`  response: ${JSON.stringify(a.responseExcerpt)}`);
+    if (a.requestHeaders) for (const [name, value] of Object.entries(a.requestHeaders)) lines.push(`  sent ${name}: ${value}`);
+  }
+  return lines.length > 0 ? ['', ...lines] : [];
 }
 
 export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
@@ -163,6 +175,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
                   a.responseExcerpt ? JSON.stringify(a.responseExcerpt.slice(0, 60)) : '-',
                 ]),
               ).trimEnd(),
+          ...attemptEvidenceLines(d),
           '',
           `hook: ${JSON.stringify(row.hook)}`,
           `payload: ${row.payload === null ? '(pruned by retention)' : JSON.stringify(row.payload)}`,

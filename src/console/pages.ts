@@ -4,6 +4,7 @@
  */
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 import type { EndpointView } from '../operator/endpointViews.ts';
+import { failureText } from '../operator/failureText.ts';
 import type { ReplayResult, ReplaySkip } from '../operator/replay.ts';
 import { Html, html, queryString } from './html.ts';
 
@@ -201,7 +202,7 @@ export function deliveryPage(d: DeliveryDetail, p: { csrf: string; replayable: b
   ${row('Operation', d.operationId)}${row('Event type', d.eventType)}${row('Hook', d.hookId)}${row('Transport', d.transport)}
   ${row('Endpoint', d.endpointKey ?? '—')}${row('Attempts', d.attemptCount)}${row('Generation', d.generation)}${typeof d.sequence === 'number' ? row('Sequence', d.sequence) : ''}
   ${row('Created', ts(d.createdAt))}${row('Updated', ts(d.updatedAt))}${row('Delivered', ts(d.deliveredAt))}${row('Next attempt', ts(d.nextAttemptAt))}
-  ${row('Last error', d.lastErrorClass ? `${d.lastErrorClass}${d.lastHttpStatus ? ` (HTTP ${d.lastHttpStatus})` : ''}` : '—')}
+  ${row('Last error', failureText(d) ?? '—')}
 </dl>
 ${
   p.replayable
@@ -225,7 +226,15 @@ ${
         ? html`<tr><td colspan="8" class="empty">No attempt yet.</td></tr>`
         : d.attempts.map(
             (a) =>
-              html`<tr><td>${a.attempt}</td><td>${a.at}</td><td>${a.transport}</td><td>${badge(a.outcome)}</td><td>${a.errorClass ?? '—'}</td><td>${a.httpStatus ?? '—'}</td><td>${Math.round(a.durationMs)} ms</td><td><code class="excerpt">${a.responseExcerpt ?? ''}</code></td></tr>`,
+              html`<tr><td>${a.attempt}</td><td>${a.at}</td><td>${a.transport}</td><td>${badge(a.outcome)}</td><td>${a.errorClass ?? '—'}</td><td>${a.httpStatus ?? '—'}</td><td>${Math.round(a.durationMs)} ms</td><td><code class="excerpt" data-excerpt="${a.attempt}">${a.responseExcerpt ?? ''}</code></td></tr>${
+                a.requestHeaders
+                  ? html`<tr class="sent"><td></td><td colspan="7"><details><summary>Request headers sent <span class="hint">(templates as templates, signature elided)</span></summary><pre class="json" data-headers="${a.attempt}">${Object.entries(
+                      a.requestHeaders,
+                    )
+                      .map(([k, v]) => `${k}: ${v}`)
+                      .join('\n')}</pre></details></td></tr>`
+                  : ''
+              }`,
           )
     }</tbody>
 </table>

@@ -41,8 +41,11 @@ export const DeliveryAttemptSchema = z.object({
   errorClass: z.string().nullable(),
   httpStatus: z.number().int().nullable(),
   durationMs: z.number(),
+  /** Q8: the first bytes of the receiver's answer (success or failure), resolved template values taken out. */
   responseExcerpt: z.string().nullable(),
   generation: z.number().int().min(0),
+  /** Q8, failed attempts only: the headers sent, `${VAR}` templates shown as templates (never their values), `webhook-signature` elided. */
+  requestHeaders: z.record(z.string(), z.string()).optional(),
 });
 export type DeliveryAttempt = z.infer<typeof DeliveryAttemptSchema>;
 

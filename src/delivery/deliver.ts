@@ -9,6 +9,7 @@ import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
 import { SEQUENCE_HEADER, timeoutMs } from '../contract/webhook.ts';
 import type { Logger } from '../observability/logger.ts';
+import { redactSecrets, resolvedTemplateValues, sentHeadersAsConfigured } from './attemptEvidence.ts';
 import { DeliveryConfigError, SSRF_BLOCKED_HINT } from './errors.ts';
 import type { FetchTransport, SendOutcome } from './fetchTransport.ts';
 import { resolveHeaderTemplates } from './headerTemplates.ts';
@@ -87,6 +88,10 @@ export type NotificationFailure = {
   detail?: string;
   /** The failure is hookrelay's own (an unexpected error before or while sending), not the receiver's. */
   local?: boolean;
+  /** Q8: the first bytes of a non-2xx answer (with `excerptBytes`), resolved template values taken out. */
+  responseExcerpt?: string;
+  /** Q8: the headers a direct fetch sent, templates shown as templates and the signature elided (attemptEvidence.ts). */
+  requestHeaders?: Record<string, string>;
   durationMs: number;
 };
 
@@ -193,30 +198,61 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
     }
   }
 
+  const sent = signed();
   const outcome = await input.fetchTransport.send({
     url,
     body: input.payload,
-    headers: signed(),
+    headers: sent,
     timeoutMs: attemptTimeoutMs,
     trusted,
     read: 'discard',
     ...(input.excerptBytes ? { excerptBytes: input.excerptBytes } : {}),
     ...(input.signal ? { signal: input.signal } : {}),
   });
-  return fromOutcome(outcome, { critical, fellBack: webhook.delivery === 'qstash', nowMs: now(), durationMs: elapsed() });
+  return fromOutcome(outcome, {
+    critical,
+    fellBack: webhook.delivery === 'qstash',
+    nowMs: now(),
+    durationMs: elapsed(),
+    // Only computed when there is something to keep: the healthy path pays nothing.
+    evidence: () => ({
+      secrets: resolvedTemplateValues(webhook.headers, sent, input.env),
+      requestHeaders: sentHeadersAsConfigured(webhook.headers, sent),
+    }),
+  });
 }
 
-function fromOutcome(outcome: SendOutcome, ctx: { critical: boolean; fellBack: boolean; nowMs: number; durationMs: number }): NotificationResult {
+type OutcomeContext = {
+  critical: boolean;
+  fellBack: boolean;
+  nowMs: number;
+  durationMs: number;
+  evidence: () => { secrets: string[]; requestHeaders: Record<string, string> };
+};
+
+function fromOutcome(outcome: SendOutcome, ctx: OutcomeContext): NotificationResult {
   const common = { transport: 'fetch' as const, fellBack: ctx.fellBack, durationMs: ctx.durationMs };
   if (outcome.kind === 'error') {
     const permanent = outcome.errorClass === 'ssrf_blocked' || outcome.errorClass === 'configuration';
-    return { ok: false, errorClass: outcome.errorClass, permanent, critical: ctx.critical, ...(outcome.detail ? { detail: outcome.detail } : {}), ...common };
+    return {
+      ok: false,
+      errorClass: outcome.errorClass,
+      permanent,
+      critical: ctx.critical,
+      ...(outcome.detail ? { detail: outcome.detail } : {}),
+      ...(outcome.errorClass === 'configuration' || outcome.errorClass === 'ssrf_blocked' ? {} : { requestHeaders: ctx.evidence().requestHeaders }),
+      ...common,
+    };
   }
+  const excerptOf = (secrets: readonly string[]) =>
+    outcome.excerpt && outcome.excerpt.length > 0
+      ? { responseExcerpt: redactSecrets(sanitizeStorableText(new TextDecoder().decode(outcome.excerpt)), secrets) }
+      : {};
   if (outcome.status >= 200 && outcome.status < 300) {
-    const excerpt = outcome.excerpt && outcome.excerpt.length > 0 ? { responseExcerpt: sanitizeStorableText(new TextDecoder().decode(outcome.excerpt)) } : {};
-    return { ok: true, httpStatus: outcome.status, ...excerpt, ...common };
+    return { ok: true, httpStatus: outcome.status, ...(outcome.excerpt && outcome.excerpt.length > 0 ? excerptOf(ctx.evidence().secrets) : {}), ...common };
   }
   const retryAfterMs = parseRetryAfter(outcome.headers['retry-after'], ctx.nowMs);
+  const evidence = ctx.evidence();
   return {
     ok: false,
     errorClass: 'http_error',
@@ -224,6 +260,8 @@ function fromOutcome(outcome: SendOutcome, ctx: { critical: boolean; fellBack: b
     ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
     permanent: isPermanentStatus(outcome.status),
     critical: ctx.critical,
+    ...excerptOf(evidence.secrets),
+    requestHeaders: evidence.requestHeaders,
     ...common,
   };
 }

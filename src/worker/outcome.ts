@@ -40,8 +40,10 @@ export function decideOutcome(input: DecideInput): AttemptDecision {
     errorClass: result.ok ? null : result.errorClass,
     httpStatus: result.httpStatus ?? null,
     durationMs: Math.round(result.durationMs * 1000) / 1000,
-    responseExcerpt: result.ok ? (result.responseExcerpt ?? null) : null,
+    // Q8: a failure keeps the receiver's answer and the headers sent too (why it said no).
+    responseExcerpt: result.responseExcerpt ?? null,
     generation: claimed.generation,
+    ...(!result.ok && result.requestHeaders ? { requestHeaders: result.requestHeaders } : {}),
   };
   const deadlineAt = input.deadlineAtMs !== undefined ? new Date(input.deadlineAtMs) : null;
   const base = { id: claimed.id, attempt, lastHttpStatus: result.httpStatus ?? null, deadlineAt };
