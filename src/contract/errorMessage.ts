@@ -14,7 +14,8 @@
  *      `Error`'s `name` other than plain `Error` (`InsufficientBudgetForModel` → "Insufficient
  *      budget for model", `invalid_api_key` → "Invalid api key");
  *   4. a number / boolean: its text; anything else: `Unknown error`.
- * The text `[object Object]` never counts as a message. The result is trimmed and at most
+ * Neither `[object Object]` nor the placeholder `error` (nor an empty text) counts as a message.
+ * The result is trimmed and at most
  * `MAX_ERROR_MESSAGE_CHARS` characters.
  */
 
@@ -22,6 +23,7 @@ export const MAX_ERROR_MESSAGE_CHARS = 2_000;
 const MAX_LEVELS = 4;
 const MAX_DETAIL_DEPTH = 16;
 const OBJECT_TEXT = '[object Object]';
+const PLACEHOLDER_MESSAGE = 'error';
 export const UNKNOWN_ERROR_MESSAGE = 'Unknown error';
 
 /** A JSON value (the shape `errorDetail` takes). */
@@ -45,11 +47,15 @@ function clip(text: string): string {
   return t.length > MAX_ERROR_MESSAGE_CHARS ? `${t.slice(0, MAX_ERROR_MESSAGE_CHARS - 1)}…` : t;
 }
 
-/** A usable message text: a non-empty string that is not `[object Object]`. */
+/**
+ * A usable message text: a non-empty string that is neither `[object Object]` nor the placeholder
+ * `error` (any case) some runtimes put where they have no message — as LobeHub, the type name is
+ * read instead.
+ */
 function text(v: unknown): string | undefined {
   if (typeof v !== 'string') return undefined;
   const t = v.trim();
-  return t === '' || t === OBJECT_TEXT ? undefined : t;
+  return t === '' || t === OBJECT_TEXT || t.toLowerCase() === PLACEHOLDER_MESSAGE ? undefined : t;
 }
 
 /** A string that is itself a JSON object (some SDKs put the provider body into `message`). */
@@ -175,7 +181,15 @@ export function withReadableError<E extends Record<string, unknown>>(event: E): 
   else if (out.errorDetail === undefined && givenMessage === undefined && out.errorMessage !== undefined && typeof out.errorMessage !== 'string') {
     out.errorDetail = errorDetailOf(out.errorMessage);
   } else if (out.errorDetail !== undefined) out.errorDetail = errorDetailOf(out.errorDetail);
-  out.errorMessage = givenMessage !== undefined ? clip(givenMessage) : readableErrorMessage(source);
+  const fromSource = readableErrorMessage(source);
+  // A placeholder or empty message with the type given beside it: the type name, humanized.
+  const givenType = text(out.errorType);
+  out.errorMessage =
+    givenMessage !== undefined
+      ? clip(givenMessage)
+      : fromSource === UNKNOWN_ERROR_MESSAGE && givenType !== undefined
+        ? clip(humanizeTypeName(givenType) || givenType)
+        : fromSource;
   if (out.errorType === undefined && source !== undefined) {
     const type = errorTypeOf(source);
     if (type !== undefined) out.errorType = type;

@@ -122,3 +122,26 @@ describe('LH: errorDetailOf and withReadableError — the raw detail in its own 
     });
   });
 });
+
+describe('LH-Q3: the placeholder message "error" and empty messages fall back to the type name (as LobeHub)', () => {
+  it('LH-Q3 LH-error-placeholder: "error" (any case) and empty messages read as the humanized type name', () => {
+    expect(readableErrorMessage({ message: 'error', type: 'ProviderBizError' })).toBe('Provider biz error');
+    expect(readableErrorMessage({ message: ' Error ', errorType: 'InsufficientBudgetForModel' })).toBe('Insufficient budget for model');
+    expect(readableErrorMessage({ message: '', code: 'invalid_api_key' })).toBe('Invalid api key');
+    expect(readableErrorMessage(Object.assign(new Error('error'), { name: 'RateLimitError' }))).toBe('Rate limit error');
+    expect(readableErrorMessage({ body: { error: { message: 'error', type: 'overloaded_error' } } })).toBe('Overloaded error');
+    // Nothing but the placeholder: no type to read, so the generic text, never "error".
+    expect(readableErrorMessage('error')).toBe('Unknown error');
+    // A real message that merely contains the word is a message.
+    expect(readableErrorMessage({ message: 'error: upstream closed', type: 'X' })).toBe('error: upstream closed');
+  });
+
+  it('LH-Q3 LH-error-placeholder-event: an onError event whose errorMessage is "error" gets the type name given beside it', () => {
+    expect(withReadableError({ operationId: 'op', errorMessage: 'error', errorType: 'ModelTimeout' })).toMatchObject({ errorMessage: 'Model timeout' });
+    expect(withReadableError({ operationId: 'op', errorMessage: '', error: { type: 'ContextTooLong' } })).toMatchObject({ errorMessage: 'Context too long' });
+    expect(withReadableError({ operationId: 'op', errorMessage: 'error', error: { message: 'error', type: 'AgentRuntimeError' } })).toMatchObject({
+      errorMessage: 'Agent runtime error',
+      errorType: 'AgentRuntimeError',
+    });
+  });
+});
