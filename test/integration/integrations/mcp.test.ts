@@ -16,6 +16,7 @@ import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
 import { createMcpHooks } from '../../../src/integrations/mcp.ts';
+import { InterceptionBlocked } from '../../../src/interception/errors.ts';
 import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
 import type { Interceptor } from '../../../src/interception/interceptor.ts';
 import { Verdict } from '../../../src/interception/verdict.ts';
@@ -142,6 +143,22 @@ describe('MCP: hookrelay/mcp wraps an @modelcontextprotocol/sdk Client', () => {
     expect(s.seen.filter((c) => c.interception_point === 'pre_tool_call')).toHaveLength(3);
     expect(calls.map((c) => c.name)).toEqual(['read_file', 'broken', 'read_file']);
     await run.end();
+  });
+
+  it("MCP a hook author's odd transforms: a post_tool_call result that is not { content } becomes one text item; pre_tool_call arguments that are not an object fail closed before the server is asked", async () => {
+    const { calls, client } = await sdkClient();
+    const s = setup((ctx) => (ctx.interception_point === 'post_tool_call' ? Verdict.transform('$target', 'summary only') : Verdict.allow()));
+    const run = createMcpHooks({ hooks: s.hooks }).startRun({ input: 'x' });
+    const result = await run.wrapClient(client).callTool({ name: 'read_file', arguments: { path: 'a' } });
+    expect(result.content).toEqual([{ type: 'text', text: 'summary only' }]);
+    expect(result.isError).toBeUndefined();
+    await run.end();
+
+    const bad = setup((ctx) => (ctx.interception_point === 'pre_tool_call' ? Verdict.transform('$target', 'rm -rf /') : Verdict.allow()));
+    const run2 = createMcpHooks({ hooks: bad.hooks }).startRun({ input: 'x' });
+    await expect(run2.wrapClient(client).callTool({ name: 'delete_all', arguments: { confirm: true } })).rejects.toBeInstanceOf(InterceptionBlocked);
+    expect(calls.map((c) => c.name)).toEqual(['read_file']); // delete_all never reached the server
+    await run2.end();
   });
 
   it('MCP bad input: wrapClient refuses a non-client, callTool a missing name (naming the field)', async () => {
