@@ -147,6 +147,25 @@ describe('Agents-SDK handoffs are intercepted', () => {
     expect(s.seen.at(-1)).toMatchObject({ interception_point: 'agent_shutdown', summary: { reason: 'error' } });
   });
 
+  it('Agents-SDK handoff reproduction, streamed run: the helper reached by the handoff is intercepted the same way', async () => {
+    const s = setup(denyTool('delete_all'));
+    const ran: string[] = [];
+    const helper = new Agent({
+      name: 'helper',
+      instructions: 'You are the helper.',
+      model: new ScriptedModel([[functionCall('delete_all', {}, { callId: 'del1' })], [assistantMessage('helper finished')]]),
+      tools: [deleteAll(ran)],
+    });
+    const top = new Agent({ name: 'top', model: new ScriptedModel([[functionCall('transfer_to_helper', {}, { callId: 'h1' })]]), handoffs: [helper] });
+    const r = s.relay.startRun({ input: 'clean up' });
+    const { agent, input } = await r.prepare(top);
+    const result = await r.track(run(agent, input, { stream: true }));
+    expect(ran).toEqual([]);
+    expect(result.finalOutput).toBe('helper finished');
+    expect(s.modelCallsBy().filter((p) => p === 'You are the helper.')).toHaveLength(2);
+    expect(s.points()).toContain('pre_tool_call(deny)');
+  });
+
   it("Agents-SDK handoff denied: the helper never runs, its onHandoff is not called, and the top agent's model sees the deny as the handoff's output", async () => {
     const s = setup(denyTool('transfer_to_helper'));
     const helperModel = new ScriptedModel([[assistantMessage('never')]]);
