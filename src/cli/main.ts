@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import { loadSettings, SettingsError } from '../config/settings.ts';
 import { RedisUnavailableError } from '../queue/errors.ts';
 import { EmbeddedStoreUnavailableError, StoreNotFoundError } from '../store/errors.ts';
 import { HookConfigError } from '../contract/errors.ts';
 import { isHookrelayError } from '../contract/hookrelayError.ts';
+import { COMPLETION_SHELLS, type CompletionShell, completionScript } from './completion.ts';
 import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { flushed } from './output.ts';
@@ -106,6 +107,17 @@ function buildProgram(deps: CliDeps = NO_WORKER): Command {
   registerEndpointsCommand(program, parsePositiveInt);
   registerRecordsCommand(program, parsePositiveInt);
   registerConsoleCommand(program, (v, flag) => parsePositiveInt(v, flag, MAX_PORT));
+  program
+    .command('completion')
+    .description('print a shell completion script (bash or zsh), generated from these commands')
+    .addArgument(new Argument('<shell>', 'bash | zsh').choices(COMPLETION_SHELLS))
+    .addHelpText(
+      'after',
+      '\nExamples:\n  source <(hookrelay completion bash)        # in ~/.bashrc\n  hookrelay completion zsh > "${fpath[1]}/_hookrelay"   # then restart zsh (compinit)',
+    )
+    .action((shell: CompletionShell) => {
+      process.stdout.write(completionScript(program, shell));
+    });
   return program;
 }
 
