@@ -43,7 +43,7 @@ export type McpExampleOptions = {
   operationId?: string;
 };
 
-/** A stand-in policy service: denies `delete_all`, allows the rest (bare §5 verdicts). */
+/** A stand-in policy service: denies `delete_all`, allows the rest (bare verdict objects, `{ decision, reason?, message? }`). */
 async function startPolicyService(): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
     let body = '';
