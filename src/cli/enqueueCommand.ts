@@ -51,7 +51,7 @@ export function registerEnqueueCommand(program: Command): void {
             .enqueue({ operationId: flags.operation, type: flags.type as HookType, event, hooks: hooks as SerializedHook[] })
             .catch((err: unknown) => {
               // The event is the file's: say so (the message names the path and rule, never the text).
-              // SEC-T5: over the payload cap too (it exited 1 naming no file).
+              // D10: over the payload cap too (it exited 1 naming no file).
               if (err instanceof EventValidationError || (isHookrelayError(err) && err.code === 'HOOKRELAY_PAYLOAD_TOO_LARGE'))
                 throw new CliUsageError(`--file ${flags.file}: ${err.message}`);
               throw err;

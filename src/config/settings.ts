@@ -8,7 +8,7 @@ import { HookrelayError } from '../contract/hookrelayError.ts';
 /** The largest whole number a setting takes: setTimeout's ceiling in ms, and Postgres `integer`. */
 const MAX_SETTING_INT = 2_147_483_647;
 /**
- * SEC-T5: a whole number in min…max written in plain digits. `Number()` alone read `1e3` as 1000,
+ * A whole number in min…max written in plain digits. `Number()` alone read `1e3` as 1000,
  * `0x10` as 16 and `99999999999` as itself: each is refused here, naming the expected form.
  */
 const intFrom = (min: number, max: number = MAX_SETTING_INT) => {
@@ -262,7 +262,7 @@ function editDistance(a: string, b: string): number {
 const MAX_COMPARED_NAME = 128;
 
 /**
- * UX-6: one line per `HOOKRELAY_*` variable that is no setting of hookrelay (a typo such as
+ * One line per `HOOKRELAY_*` variable that is no setting of hookrelay (a typo such as
  * HOOKRELAY_CONCURENCY would otherwise be ignored silently), naming the closest known name when
  * one is near. Names only, never values.
  */
@@ -291,7 +291,7 @@ export type LoadSettingsOptions = {
 /**
  * Read the settings from an environment, once, at the edge (worker, CLI). Empty strings count as
  * unset. A bad value throws a SettingsError naming the variable and the rule, never the value. An
- * unknown `HOOKRELAY_*` variable is warned about once per process (UX-6).
+ * unknown `HOOKRELAY_*` variable is warned about once per process.
  */
 export function loadSettings(env: Readonly<Record<string, string | undefined>> = process.env, options: LoadSettingsOptions = {}): Settings {
   const warn = options.warn ?? ((line: string) => process.stderr.write(`hookrelay: warning: ${line}\n`));

@@ -37,7 +37,7 @@ function splitSecrets(value: string | undefined): string[] {
   return (value ?? '').split(/\s+/).filter((s) => s !== '');
 }
 
-/** UX-6: the expected form, said with every problem (the bare rule left operators guessing). */
+/** Q6: the expected form, said with every problem (the bare rule left operators guessing). */
 const EXPECTED_FORM = `expected ${SIGNING_SECRET_PREFIX}<base64 of ${MIN_SECRET_BYTES}-${MAX_SECRET_BYTES} random bytes>, space-separated for rotation, e.g. "${SIGNING_SECRET_PREFIX}$(openssl rand -base64 32)"`;
 
 function entryProblem(secret: string, index: number): string | undefined {

@@ -36,7 +36,7 @@ export function sanitizeStorableText(text: string): string {
 }
 
 /**
- * SEC-T5: a copy of a JSON-like value with every string (keys too) sanitised, or the value itself
+ * D10: a copy of a JSON-like value with every string (keys too) sanitised, or the value itself
  * when nothing needed it — for records built from text hookrelay does not control (an
  * interceptor's deny reason), which must still be written.
  */

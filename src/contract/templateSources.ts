@@ -56,7 +56,7 @@ export const RESERVED_TEMPLATE_PREFIXES: readonly string[] = [
 export const RESERVED_TEMPLATE_SUMMARY =
   'DATABASE_URL, NODE_OPTIONS, HTTP_PROXY, HTTPS_PROXY, NO_PROXY, ALL_PROXY, PG*, POSTGRES_*, REDIS*, QSTASH*, UPSTASH_*, HOOKRELAY_*, OTEL_*, OPENAI_*, AGENT_HOOK_WEBHOOK_*, AWS_*, GOOGLE_*, AZURE_*';
 /**
- * SEC-T4: the longest variable name accepted anywhere (allowedEnvVars entries, `${NAME}`
+ * W2: the longest variable name accepted anywhere (allowedEnvVars entries, `${NAME}`
  * templates, each HOOKRELAY_TEMPLATE_ENV entry): real names are far shorter, and a bound keeps
  * every check on a name, and every message naming it, small.
  */
@@ -152,7 +152,7 @@ export function parseTemplateEnvPattern(raw: string | undefined): TemplateEnvPat
 }
 
 /**
- * SEC-T4: a `*` glob matched without backtracking. The first piece must open the name, the last
+ * W2: a `*` glob matched without backtracking. The first piece must open the name, the last
  * must close it, and each piece between is taken at its leftmost place after the previous one
  * (the leftmost place never loses a match: whatever fits after a later place fits after it too).
  * One pass over the name per piece, whatever the number of `*`s — a regex of `APP_*_*_*_TOKEN`
@@ -189,7 +189,7 @@ export type TemplateSourceOptions = {
 
 /** The static rule: reserved names are never a source, whatever the pattern (environment hooks may read theirs). */
 export function reservedTemplateSourceProblem(name: string, environmentHook = false): string | undefined {
-  // SEC-T4: a name past the cap is refused before anything looks at it, and never echoed.
+  // W2: a name past the cap is refused before anything looks at it, and never echoed.
   if (name.length > MAX_ENV_VAR_NAME_LENGTH) return `a template variable name ${ENV_VAR_NAME_TOO_LONG_MESSAGE}`;
   if (environmentHook && name.startsWith(ENV_HOOK_VARIABLE_PREFIX)) return undefined;
   if (isReservedTemplateVariable(name))

@@ -17,7 +17,7 @@ export class DeliveryConfigError extends HookrelayError {
 }
 
 /**
- * UX-6 (Q5): what an operator does about an `ssrf_blocked` failure — the refusal alone never
+ * Q5: what an operator does about an `ssrf_blocked` failure — the refusal alone never
  * said that a receiver on a private network is allowed by naming its range.
  */
 export const SSRF_BLOCKED_HINT =

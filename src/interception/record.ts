@@ -55,7 +55,7 @@ export function buildRecord(p: RecordParts): InterceptionRecord {
   if (trace !== undefined) record.trace = trace;
   if (isSequential(p.composition.profile)) record.fold_truncated = p.verdicts.length < p.interceptorsRegistered;
   if (p.resolvedBy !== undefined) record.resolved_by = p.resolvedBy;
-  // SEC-T5: reasons and messages come from interceptors and receivers; a `\u0000` in one made the
+  // I1: reasons and messages come from interceptors and receivers; a `\u0000` in one made the
   // sink's INSERT fail and the record was lost. Sanitised like response excerpts (U+FFFD).
   return sanitizeStorableValue(record);
 }

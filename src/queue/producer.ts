@@ -431,7 +431,7 @@ function normalizeEvent(input: EnqueueInput): Record<string, unknown> {
   const raw: unknown = input.event;
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new EventValidationError('enqueue: event must be an object');
   const given = (raw as Record<string, unknown>).operationId;
-  // SEC-T5 (D10): the event is stored under input.operationId; an event naming another operation
+  // D10: the event is stored under input.operationId; an event naming another operation
   // would tell the receiver the other id. A caller bug, refused, never guessed between.
   if (given !== undefined && given !== input.operationId) {
     const shown = typeof given === 'string' ? JSON.stringify(given.slice(0, 200)) : `(a ${given === null ? 'null' : typeof given})`;
@@ -448,7 +448,7 @@ function normalizeEvent(input: EnqueueInput): Record<string, unknown> {
   return event;
 }
 
-/** SEC-T5: the dates a payload's ISO `occurredAt` and a Postgres timestamptz both hold (years 1-9999). */
+/** D10: the dates a payload's ISO `occurredAt` and a Postgres timestamptz both hold (years 1-9999). */
 const EARLIEST_OCCURRED_AT_MS = new Date('0001-01-01T00:00:00.000Z').getTime();
 const LATEST_OCCURRED_AT_MS = new Date('9999-12-31T23:59:59.999Z').getTime();
 

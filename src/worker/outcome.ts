@@ -85,7 +85,7 @@ export function decideOutcome(input: DecideInput): AttemptDecision {
       status: 'failed',
       lastErrorClass: result.critical ? CRITICAL_ERROR_CLASS : result.errorClass,
       nextAttemptAt: null,
-      // UX-6: an SSRF refusal says which setting lets a private receiver through.
+      // Q5: an SSRF refusal says which setting lets a private receiver through.
       failureReason: result.errorClass === 'ssrf_blocked' ? `ssrf_blocked: ${SSRF_BLOCKED_HINT}` : result.errorClass,
     },
   };
