@@ -40,7 +40,8 @@ function comparatorHolds(comparator: string, version: Version): boolean {
   let upper: Version;
   if (op === '^') upper = base[0] > 0 || parts.length === 1 ? [base[0] + 1, 0, 0] : [0, base[1] + 1, 0];
   else if (op === '~') upper = parts.length === 1 ? [base[0] + 1, 0, 0] : [base[0], base[1] + 1, 0];
-  else if (parts.length === 3) return cmp(version, base) === 0; // an exact version
+  else if (parts.length === 3)
+    return cmp(version, base) === 0; // an exact version
   else upper = parts.length === 1 ? [base[0] + 1, 0, 0] : [base[0], base[1] + 1, 0]; // `20`, `6.*`, `10.x`
   return cmp(version, base) >= 0 && cmp(version, upper) < 0;
 }
