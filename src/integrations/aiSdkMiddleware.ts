@@ -113,19 +113,33 @@ export class AiSdkModelRuns {
       type Part = StreamResult['stream'] extends ReadableStream<infer P> ? P : never;
       const parts: Part[] = [];
       let failed: unknown;
-      const stream = result.stream.pipeThrough(
-        new TransformStream<Part, Part>({
-          transform: (part, controller) => {
-            if (part.type === 'error') failed ??= part.error;
-            else parts.push(part);
-            controller.enqueue(part);
-          },
-          flush: async () => {
+      const reader = result.stream.getReader();
+      // The run ends when the caller has read the answer, or ends `cancelled` when it stops reading.
+      const stream = new ReadableStream<Part>({
+        pull: async (controller) => {
+          let next: Awaited<ReturnType<typeof reader.read>>;
+          try {
+            next = await reader.read();
+          } catch (err) {
+            await this.#end(live, { status: 'error', error: err });
+            controller.error(err);
+            return;
+          }
+          if (next.done) {
             if (failed !== undefined) await this.#end(live, { status: 'error', error: failed });
             else await this.#settle(live, parts as unknown as GenerateResult['content']);
-          },
-        }),
-      );
+            controller.close();
+            return;
+          }
+          if (next.value.type === 'error') failed ??= next.value.error;
+          else parts.push(next.value);
+          controller.enqueue(next.value);
+        },
+        cancel: async (reason) => {
+          await reader.cancel(reason).catch(() => undefined);
+          await this.#end(live, { status: 'cancelled' });
+        },
+      });
       return { ...result, stream };
     },
   };

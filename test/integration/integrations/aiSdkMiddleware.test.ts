@@ -169,6 +169,21 @@ describe('AI-SDK middleware: wrapLanguageModel once per model', () => {
     ]);
   });
 
+  it('UX-5 AI-SDK middleware: a caller that stops reading the stream ends the run cancelled (agent_shutdown, onComplete interrupted)', async () => {
+    const s = setup();
+    s.audit('op-cancel', ['onComplete']);
+    const model = wrapLanguageModel({
+      model: mockModel({ stream: [textStream(['one ', 'two ', 'three'])] }),
+      middleware: s.relay.middleware({ run: () => ({ operationId: 'op-cancel' }) }),
+    });
+    const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'count' }] }] });
+    const reader = stream.getReader();
+    await reader.read();
+    await reader.cancel();
+    expect(s.points().at(-1)).toBe('agent_shutdown');
+    expect(s.events.map((e) => e.event)).toEqual([expect.objectContaining({ reason: 'interrupted', status: 'cancelled' })]);
+  });
+
   it('UX-5 AI-SDK middleware: a wrapped tool no wrapped model asked for is refused, never run unjudged', async () => {
     const s = setup();
     const log: string[] = [];
