@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { DELIVERY_STATUSES, type Delivery } from '../contract/delivery.ts';
+import { DELIVERY_STATUSES, ORDERING_BLOCKED_REASON, type Delivery } from '../contract/delivery.ts';
 import type { DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { FilterInputError, deliveryFilterFrom } from '../store/deliveryFilterInput.ts';
 import { failureText } from '../operator/failureText.ts';
@@ -63,6 +63,11 @@ function summary(d: Delivery) {
   };
 }
 
+/** The STATUS column: a delivery held back by a failed `block` delivery of its hook says so (SEC-H7). */
+function statusText(d: Delivery): string {
+  return d.failureReason === ORDERING_BLOCKED_REASON && d.status !== 'failed' ? `${d.status} (blocked)` : d.status;
+}
+
 /** The LAST ERROR column: the receiver's answer, or what the delivery ended waiting for (operator/failureText.ts). */
 function lastError(d: Delivery): string {
   return failureText(d) ?? '-';
@@ -105,7 +110,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
         process.stdout.write(
           formatTable(
             ['ID', 'STATUS', 'EVENT', 'HOOK', 'OPERATION', 'ATTEMPTS', 'LAST ERROR', 'CREATED'],
-            rows.map((d) => [d.id, d.status, d.eventType, d.hookId, d.operationId, String(d.attemptCount), lastError(d), iso(d.createdAt)]),
+            rows.map((d) => [d.id, statusText(d), d.eventType, d.hookId, d.operationId, String(d.attemptCount), lastError(d), iso(d.createdAt)]),
           ),
         );
       });
@@ -155,7 +160,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
         if (flags.json)
           return printJson({ ...summary(d), occurredAt: row.occurredAt.toISOString(), hook: row.hook, payload: row.payload, attempts: d.attempts });
         const lines = [
-          `${d.id}  ${d.status}  ${d.eventType} → ${d.hookId} (${d.transport})`,
+          `${d.id}  ${statusText(d)}  ${d.eventType} → ${d.hookId} (${d.transport})`,
           `operation ${d.operationId}  generation ${d.generation}${d.sequence !== null ? `  sequence ${d.sequence}` : ''}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,
           `deadline ${iso(d.deadlineAt)}${d.status === 'failed' ? `  failed: ${lastError(d)}` : ''}`,
           '',

@@ -6,6 +6,12 @@ import { HookTypeSchema } from './hookTypes.ts';
 /** `skipped` (issue 30): an operator gave up on a failed or held delivery (`hookrelay deliveries skip`); final, and it releases the ordered deliveries after it. */
 export const DELIVERY_STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'accepted_by_qstash', 'held', 'skipped'] as const;
 export const DeliveryStatusSchema = z.enum(DELIVERY_STATUSES);
+
+/**
+ * SEC-H7: the `failureReason` of a queued (or retrying) ordered delivery held back by a failed
+ * `onFailure: 'block'` delivery of its own hook, until an operator replays or skips that one.
+ */
+export const ORDERING_BLOCKED_REASON = 'ordering_blocked';
 export type DeliveryStatus = z.infer<typeof DeliveryStatusSchema>;
 
 /** Error classes recorded in the ledger and returned by transports (D7, R5, W2, Q4, Q5). */

@@ -12,19 +12,29 @@ export type EndpointState = (typeof ENDPOINT_STATES)[number];
 export const MAX_ENDPOINT_KEY_LENGTH = 200;
 
 /**
- * The endpoint a webhook delivers to: the key its config names (`webhook.endpoint`), else the
- * URL's origin + path — never its query, so a token in `?key=` is not part of the key. The URL is
- * the stored, unresolved one (relative URLs keep their path: they resolve against APP_URL).
+ * SEC-H6: the endpoint a webhook delivers to is named by its own URL, never by free text: the
+ * URL's origin (scheme, host, port as the WHATWG URL parser normalises them: lower-cased host,
+ * punycode, default port dropped, no credentials) + path — never its query, so a token in `?key=`
+ * is not part of the key. `webhook.endpoint` is a label inside that origin: the key is then
+ * `<origin>#<label>` (one breaker for several paths of one receiver), so no config can name the
+ * breaker, cap, rate limit or disable state of another origin. The URL is the stored, unresolved
+ * one: a relative URL's origin is `app:` (it resolves against APP_URL, the operator's own).
+ * Every key is computed here: the producer, the worker and the decision guard all call this.
  */
 export function endpointKey(webhook: { url: string; endpoint?: string | undefined }): string {
-  if (webhook.endpoint !== undefined) return webhook.endpoint;
-  const url = webhook.url;
-  if (url.startsWith('/')) return `app:${stripQuery(url)}`;
+  const { origin, path } = urlScope(webhook.url);
+  return webhook.endpoint === undefined ? `${origin}${path}` : `${origin}#${webhook.endpoint}`;
+}
+
+/** The origin and path a key is made of; `#` never occurs in either (the fragment is cut off). */
+function urlScope(url: string): { origin: string; path: string } {
+  if (url.startsWith('/')) return { origin: 'app:', path: stripQuery(url) };
   try {
     const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
+    return { origin: parsed.origin, path: parsed.pathname };
   } catch {
-    return stripQuery(url);
+    // The URL schema refuses these before a key is needed; such text is no origin another hook can name.
+    return { origin: stripQuery(url), path: '' };
   }
 }
 

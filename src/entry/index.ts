@@ -42,7 +42,7 @@ export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from '../co
 export { DeliveryConfigError, SsrfBlockedError } from '../delivery/errors.ts';
 export { AllowedCidrsError } from '../delivery/ssrfGuard.ts';
 export { PayloadTooLargeError } from '../queue/payloadCap.ts';
-export { OutcomeNotStoredError, RedisUnavailableError } from '../queue/errors.ts';
+export { IdempotencyConflictError, OutcomeNotStoredError, RedisUnavailableError } from '../queue/errors.ts';
 export { StorageError } from '../contract/storageError.ts';
 export { ToolCallContextError } from '../payload/toolCallContext.ts';
 export { WorkerPluginError } from '../worker/plugin.ts';

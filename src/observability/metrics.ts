@@ -50,6 +50,8 @@ export type DeliveryMetrics = {
   endpointDeferrals: Counter<'reason'>;
   /** Jobs held (not attempted) because their endpoint is disabled. */
   endpointHeld: Counter;
+  /** SEC-H7: ordered deliveries that became blocked behind a failed `onFailure: 'block'` delivery of their hook. */
+  orderingBlocked: Counter;
 };
 
 export type DeliveryMetricsOptions = {
@@ -140,6 +142,11 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
     endpointHeld: new Counter({
       name: 'hookrelay_endpoint_held_total',
       help: 'Deliveries held without an attempt because their endpoint is disabled',
+      registers: [registry],
+    }),
+    orderingBlocked: new Counter({
+      name: 'hookrelay_ordering_blocked_total',
+      help: "Ordered deliveries that became blocked behind a failed onFailure 'block' delivery of their hook (replay or skip it)",
       registers: [registry],
     }),
     attempts: new Counter({

@@ -17,8 +17,8 @@ export async function skipAndRelease(db: Db, queue: () => Queue<DeliveryJobData>
   const outcomes = await skipDeliveries(db, ids);
   const keys = new Map<string, OrderingKey>();
   for (const o of outcomes) {
-    if (o.result === 'skipped' && o.sequence !== null && o.endpointKey !== null) {
-      keys.set(`${o.operationId}\u0000${o.endpointKey}`, { operationId: o.operationId, endpointKey: o.endpointKey });
+    if (o.result === 'skipped' && o.sequence !== null) {
+      keys.set(`${o.operationId}\u0000${o.hookId}`, { operationId: o.operationId, hookId: o.hookId });
     }
   }
   if (keys.size === 0) return { outcomes, woken: 0 };

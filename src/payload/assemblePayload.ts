@@ -19,8 +19,12 @@ export type AssemblePayloadInput = {
   extra?: Record<string, unknown>;
 };
 
-/** B4a: keys that never reach a webhook, whoever supplied them. */
-const STRIPPED_KEYS = ['finalState', 'mock', 'userEmail'] as const;
+/**
+ * B4a: keys that never reach a webhook, whoever supplied them. SEC-H7: `sequence` is hookrelay's
+ * alone (an ordered delivery's place, set after this by buildDeliveryBody, with its
+ * `hookrelay-sequence` header): neither the event nor a hook's `body` can put one in a payload.
+ */
+const STRIPPED_KEYS = ['finalState', 'mock', 'userEmail', 'sequence'] as const;
 
 /** All event keys, or only the `eventFields` the event actually has (B1). */
 function project(event: Record<string, unknown>, eventFields: readonly string[]): WebhookPayload {

@@ -18,7 +18,7 @@ export function buildDeliveryBody(input: {
   event: Record<string, unknown>;
   deliveryId: string;
   occurredAt: Date;
-  /** Issue 30: an ordered delivery's sequence; set last, so neither the event nor the hook's body can change it. */
+  /** An ordered delivery's sequence; set last (SEC-H7: assemblePayload drops any other `sequence`, so only this one is ever sent). */
   sequence?: number | null | undefined;
 }): DeliveryBody {
   const payload = assemblePayload({

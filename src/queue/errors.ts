@@ -23,3 +23,22 @@ export class OutcomeNotStoredError extends HookrelayError {
     );
   }
 }
+
+/**
+ * Q1a: an `idempotencyKey` already stored a delivery for this operation and hook, for a different
+ * event or hook config. Nothing of the call was stored, and nothing of the earlier delivery is
+ * returned: a key names one event of one operation; use a new key for a new event.
+ */
+export class IdempotencyConflictError extends HookrelayError {
+  readonly code = 'HOOKRELAY_IDEMPOTENCY_CONFLICT' as const;
+  override readonly name = 'IdempotencyConflictError';
+  constructor(
+    readonly operationId: string,
+    readonly hookId: string,
+    readonly idempotencyKey: string,
+  ) {
+    super(
+      `enqueue: idempotencyKey ${JSON.stringify(idempotencyKey.slice(0, 200))} was already used in operation ${JSON.stringify(operationId.slice(0, 200))} for hook ${JSON.stringify(hookId.slice(0, 200))} with a different event or hook config; nothing was stored (use a new key for a different event)`,
+    );
+  }
+}

@@ -17,10 +17,11 @@ import { isRowDataError, storageCall } from '../contract/storageError.ts';
 import { silentLogger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { endpointKey } from '../contract/endpoint.ts';
-import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';
+import { getDelivery, insertDeliveries, matchIdempotentDeliveries, newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';
 import { assignSequences } from '../store/orderingRepo.ts';
 import { buildDeliveryBody } from '../payload/deliveryBody.ts';
 import { createBatcher } from './batcher.ts';
+import { IdempotencyConflictError } from './errors.ts';
 import { addDeliveryJobs, QUEUE_STREAMS, withTimeout } from './jobs.ts';
 import { assertPayloadWithinCap } from './payloadCap.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
@@ -75,8 +76,8 @@ type PreparedRow = NewDelivery & {
 type PreparedItem = { rows: PreparedRow[]; idempotencyKey: string | undefined };
 /** One call's part of a group commit: its ids per item, or why they could not be resolved. */
 type CallOutcome = { perItem: string[][]; queued: boolean } | { error: unknown };
-/** What one commit stored: the ids inserted, and the sequence of each ordered one (issue 30). */
-type Stored = { ids: string[]; sequences: Map<string, number> };
+/** What one commit stored: the ids inserted, the sequence of each ordered one (issue 30), and the id an idempotency key already had for each row not inserted (Q1a). */
+type Stored = { ids: string[]; sequences: Map<string, number>; existing: Map<string, string> };
 
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
   const logger = options.logger ?? silentLogger();
@@ -155,7 +156,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     const database = await db();
     const rows = calls.flatMap((items) => items.flatMap((p) => p.rows));
     // One statement (one transaction beyond INSERT_CHUNK_ROWS, or with ordered rows): all of these calls or none.
-    const { inserted, refused, sequences } = await insertCalls(database, calls, rows);
+    const { inserted, refused, sequences, existing } = await insertCalls(database, calls, rows);
     if (sequences.size > 0) numberBodies(rows, sequences);
     // Every stored row gets its job, whatever happens to a sibling call below.
     const queued = await addJobs(rows.filter((r) => inserted.has(r.id)));
@@ -163,7 +164,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
       calls.map(async (items, i): Promise<CallOutcome> => {
         if (refused.has(i)) return { error: refused.get(i) };
         try {
-          return { perItem: await resolveIds(database, items, inserted), queued };
+          return { perItem: resolveIds(items, inserted, existing), queued };
         } catch (error) {
           return { error };
         }
@@ -257,24 +258,26 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
 
 /**
  * The group's rows in one statement. When Postgres refuses it for its data (one call's text it
- * cannot store got past the checks), each call is inserted again on its own: the other calls are
- * stored exactly once (the failed statement stored nothing) and only the bad call gets the error,
- * a StorageError that names no parameter (never another caller's payload).
+ * cannot store got past the checks), or one call's idempotency key conflicts (Q1a), each call is
+ * inserted again on its own: the other calls are stored exactly once (the failed statement stored
+ * nothing) and only the bad call gets the error — a StorageError that names no parameter, or an
+ * IdempotencyConflictError — never another caller's payload.
  */
 async function insertCalls(
   db: Db,
   calls: readonly PreparedItem[][],
   rows: readonly PreparedRow[],
-): Promise<{ inserted: Set<string>; refused: Map<number, unknown>; sequences: Map<string, number> }> {
+): Promise<{ inserted: Set<string>; refused: Map<number, unknown>; sequences: Map<string, number>; existing: Map<string, string> }> {
   const refused = new Map<number, unknown>();
   try {
     const stored = await insertAll(db, rows);
-    return { inserted: new Set(stored.ids), refused, sequences: stored.sequences };
+    return { inserted: new Set(stored.ids), refused, sequences: stored.sequences, existing: stored.existing };
   } catch (error) {
-    if (calls.length === 1 || !isRowDataError(error)) throw error;
+    if (calls.length === 1 || !(isRowDataError(error) || error instanceof IdempotencyConflictError)) throw error;
   }
   const inserted = new Set<string>();
   const sequences = new Map<string, number>();
+  const existing = new Map<string, string>();
   for (const [i, items] of calls.entries()) {
     try {
       const stored = await insertAll(
@@ -283,33 +286,54 @@ async function insertCalls(
       );
       for (const id of stored.ids) inserted.add(id);
       for (const [id, n] of stored.sequences) sequences.set(id, n);
+      for (const [id, found] of stored.existing) existing.set(id, found);
     } catch (error) {
       refused.set(i, error);
     }
   }
-  return { inserted, refused, sequences };
+  return { inserted, refused, sequences, existing };
 }
 
 /**
- * One statement when it fits and nothing is ordered, else one transaction: enqueue stores all of
- * a call or nothing. Ordered rows that were inserted (not those an idempotency key already
- * stored) are numbered in the same transaction (issue 30): contiguous, and never a number for a
+ * One statement when it fits and nothing is ordered or keyed, else one transaction: enqueue stores
+ * all of a call or nothing. A row its idempotency key already stored (same operation, hook and
+ * key) is the same delivery when the event and hook config are the same, else the whole
+ * transaction is rolled back with an IdempotencyConflictError (Q1a). Ordered rows that were
+ * inserted are numbered in the same transaction (issue 30): contiguous, and never a number for a
  * row that does not exist.
  */
 async function insertAll(db: Db, rows: readonly PreparedRow[]): Promise<Stored> {
   const ordered = rows.some((r) => r.ordered);
-  if (rows.length <= INSERT_CHUNK_ROWS && !ordered) return { ids: await insertDeliveries(db, rows), sequences: new Map() };
-  return storageCall('insert deliveries', () =>
+  const keyed = rows.some((r) => r.idempotencyKey != null);
+  if (rows.length <= INSERT_CHUNK_ROWS && !ordered && !keyed) return { ids: await insertDeliveries(db, rows), sequences: new Map(), existing: new Map() };
+  const conflict: { error?: IdempotencyConflictError } = {};
+  const stored = await storageCall('insert deliveries', () =>
     db.transaction(async (tx) => {
       const ids: string[] = [];
       for (let i = 0; i < rows.length; i += INSERT_CHUNK_ROWS) {
         ids.push(...(await insertDeliveries(tx as unknown as Db, rows.slice(i, i + INSERT_CHUNK_ROWS))));
       }
       const inserted = new Set(ids);
-      const toNumber = rows.filter((r) => r.ordered && inserted.has(r.id)).map((r) => ({ id: r.id, operationId: r.operationId, endpointKey: r.endpointKey }));
-      return { ids, sequences: await assignSequences(tx as unknown as Db, toNumber) };
+      const repeated = rows.filter((r) => !inserted.has(r.id));
+      const matches = await matchIdempotentDeliveries(tx as unknown as Db, repeated);
+      const existing = new Map<string, string>();
+      for (const row of repeated) {
+        const match = matches.get(row.id);
+        if (!match) throw new Error(`delivery for hook "${row.hookId}" was neither stored nor found under its idempotency key`);
+        if (!match.same) {
+          // Rolled back: nothing of this statement is stored. Thrown below, past storageCall (it is no storage failure).
+          conflict.error = new IdempotencyConflictError(row.operationId, row.hookId, row.idempotencyKey ?? '');
+          tx.rollback();
+        }
+        existing.set(row.id, match.id);
+      }
+      const toNumber = rows.filter((r) => r.ordered && inserted.has(r.id)).map((r) => ({ id: r.id, operationId: r.operationId, hookId: r.hookId }));
+      return { ids, sequences: await assignSequences(tx as unknown as Db, toNumber), existing };
     }),
-  );
+  ).catch((error: unknown) => {
+    throw conflict.error ?? error;
+  });
+  return stored;
 }
 
 /** Issue 30: an ordered row's job carries its sequence, and its body carries it too (built now, once). */
@@ -329,18 +353,14 @@ function numberBodies(rows: readonly PreparedRow[], sequences: ReadonlyMap<strin
   }
 }
 
-/** Q1a: rows that were not inserted already exist under their idempotency key; use those ids. */
-async function resolveIds(db: Db, prepared: readonly PreparedItem[], inserted: ReadonlySet<string>): Promise<string[][]> {
-  const keys = [
-    ...new Set(prepared.filter((p) => p.idempotencyKey !== undefined && p.rows.some((r) => !inserted.has(r.id))).map((p) => p.idempotencyKey as string)),
-  ];
-  const existing = await findDeliveryIdsByKeys(db, keys);
+/** Q1a: rows that were not inserted already exist under their (operation, hook, key); use those ids. */
+function resolveIds(prepared: readonly PreparedItem[], inserted: ReadonlySet<string>, existing: ReadonlyMap<string, string>): string[][] {
   return prepared.map((p) =>
     p.rows.map((row) => {
       if (inserted.has(row.id)) return row.id;
-      const found = existing.get(p.idempotencyKey ?? '')?.find((e) => e.hookId === row.hookId);
-      if (!found) throw new Error(`delivery for hook "${row.hookId}" was neither stored nor found under its idempotency key`);
-      return found.id;
+      const found = existing.get(row.id);
+      if (found === undefined) throw new Error(`delivery for hook "${row.hookId}" was neither stored nor found under its idempotency key`);
+      return found;
     }),
   );
 }

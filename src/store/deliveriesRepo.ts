@@ -58,7 +58,7 @@ export function toDelivery(row: Row): Delivery {
 }
 
 /**
- * One multi-row INSERT. Rows whose (idempotency key, hook) already exist are skipped (Q1a);
+ * One multi-row INSERT. Rows whose (operation, hook, idempotency key) already exist are skipped (Q1a);
  * returns the ids actually inserted. A failure is a StorageError (never the statement's parameters).
  */
 export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Promise<string[]> {
@@ -92,20 +92,38 @@ export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Pr
   return rowsOf<{ id: string }>(result).map((r) => r.id);
 }
 
-/** The deliveries stored under idempotency keys, for resolving a repeated enqueue (Q1a). */
-export async function findDeliveryIdsByKeys(db: Db, keys: readonly string[]): Promise<Map<string, { id: string; hookId: string }[]>> {
-  const out = new Map<string, { id: string; hookId: string }[]>();
-  if (keys.length === 0) return out;
-  const rows = await db
-    .select({ id: deliveries.id, hookId: deliveries.hookId, key: deliveries.idempotencyKey })
-    .from(deliveries)
-    .where(inArray(deliveries.idempotencyKey, [...keys]));
-  for (const r of rows) {
-    if (r.key === null) continue;
-    const list = out.get(r.key) ?? [];
-    list.push({ id: r.id, hookId: r.hookId });
-    out.set(r.key, list);
-  }
+/** What an idempotency key already stored for one row (same operation, hook and key): its id, and whether it is the same delivery. */
+type IdempotentMatch = { id: string; same: boolean };
+
+/**
+ * Q1a: for rows that were not inserted, the row their (operation, hook, idempotency key) already
+ * stored, keyed by the new row's id: its id, and whether it was stored for the same event type,
+ * event and hook config (a payload retention pruned compares as the same). Nothing else of the
+ * stored row is read, so a conflicting call never sees what another call stored.
+ */
+export async function matchIdempotentDeliveries(db: Db, rows: readonly NewDelivery[]): Promise<Map<string, IdempotentMatch>> {
+  const keyed = rows.filter((r) => r.idempotencyKey != null);
+  const out = new Map<string, IdempotentMatch>();
+  if (keyed.length === 0) return out;
+  const batch = JSON.stringify(
+    keyed.map((r) => ({
+      row_id: r.id,
+      operation_id: r.operationId,
+      hook_id: r.hookId,
+      idempotency_key: r.idempotencyKey,
+      event_type: r.eventType,
+      hook: r.hook,
+      payload: r.payload ?? null,
+    })),
+  );
+  const result = await storageCall('match idempotency keys', () =>
+    db.execute(sql`
+    SELECT v.row_id, d.id, (d.event_type = v.event_type AND d.hook = v.hook AND (d.payload IS NULL OR d.payload = v.payload)) AS same
+      FROM json_to_recordset(${batch}::json)
+        AS v(row_id text, operation_id text, hook_id text, idempotency_key text, event_type text, hook jsonb, payload jsonb)
+      JOIN deliveries AS d ON d.operation_id = v.operation_id AND d.hook_id = v.hook_id AND d.idempotency_key = v.idempotency_key`),
+  );
+  for (const r of rowsOf<{ row_id: string; id: string; same: boolean }>(result)) out.set(r.row_id, { id: r.id, same: r.same === true });
   return out;
 }
 

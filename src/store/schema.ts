@@ -75,7 +75,7 @@ export const deliveries = pgTable(
     payload: jsonb('payload'),
     attempts: jsonb('attempts').$type<DeliveryAttempt[]>().notNull().default(sql`'[]'::jsonb`),
     idempotencyKey: text('idempotency_key'),
-    /** The endpoint key (webhook.endpoint, else the URL's origin + path): isolation state is kept per endpoint. */
+    /** The endpoint key (SEC-H6: the URL's origin + path, or origin + `#` + webhook.endpoint): isolation state is kept per endpoint. */
     endpointKey: text('endpoint_key'),
     /** W3C trace context (`traceparent`, then `\n` + `tracestate`) of the span that enqueued it; null without tracing. */
     traceContext: text('trace_context'),
@@ -87,14 +87,14 @@ export const deliveries = pgTable(
     deadlineAt: timestamp('deadline_at', { withTimezone: true, mode: 'date' }),
     /** Why a `failed` row failed: the last attempt's class, or circuit_open / endpoint_busy / rate_limited / endpoint_disabled. */
     failureReason: text('failure_reason'),
-    /** Issue 30: its place (1, 2, …) among the ordered deliveries of (operation, endpoint key); null when unordered. */
+    /** Its place (1, 2, …) among the ordered deliveries of (operation, hook) (SEC-H7); null when unordered. */
     sequence: integer('sequence'),
     ...timestamps,
     deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),
   },
   (t) => [
-    // Q1a: one delivery per (event key, hook); concurrent enqueues with one key converge on it.
-    uniqueIndex('deliveries_idempotency_uq').on(t.idempotencyKey, t.hookId).where(sql`${t.idempotencyKey} IS NOT NULL`),
+    // Q1a: one delivery per (operation, hook, key); concurrent enqueues with one key converge on it, other operations never meet it.
+    uniqueIndex('deliveries_idempotency_uq').on(t.operationId, t.hookId, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
     index('deliveries_status_created_idx').on(t.status, t.createdAt),
     index('deliveries_operation_idx').on(t.operationId),
     index('deliveries_hook_idx').on(t.hookId),
@@ -108,12 +108,12 @@ export const deliveries = pgTable(
     index('deliveries_qstash_unreported_idx')
       .on(t.deadlineAt)
       .where(sql`status = 'accepted_by_qstash' AND last_error_class IS NULL AND (hook -> 'webhook' ->> 'fallback') = 'none'`),
-    // Issue 30: one sequence number per (operation, endpoint) (a bug never sends two deliveries as one place).
-    uniqueIndex('deliveries_sequence_uq').on(t.operationId, t.endpointKey, t.sequence).where(sql`${t.sequence} IS NOT NULL`),
-    // Issue 30: the ordered rows that still hold back later ones (unfinished, or failed under onFailure 'block').
+    // SEC-H7: one sequence number per (operation, hook) (a bug never sends two deliveries as one place).
+    uniqueIndex('deliveries_sequence_uq').on(t.operationId, t.hookId, t.sequence).where(sql`${t.sequence} IS NOT NULL`),
+    // The ordered rows that still hold back later ones of their hook (unfinished, or failed under onFailure 'block').
     // The worker's ordering gate reads only this index; the predicate is ORDERING_OPEN_SQL (orderingRepo.ts), word for word.
     index('deliveries_ordering_open_idx')
-      .on(t.operationId, t.endpointKey, t.sequence)
+      .on(t.operationId, t.hookId, t.sequence)
       .where(
         sql`sequence IS NOT NULL AND (status IN ('queued', 'retrying', 'in_flight', 'held') OR (status = 'failed' AND (hook -> 'webhook' ->> 'onFailure') = 'block'))`,
       ),
@@ -121,18 +121,18 @@ export const deliveries = pgTable(
 );
 
 /**
- * Issue 30: the last sequence given out per (operation, endpoint key) for ordered deliveries. The
- * producer bumps it in the transaction that stores the rows, so sequences are contiguous (1..N)
- * and monotonic across producer processes.
+ * The last sequence given out per (operation, hook) for ordered deliveries (SEC-H7: a hook's order
+ * is its own, so no other hook can hold it). The producer bumps it in the transaction that stores
+ * the rows, so sequences are contiguous (1..N) and monotonic across producer processes.
  */
 export const deliverySequences = pgTable(
   'delivery_sequences',
   {
     operationId: text('operation_id').notNull(),
-    endpointKey: text('endpoint_key').notNull(),
+    hookId: text('hook_id').notNull(),
     lastSequence: integer('last_sequence').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.operationId, t.endpointKey] })],
+  (t) => [primaryKey({ columns: [t.operationId, t.hookId] })],
 );
 
 /**

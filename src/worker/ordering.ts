@@ -1,12 +1,12 @@
 /**
  * Issue 30: the worker's ordering gate. An ordered delivery (a sequence n of its operation and
- * endpoint) is attempted only when every earlier one is settled — delivered, failed (its hook's
+ * hook, SEC-H7) is attempted only when every earlier one is settled — delivered, failed (its hook's
  * `onFailure: 'continue'`), skipped by an operator, or accepted — Postgres says (orderingRepo.ts).
  * Otherwise its job is parked (BullMQ delayed): not an attempt, no retry budget spent. The job
- * that settles a row wakes (promotes) the next waiting head of its (operation, endpoint); a job
+ * that settles a row wakes (promotes) the next waiting head of its (operation, hook); a job
  * that parks re-checks once after parking, so a wake that raced its parking is never lost; a
  * parked job also wakes by itself after PARK_MS, and the reconciler promotes heads whose wake was
- * lost (worker SIGKILLed, Redis flushed). Other operations and endpoints never wait here.
+ * lost (worker SIGKILLed, Redis flushed). Other operations and hooks never wait here.
  *
  * In memory first: when the earlier delivery it waits for is running in THIS worker (past the
  * gate, or itself waiting here), the job waits in memory instead of parking — its BullMQ job
@@ -29,13 +29,20 @@ import { createBatcher } from '../queue/batcher.ts';
 import { DELIVERY_JOB_NAME, type DeliveryJobData } from '../queue/types.ts';
 import type { Db } from '../store/db.ts';
 import { startDeliveryDeadlines, type DeadlineStart } from '../store/deliveriesRepo.ts';
-import { firstOpenPredecessors, orderingHeads, type OrderingAnswer, type OrderingKey, type OrderingQuestion } from '../store/orderingRepo.ts';
+import {
+  firstOpenPredecessors,
+  markOrderingBlocked,
+  orderingHeads,
+  type OrderingAnswer,
+  type OrderingKey,
+  type OrderingQuestion,
+} from '../store/orderingRepo.ts';
 
 /** A parked delivery re-checks by itself after this long (a lost wake costs at most this). */
 const ORDERING_PARK_MS = 30_000;
 /** A job waits in memory for its predecessor at most this long; then it parks (long waits do not belong in memory). */
 const MAX_ORDERING_MEMORY_WAIT_MS = 10_000;
-/** Jobs that may wait in memory behind one running delivery (the next few of its operation and endpoint). */
+/** Jobs that may wait in memory behind one running delivery (the next few of its operation and hook). */
 const MEMORY_WAITERS_PER_PREDECESSOR = 4;
 
 /** What the gate needs to know about one ordered delivery. */
@@ -43,7 +50,8 @@ export type OrderedTarget = {
   id: string;
   generation: number;
   operationId: string;
-  endpointKey: string;
+  /** SEC-H7: the order is the hook's own: (operation, hook). */
+  hookId: string;
   sequence: number;
   /** The delivery's own hook: with `block` its deadline does not run while it waits for order. */
   onFailure: 'continue' | 'block';
@@ -83,6 +91,8 @@ export type OrderingOptions = {
   parkMs?: number;
   /** Jobs that may wait in memory for a predecessor running here (the worker's wait allowance); 0 (default) → always park. */
   waitAllowance?: number;
+  /** SEC-H7: counts deliveries that became blocked behind a failed `block` predecessor (once each). */
+  blocked?: { inc(n?: number): void };
 };
 
 type MemoryWake = 'ended' | 'timer' | 'stop';
@@ -109,7 +119,7 @@ export function createOrderingGate(options: OrderingOptions): OrderingGate {
     maxBatch: 500,
     maxConcurrent: 2,
     async run(keys) {
-      const unique = [...new Map(keys.map((k) => [`${k.operationId}\u0000${k.endpointKey}`, k])).values()];
+      const unique = [...new Map(keys.map((k) => [`${k.operationId}\u0000${k.hookId}`, k])).values()];
       const heads = await orderingHeads(options.db, unique);
       await Promise.all(heads.map((id) => promote(id)));
       return keys.map(() => undefined);
@@ -188,16 +198,30 @@ export function createOrderingGate(options: OrderingOptions): OrderingGate {
     await new Job<DeliveryJobData>(options.queue, DELIVERY_JOB_NAME, { deliveryId: id, generation: 0 }, {}, id).promote().catch(() => undefined);
   };
 
-  const ask = (target: OrderedTarget) =>
-    run(() => questions.submit({ operationId: target.operationId, endpointKey: target.endpointKey, sequence: target.sequence }));
+  const ask = (target: OrderedTarget) => run(() => questions.submit({ operationId: target.operationId, hookId: target.hookId, sequence: target.sequence }));
 
   const keyOf = (job: Job<DeliveryJobData>, token: string | undefined) => `${job.id}:${token ?? ''}`;
 
+  /** SEC-H7: blocked is visible on the rows (reason ordering_blocked), in a metric and the log, once per delivery. */
+  const markBlocked = async (target: OrderedTarget, answer: { id: string; sequence: number }): Promise<void> => {
+    const blocked = { operationId: target.operationId, hookId: target.hookId, afterSequence: answer.sequence };
+    const marked = await run(() => markOrderingBlocked(options.db, blocked)).catch((error: unknown) => {
+      options.logger.debug({ err: error, deliveryId: target.id }, 'could not mark ordered deliveries blocked');
+      return 0;
+    });
+    if (marked === 0) return;
+    options.blocked?.inc(marked);
+    options.logger.warn(
+      { operationId: target.operationId, hookId: target.hookId, blockedBy: answer.id, blockedSequence: answer.sequence, deliveries: marked },
+      "ordered deliveries blocked: an earlier delivery of their hook failed with onFailure 'block'; replay or skip that one",
+    );
+  };
+
   return {
     async admit(job, token, target) {
-      // Sequences start at 1: the first of an (operation, endpoint) has nothing before it to ask about.
+      // Sequences start at 1: the first of an (operation, hook) has nothing before it to ask about.
       let answer: OrderingAnswer = target.sequence === 1 ? { kind: 'go' } : await ask(target);
-      const key = { operationId: target.operationId, endpointKey: target.endpointKey };
+      const key = { operationId: target.operationId, hookId: target.hookId };
       const pass = () => {
         passed.set(keyOf(job, token), { key, id: target.id, sequence: target.sequence });
         local.add(target.id);
@@ -267,6 +291,7 @@ export function createOrderingGate(options: OrderingOptions): OrderingGate {
           return { kind: 'expired' };
         }
       }
+      if (answer.kind === 'blocked') await markBlocked(target, answer);
       if (!token) throw new Error('delivery job has no lock token; cannot park it');
       const until = deadline !== undefined && target.onFailure === 'continue' ? Math.min(deadline, now + parkMs) : now + parkMs;
       await job.moveToDelayed(Math.round(until), token);

@@ -113,7 +113,7 @@ type AttemptTarget = {
   trace: string | undefined;
   /** Q3: this generation's deadline (ms), once its clock started. */
   deadlineAtMs: number | undefined;
-  /** Issue 30: its sequence among the ordered deliveries of its operation and endpoint; undefined when unordered. */
+  /** Issue 30: its sequence among the ordered deliveries of its operation and hook (SEC-H7); undefined when unordered. */
   sequence: number | undefined;
 };
 
@@ -146,7 +146,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     if (!target) return;
     if (typeof data?.deadlineAt === 'number' && data.generation === target.generation) target.deadlineAtMs ??= data.deadlineAt;
 
-    // Issue 30: an ordered delivery waits (parked, not an attempt) until the earlier ones of its operation and endpoint are settled.
+    // Issue 30: an ordered delivery waits (parked, not an attempt) until the earlier ones of its operation and hook are settled.
     if (target.sequence !== undefined && target.hook) {
       const ordered = await ordering.admit(job, token, orderedTarget(target, target.hook, target.sequence));
       if (ordered.kind === 'expired') return failWaiting(deps, target, 'ordering_wait');
@@ -246,7 +246,7 @@ function orderedTarget(target: AttemptTarget, hook: ParsedSerializedHook, sequen
     id: target.id,
     generation: target.generation,
     operationId: target.operationId,
-    endpointKey: endpointOf(hook),
+    hookId: hook.id,
     sequence,
     onFailure: hook.webhook.onFailure ?? 'continue',
     deadlineAtMs: target.deadlineAtMs,

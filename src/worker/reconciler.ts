@@ -125,7 +125,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   const wakeOrderingHeads = async (): Promise<void> => {
     const heads = await findOrderingHeads(options.db, { after: headsAfter, limit: pageRows, graceMs });
     const last = heads.at(-1);
-    headsAfter = heads.length < pageRows || last === undefined ? undefined : { operationId: last.operationId, endpointKey: last.endpointKey };
+    headsAfter = heads.length < pageRows || last === undefined ? undefined : { operationId: last.operationId, hookId: last.hookId };
     let woken = 0;
     for (const head of heads) {
       if (!head.wake) continue;

@@ -145,7 +145,15 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const admission = createAdmission({ concurrency: settings.HOOKRELAY_CONCURRENCY, waitAllowance, ...(isolation ? { isolation } : {}) });
   // Issue 30: with the queue, a settled ordered delivery wakes the next one at once; with the wait
   // allowance, a successor of a delivery running here waits for it in memory instead of parking.
-  const ordering = createOrderingGate({ db: store.db, queue, run: gate.run, budgetMs: deadlineBudgetMs(settings.retryScheduleSeconds), logger, waitAllowance });
+  const ordering = createOrderingGate({
+    db: store.db,
+    queue,
+    run: gate.run,
+    budgetMs: deadlineBudgetMs(settings.retryScheduleSeconds),
+    logger,
+    waitAllowance,
+    blocked: metrics.orderingBlocked,
+  });
   const attemptProcessor = createDeliveryProcessor({
     db: store.db,
     ledger,

@@ -87,13 +87,10 @@ describe('issue 30: ordered delivery per operation (OD)', () => {
     const receipts: Receipt[] = [];
     const receivers = [await flakyReceiver(receipts), await flakyReceiver(receipts)];
     try {
-      // Two hooks (afterStep ×19, then onComplete) on one endpoint per operation: one sequence across both.
+      // One afterStep hook per operation, 20 events: one sequence per (operation, hook) (SEC-H7: an order never spans hooks).
       const hooksFor = (op: number) => {
         const url = `${receivers[op % 2]!.url}/events`;
-        return [
-          { id: 'steps', type: 'afterStep' as const, webhook: { url, timeout: 5 } },
-          { id: 'done', type: 'onComplete' as const, webhook: { url, timeout: 5 } },
-        ];
+        return [{ id: 'steps', type: 'afterStep' as const, webhook: { url, timeout: 5 } }];
       };
       const ids: string[] = [];
       for (let k = 1; k <= EVENTS; k++) {
@@ -101,8 +98,8 @@ describe('issue 30: ordered delivery per operation (OD)', () => {
           Array.from({ length: OPERATIONS }, (_, op) =>
             ordered.enqueue({
               operationId: `od1-${op}`,
-              type: k < EVENTS ? 'afterStep' : 'onComplete',
-              event: k < EVENTS ? { stepIndex: k - 1 } : { reason: 'done' },
+              type: 'afterStep',
+              event: { stepIndex: k - 1 },
               hooks: hooksFor(op),
             }),
           ),
@@ -127,7 +124,7 @@ describe('issue 30: ordered delivery per operation (OD)', () => {
     }
   }, 300_000);
 
-  it('OD-2 ordering: sequences are contiguous 1..N per (operation, endpoint) across two producers, and an idempotent repeat takes no number', async () => {
+  it('OD-2 ordering: sequences are contiguous 1..N per (operation, hook) across two producers, and an idempotent repeat takes no number', async () => {
     const second = createHookProducer({ store: stack.db.store, redisUrl: TEST_REDIS_URL, queueName: stack.queueName, queuePrefix: stack.prefix, env: {} });
     const receiver = await startReceiver({ status: 200 });
     try {

@@ -36,8 +36,8 @@ afterAll(async () => {
 it('OD-11 ordering (Q3): a successor waiting in memory while its predecessor runs here is expired at its deadline, never let go', async () => {
   const hooks = [{ id: 'gate', type: 'afterStep' as const, webhook: { url: 'http://127.0.0.1:9/gate' } }];
   await Promise.all([0, 1].map((stepIndex) => ordered.enqueue({ operationId: 'od11', type: 'afterStep', event: { stepIndex }, hooks })));
-  const rows = rowsOf<{ id: string; sequence: number; endpoint_key: string }>(
-    await stack.db.store.db.execute(sql`select id, sequence, endpoint_key from deliveries where operation_id = 'od11' order by sequence`),
+  const rows = rowsOf<{ id: string; sequence: number; hook_id: string }>(
+    await stack.db.store.db.execute(sql`select id, sequence, hook_id from deliveries where operation_id = 'od11' order by sequence`),
   );
   expect(rows.map((r) => Number(r.sequence))).toEqual([1, 2]);
   const targets = new Map<string, OrderedTarget>(
@@ -47,7 +47,7 @@ it('OD-11 ordering (Q3): a successor waiting in memory while its predecessor run
         id: r.id,
         generation: 0,
         operationId: 'od11',
-        endpointKey: r.endpoint_key,
+        hookId: r.hook_id,
         sequence: Number(r.sequence),
         onFailure: 'continue',
         deadlineAtMs: undefined,

@@ -13,7 +13,7 @@ import {
   loadOperationHooks,
 } from '../../../src/store/operationsRepo.ts';
 import { claimPlaceholderApproval, getPlaceholder, insertPlaceholder, publishPlaceholderOnce } from '../../../src/store/placeholdersRepo.ts';
-import { findDeliveryIdsByKeys, getDelivery, insertDeliveries, listDeliveries, newDeliveryId } from '../../../src/store/deliveriesRepo.ts';
+import { getDelivery, insertDeliveries, listDeliveries, matchIdempotentDeliveries, newDeliveryId } from '../../../src/store/deliveriesRepo.ts';
 import { createTestSchema, createTestStore, type TestStore } from '../../support/db.ts';
 
 const hook = {
@@ -105,7 +105,7 @@ describe('store on Postgres', () => {
     expect((await getPlaceholder(db, 'op-a', 'call-1'))?.result).toBeNull();
   });
 
-  it('Q1/Q1a: deliveries: dlv_ ids, multi-row insert, idempotency key per (event, hook), filters', async () => {
+  it('Q1/Q1a: deliveries: dlv_ ids, multi-row insert, idempotency key per (operation, hook, key), filters', async () => {
     const db = t.store.db;
     const id = newDeliveryId();
     expect(id).toMatch(/^dlv_[0-9A-HJKMNP-TV-Z]{26}$/);
@@ -124,13 +124,12 @@ describe('store on Postgres', () => {
     expect(await insertDeliveries(db, rows)).toHaveLength(2);
     const again = rows.map((r) => ({ ...r, id: newDeliveryId() }));
     expect(await insertDeliveries(db, again)).toEqual([]);
-    const byKey = await findDeliveryIdsByKeys(db, ['key-1']);
-    expect(
-      byKey
-        .get('key-1')
-        ?.map((r) => r.id)
-        .sort(),
-    ).toEqual(rows.map((r) => r.id).sort());
+    // Q1a: the stored row of each (operation, hook, key), and whether it is the same delivery.
+    const matched = await matchIdempotentDeliveries(db, [...again, { ...again[0]!, id: newDeliveryId(), payload: { operationId: 'op-d', other: 1 } }]);
+    expect(again.map((r) => matched.get(r.id))).toEqual(rows.map((r) => ({ id: r.id, same: true })));
+    expect([...matched.values()].filter((m) => !m.same)).toEqual([{ id: rows[0]!.id, same: false }]);
+    // Another operation never meets the key.
+    expect(await insertDeliveries(db, [{ ...rows[0]!, id: newDeliveryId(), operationId: 'op-other' }])).toHaveLength(1);
     const got = await getDelivery(db, rows[0]!.id);
     expect(got).toMatchObject({ status: 'queued', attemptCount: 0, generation: 0, attempts: [], hookId: 'h1' });
     expect((await listDeliveries(db, { operationId: 'op-d', hookId: 'h2' })).map((d) => d.id)).toEqual([rows[1]!.id]);

@@ -36,10 +36,35 @@ describe('endpointKey: which endpoint a webhook delivers to', () => {
     expect(endpointKey({ url: '/api/hooks?key=sk_live_123' })).not.toContain('sk_live_123');
   });
 
-  it('an explicit endpoint key wins over the URL', () => {
-    expect(endpointKey({ url: URL_OK, endpoint: 'billing-receiver' })).toBe('billing-receiver');
-    expect(endpointKey({ url: '/api/hooks?x=1', endpoint: 'app-hooks' })).toBe('app-hooks');
-    expect(endpointKey({ url: `${URL_OK}?x=1`, endpoint: 'https://other.example.com/p?q=1' })).toBe('https://other.example.com/p?q=1');
+  it('SEC-T1 (SEC-H6): webhook.endpoint is a label inside the URL origin: <origin>#<label>', () => {
+    expect(endpointKey({ url: URL_OK, endpoint: 'billing-receiver' })).toBe('https://hooks.example.com#billing-receiver');
+    expect(endpointKey({ url: 'https://hooks.example.com/other?x=1', endpoint: 'billing-receiver' })).toBe('https://hooks.example.com#billing-receiver');
+    expect(endpointKey({ url: '/api/hooks?x=1', endpoint: 'app-hooks' })).toBe('app:#app-hooks');
+  });
+
+  it.each([
+    ['https://victim.example/policy'],
+    ['https://victim.example/policy?q=1'],
+    ['https://VICTIM.example:443/policy'],
+    ['app:/hooks'],
+    ['victim.example'],
+    ['https://victim.example#label'],
+  ])('SEC-T1 (SEC-H6): an endpoint %j can never name the state of another origin', (endpoint) => {
+    const victims = [
+      endpointKey({ url: 'https://victim.example/policy' }),
+      endpointKey({ url: 'https://victim.example/policy', endpoint: 'label' }),
+      endpointKey({ url: '/hooks' }),
+    ];
+    const key = endpointKey({ url: 'https://attacker.example/x', endpoint });
+    expect(key.startsWith('https://attacker.example#')).toBe(true);
+    expect(victims).not.toContain(key);
+  });
+
+  it('SEC-T1 (SEC-H6): the origin is normalised (case, default port, credentials) so one receiver is one key', () => {
+    expect(endpointKey({ url: 'HTTPS://Hooks.Example.COM:443/receive', endpoint: 'l' })).toBe('https://hooks.example.com#l');
+    expect(endpointKey({ url: 'http://hooks.example.com:80/receive', endpoint: 'l' })).toBe('http://hooks.example.com#l');
+    expect(endpointKey({ url: 'https://hooks.example.com:8443/receive', endpoint: 'l' })).toBe('https://hooks.example.com:8443#l');
+    expect(endpointKey({ url: 'https://bücher.example/receive' })).toBe('https://xn--bcher-kva.example/receive');
   });
 
   it('an endpoint given as undefined falls back to the URL', () => {
