@@ -28,7 +28,7 @@ export class ToolCallDeniedError extends HookrelayError {
 /**
  * `prepare()` (`hookrelay/openai-agents`) found a tool on an agent the run can reach whose calls
  * hookrelay cannot put through `pre_tool_call` / `post_tool_call` (a hosted tool the provider runs,
- * computer, shell, apply_patch, an agent tool whose agent cannot be read back): refused so that
+ * a hosted shell, the computer tool, an agent tool it cannot rebuild): refused so that
  * nothing runs unjudged. Name it in `allowUninterceptedTools` to let it through knowingly.
  */
 export class UninterceptedToolError extends HookrelayError {
@@ -37,7 +37,7 @@ export class UninterceptedToolError extends HookrelayError {
   readonly agent: string;
   /** The tool's name (what `allowUninterceptedTools` takes). */
   readonly tool: string;
-  /** The tool's kind: `hosted_tool`, `computer`, `shell`, `apply_patch` or `agent_tool`. */
+  /** The tool's kind: `hosted_tool`, `computer`, `shell` (a hosted shell) or `agent_tool`. */
   readonly kind: string;
   constructor(agent: string, tool: string, kind: string) {
     super(

@@ -2,6 +2,9 @@ import type {
   Agent,
   AgentToolOptions,
   AgentToolOptionsWithDefault,
+  ApplyPatchResult,
+  Editor,
+  EditorInvocationContext,
   FunctionTool,
   Handoff,
   InputGuardrail,
@@ -10,6 +13,8 @@ import type {
   ModelRequest,
   ModelResponse,
   OutputGuardrail,
+  Shell,
+  ShellAction,
   Tool,
 } from '@openai/agents';
 import type { JsonValue } from '../contract/agentHooks.ts';
@@ -44,6 +49,12 @@ export type PrepareOptions = {
 function spanOutcome(r: BridgedToolResult): Record<string, JsonValue> {
   if (r.kind === 'result') return { decision: 'allow' };
   return r.reason !== undefined ? { decision: 'deny', reason: r.reason } : { decision: 'allow', tool_error: true };
+}
+
+function isShellResult(
+  v: unknown,
+): v is { output: Array<{ stdout: string; stderr: string; outcome: { type: 'exit'; exitCode: number | null } | { type: 'timeout' } }> } {
+  return v !== null && typeof v === 'object' && Array.isArray((v as { output?: unknown }).output);
 }
 
 function isFunctionTool(t: Tool): boolean {
@@ -88,8 +99,8 @@ export class OpenAIAgentsRun {
   readonly #clones = newClones();
   /** Call id → the step whose response asked for it (tool events carry that stepIndex). */
   readonly #callSteps = new Map<string, number>();
-  /** Handoff tool name → the call ids of the latest response, in order. */
-  readonly #handoffCalls = new Map<string, string[]>();
+  /** Handoff / shell / apply_patch call name → the call ids of the latest response that asked for it, in order. */
+  readonly #pendingCalls = new Map<string, string[]>();
   /** Handoff call id → the deny the model sees instead of the SDK's transfer message. */
   readonly #deniedHandoffs = new Map<string, JsonValue>();
   readonly #ourTools = new WeakSet<object>();
@@ -231,15 +242,90 @@ export class OpenAIAgentsRun {
     return { session_id: this.#bridge.sessionId, operation_id: this.#bridge.operationId };
   }
 
-  /** Remembers the step each call of a response belongs to (its tool events carry it) and which calls are handoffs. */
+  /**
+   * Remembers the step each call of a response belongs to (its tool events carry it) and, for the
+   * calls whose executor never sees the call id (handoffs, shell, apply_patch), the ids in order.
+   */
   #noteCalls(request: ModelRequest, calls: readonly ModelToolCall[], step: number): void {
-    const handoffs = new Set((request.handoffs ?? []).map((h) => h.toolName));
-    this.#handoffCalls.clear(); // the SDK runs the first handoff of the latest response only
+    const unnamed = new Set([...(request.handoffs ?? []).map((h) => h.toolName), 'shell', 'apply_patch']);
+    const fresh = new Map<string, string[]>();
     for (const c of calls) {
       if (c.id === undefined) continue;
       this.#callSteps.set(c.id, step);
-      if (handoffs.has(c.name)) this.#handoffCalls.set(c.name, [...(this.#handoffCalls.get(c.name) ?? []), c.id]);
+      if (unnamed.has(c.name)) fresh.set(c.name, [...(fresh.get(c.name) ?? []), c.id]);
     }
+    // The latest response's calls replace the earlier ones of the same name (the SDK runs only the first handoff of a response).
+    for (const [name, ids] of fresh) this.#pendingCalls.set(name, ids);
+  }
+
+  /** The call id and step of the next call named `name` the latest response asked for. */
+  #nextCall(name: string): { id?: string; stepIndex?: number } {
+    const id = this.#pendingCalls.get(name)?.shift();
+    const stepIndex = id === undefined ? undefined : this.#callSteps.get(id);
+    return { ...(id !== undefined ? { id } : {}), ...(stepIndex !== undefined ? { stepIndex } : {}) };
+  }
+
+  /**
+   * A local `shell` or `apply_patch` tool with its executor under pre/post_tool_call (the SDK runs
+   * them from the model's call items, past any function wrapper); undefined for other kinds. A
+   * deny is the failed result the model sees (shell: exit code 1, the deny on stderr).
+   */
+  #wrapLocalTool(tool: Tool): Tool | undefined {
+    if (tool.type === 'shell' && tool.shell !== undefined) {
+      const inner = tool.shell;
+      const shell: Shell = {
+        run: async (action) => {
+          const r = await this.#localCall('shell', tool.name, { action: action as unknown as JsonValue }, (args) =>
+            inner.run(args.action as unknown as ShellAction),
+          );
+          if (r.kind === 'error') return { output: [{ stdout: '', stderr: r.message, outcome: { type: 'exit', exitCode: 1 } }] };
+          if (isShellResult(r.value)) return r.value;
+          return { output: [{ stdout: typeof r.value === 'string' ? r.value : JSON.stringify(r.value), stderr: '', outcome: { type: 'exit', exitCode: 0 } }] };
+        },
+      };
+      return this.#mark({ ...tool, shell });
+    }
+    if (tool.type === 'apply_patch') {
+      const editor = tool.editor;
+      const op =
+        <K extends 'createFile' | 'updateFile' | 'deleteFile'>(method: K) =>
+        async (operation: Parameters<Editor[K]>[0], context?: EditorInvocationContext): Promise<ApplyPatchResult> => {
+          const r = await this.#localCall('apply_patch', tool.name, { operation: operation as unknown as JsonValue }, (args) =>
+            (editor[method] as (o: unknown, c?: EditorInvocationContext) => Promise<ApplyPatchResult | undefined>)(args.operation, context),
+          );
+          if (r.kind === 'error') return { status: 'failed', output: r.message };
+          const v = r.value as { status?: unknown; output?: unknown } | null;
+          return v !== null && typeof v === 'object'
+            ? {
+                ...(v.status === 'failed' ? { status: 'failed' as const } : { status: 'completed' as const }),
+                output: typeof v.output === 'string' ? v.output : '',
+              }
+            : { status: 'completed', output: typeof v === 'string' ? v : '' };
+        };
+      return this.#mark({ ...tool, editor: { createFile: op('createFile'), updateFile: op('updateFile'), deleteFile: op('deleteFile') } });
+    }
+    return undefined;
+  }
+
+  #mark<T extends Tool>(tool: T): T {
+    this.#ourTools.add(tool);
+    return tool;
+  }
+
+  async #localCall(
+    kind: string,
+    name: string,
+    args: Record<string, JsonValue>,
+    exec: (args: Record<string, unknown>) => Promise<unknown>,
+  ): Promise<BridgedToolResult> {
+    const { id, stepIndex } = this.#nextCall(kind);
+    return inHookrelaySpan(
+      this.#sdk,
+      'hookrelay.tool_call',
+      { ...this.#spanIds(), tool: name, tool_call_id: id ?? null },
+      () => this.#bridge.toolCall({ id, name, args, ...(stepIndex !== undefined ? { stepIndex } : {}) }, exec),
+      spanOutcome,
+    );
   }
 
   /**
@@ -312,6 +398,7 @@ export class OpenAIAgentsRun {
       allow: new Set(allow),
       wrapModel: (model, role, modelId) => this.wrapModel(model, { nested: role === 'nested', ...(modelId !== undefined ? { modelId } : {}) }),
       wrapFunctionTool: (t) => this.#wrapFunctionTool(t),
+      wrapLocalTool: (t) => this.#wrapLocalTool(t),
       isOurs: (t) => this.#builtAgentTools.has(t) || this.#ourTools.has(t),
       guardrails: { input: this.inputGuardrail, output: this.outputGuardrail },
       invokeHandoff: (h, ctx, args, owner, next) => this.#invokeHandoff(h, ctx, args, owner, next),
@@ -321,9 +408,7 @@ export class OpenAIAgentsRun {
 
   /** A handoff as a tool call: pre_tool_call judges it before the SDK's handoff runs; a deny keeps the current agent and the model sees the deny. */
   async #invokeHandoff(h: Handoff, ctx: unknown, args: string, owner: AnyAgent, next: (agent: AnyAgent) => Promise<AnyAgent>): Promise<AnyAgent> {
-    const ids = this.#handoffCalls.get(h.toolName);
-    const id = ids?.shift();
-    const stepIndex = id === undefined ? undefined : this.#callSteps.get(id);
+    const { id, stepIndex } = this.#nextCall(h.toolName);
     let target: AnyAgent | undefined;
     let failure: unknown;
     const parsed = parseArgs(args ?? '');

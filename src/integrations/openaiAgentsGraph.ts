@@ -27,6 +27,8 @@ export type GraphDeps = {
   allow: ReadonlySet<string>;
   wrapModel(model: Model, role: Role, modelId: string | undefined): Model;
   wrapFunctionTool<T extends Tool>(tool: T): T;
+  /** A local shell / apply_patch tool with its executor intercepted; undefined for a kind no wrapper can stop. */
+  wrapLocalTool(tool: Tool): Tool | undefined;
   /** A tool this run already wrapped (or built with `run.asTool`). */
   isOurs(tool: Tool): boolean;
   guardrails: { input: InputGuardrail; output: OutputGuardrail };
@@ -126,7 +128,12 @@ export class AgentGraph {
         continue;
       }
       if (tool.type !== 'function') {
-        // Hosted tools run at the provider; computer / shell / apply_patch run inside the SDK, past any wrapper.
+        const local = this.#d.wrapLocalTool(tool);
+        if (local !== undefined) {
+          out.push(local);
+          continue;
+        }
+        // Hosted tools (a hosted shell too) run at the provider; the computer tool's actions have no seam to judge one call by.
         if (!this.#d.allow.has(tool.name)) throw new UninterceptedToolError(agent.name, tool.name, tool.type);
         out.push(tool);
         continue;

@@ -19,6 +19,8 @@ import {
   setTraceProcessors,
   setTracingDisabled,
   type TracingProcessor,
+  applyPatchTool,
+  computerTool,
   shellTool,
   tool,
   webSearchTool,
@@ -259,9 +261,9 @@ describe('Agents-SDK tools hookrelay cannot intercept are refused', () => {
     expect(err).toMatchObject({ code: 'HOOKRELAY_TOOL_NOT_INTERCEPTED', agent: 'helper', tool: search.name, kind: 'hosted_tool' });
     expect((err as Error).message).toContain('allowUninterceptedTools');
 
-    const shell = shellTool({ shell: { run: async () => ({ output: [] }) } as never });
+    const computer = computerTool({ computer: { environment: 'linux', dimensions: [800, 600] } as never });
     const r2 = s.relay.startRun({ input: 'q' });
-    await expect(r2.prepare(new Agent({ name: 'ops', model: new ScriptedModel([]), tools: [shell] }))).rejects.toMatchObject({ kind: 'shell' });
+    await expect(r2.prepare(new Agent({ name: 'ops', model: new ScriptedModel([]), tools: [computer] }))).rejects.toMatchObject({ kind: 'computer' });
 
     const a = setup();
     const model = new ScriptedModel([
@@ -307,6 +309,54 @@ describe('Agents-SDK what prepare() cannot rebuild or the SDK reports', () => {
     const { agent, input } = await r.prepare(top);
     await expect(r.track(run(agent, input))).rejects.toThrow(/handoff hook exploded/);
     expect(s.seen.find((c) => c.interception_point === 'post_tool_call')).toMatchObject({ tool_result: { is_error: true } });
+  });
+});
+
+describe('Agents-SDK local shell and apply_patch tools are intercepted', () => {
+  it('Agents-SDK shell and apply_patch: the SDK-run executors go through pre_tool_call — a denied command and a denied delete never run, the model sees the failure; an allowed patch runs', async () => {
+    const s = setup((ctx) => {
+      if (ctx.interception_point !== 'pre_tool_call') return Verdict.allow();
+      const args = JSON.stringify((ctx as { tool_call?: { args?: unknown } }).tool_call?.args);
+      return args.includes('rm -rf') || args.includes('delete_file') ? Verdict.deny({ reason: 'policy.destructive' }) : Verdict.allow();
+    });
+    const ran: string[] = [];
+    const shell = shellTool({
+      shell: {
+        run: async (action) => {
+          ran.push(`shell ${action.commands.join(' ')}`);
+          return { output: [{ stdout: 'ok', stderr: '', outcome: { type: 'exit', exitCode: 0 } }] };
+        },
+      },
+    });
+    const editor = {
+      createFile: async (op: { path: string }) => void ran.push(`create ${op.path}`),
+      updateFile: async (op: { path: string }) => void ran.push(`update ${op.path}`),
+      deleteFile: async (op: { path: string }) => void ran.push(`delete ${op.path}`),
+    };
+    const patch = applyPatchTool({ editor: editor as never });
+    const model = new ScriptedModel([
+      [{ type: 'shell_call', callId: 's1', status: 'completed', action: { commands: ['rm -rf /srv'] } } as never],
+      [
+        { type: 'apply_patch_call', callId: 'p1', status: 'completed', operation: { type: 'delete_file', path: 'a.txt' } } as never,
+        { type: 'apply_patch_call', callId: 'p2', status: 'completed', operation: { type: 'create_file', path: 'b.txt', diff: '+hi' } } as never,
+      ],
+      [assistantMessage('done')],
+    ]);
+    const r = s.relay.startRun({ input: 'q' });
+    const { agent, input } = await r.prepare(new Agent({ name: 'ops', model, tools: [shell, patch] }));
+    const result = await r.track(run(agent, input));
+    expect(result.finalOutput).toBe('done');
+    expect(ran).toEqual(['create b.txt']);
+    const pre = s.seen.filter((c) => c.interception_point === 'pre_tool_call');
+    expect(pre.map((c) => [c.tool_call?.name, (c as { tool_call?: { id?: string } }).tool_call?.id])).toEqual([
+      ['shell', 's1'],
+      ['apply_patch', 'p1'],
+      ['apply_patch', 'p2'],
+    ]);
+    const shellOut = (model.calls[1]!.request.input as Array<Record<string, unknown>>).find((i) => i.type === 'shell_call_output');
+    expect(JSON.stringify(shellOut)).toContain('tool call blocked by policy');
+    const patchOut = (model.calls[2]!.request.input as Array<Record<string, unknown>>).find((i) => i.type === 'apply_patch_call_output' && i.callId === 'p1');
+    expect(patchOut).toMatchObject({ status: 'failed' });
   });
 });
 
