@@ -2,7 +2,7 @@
  * The console's pages: data in, HTML out (pure). Values are escaped by `html`; hook configs are
  * the ledger's snapshots, whose `${VAR}` templates were never resolved — nothing here resolves one.
  */
-import { ORDERING_BLOCKED_REASON, type DeliveryAttempt } from '../contract/delivery.ts';
+import type { DeliveryAttempt } from '../contract/delivery.ts';
 import type { EndpointView } from '../operator/endpointViews.ts';
 import { failureText } from '../operator/failureText.ts';
 import type { ReplayResult, ReplaySkip } from '../operator/replay.ts';
@@ -123,13 +123,6 @@ export type DeliveryRowView = {
   createdAt: Date;
 };
 
-/** SEC-H7: an ordered delivery held back by a failed `block` delivery of its hook is shown blocked next to its status. */
-function blockedBadge(r: { status: string; failureReason?: string | null }): Html | string {
-  return r.failureReason === ORDERING_BLOCKED_REASON && r.status !== 'failed'
-    ? html` <span class="badge blocked" title="an earlier delivery of its hook failed with onFailure 'block': replay or skip that one">blocked</span>`
-    : '';
-}
-
 export type DeliveryFilterForm = { status?: string; operation?: string; hook?: string; type?: string; since?: string; until?: string };
 
 export function deliveriesPage(p: {
@@ -171,7 +164,7 @@ ${
     ? html`<tr><td colspan="8" class="empty">No deliveries match.</td></tr>`
     : p.rows.map(
         (r) =>
-          html`<tr data-id="${r.id}"><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}${blockedBadge(r)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.operationId}</td><td>${r.attemptCount}</td><td>${r.lastErrorClass ?? '—'}${r.lastHttpStatus ? ` (HTTP ${r.lastHttpStatus})` : ''}</td><td>${ts(r.createdAt)}</td></tr>`,
+          html`<tr data-id="${r.id}"><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.operationId}</td><td>${r.attemptCount}</td><td>${r.lastErrorClass ?? '—'}${r.lastHttpStatus ? ` (HTTP ${r.lastHttpStatus})` : ''}</td><td>${ts(r.createdAt)}</td></tr>`,
       )
 }
 </tbody>
@@ -233,15 +226,15 @@ ${
         ? html`<tr><td colspan="8" class="empty">No attempt yet.</td></tr>`
         : d.attempts.map(
             (a) =>
-              html`<tr><td>${a.attempt}</td><td>${a.at}</td><td>${a.transport}</td><td>${badge(a.outcome)}</td><td>${a.errorClass ?? '—'}</td><td>${a.httpStatus ?? '—'}</td><td>${Math.round(a.durationMs)} ms</td><td><code class="excerpt" data-excerpt="${a.attempt}">${a.responseExcerpt ?? ''}</code></td></tr>${
+              html`<tr><td>${a.attempt}</td><td>${a.at}</td><td>${a.transport}</td><td>${badge(a.outcome)}</td><td>${a.errorClass ?? '—'}</td><td>${a.httpStatus ?? '—'}</td><td>${Math.round(a.durationMs)} ms</td><td><code class="excerpt" data-excerpt="${a.attempt}">${a.responseExcerpt ?? ''}</code>${
                 a.requestHeaders
-                  ? html`<tr class="sent"><td></td><td colspan="7"><details><summary>Request headers sent <span class="hint">(templates as templates, signature elided)</span></summary><pre class="json" data-headers="${a.attempt}">${Object.entries(
+                  ? html`<details class="sent"><summary>Request headers sent <span class="hint">(templates as templates, signature elided)</span></summary><pre class="json" data-headers="${a.attempt}">${Object.entries(
                       a.requestHeaders,
                     )
                       .map(([k, v]) => `${k}: ${v}`)
-                      .join('\n')}</pre></details></td></tr>`
+                      .join('\n')}</pre></details>`
                   : ''
-              }`,
+              }</td></tr>`,
           )
     }</tbody>
 </table>
@@ -275,7 +268,7 @@ Each is re-sent with its same delivery id (<code>webhook-id</code>); a delivered
 <thead><tr><th>ID</th><th>Status</th><th>Event</th><th>Hook</th><th>Last error</th><th>Created</th></tr></thead>
 <tbody>${p.rows.map(
       (r) =>
-        html`<tr><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}${blockedBadge(r)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.lastErrorClass ?? '—'}</td><td>${ts(r.createdAt)}</td></tr>`,
+        html`<tr><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.lastErrorClass ?? '—'}</td><td>${ts(r.createdAt)}</td></tr>`,
     )}</tbody>
 </table>
 ${total > p.shownMax ? html`<p class="hint">Showing the newest ${p.shownMax} of ${total}.</p>` : ''}

@@ -206,14 +206,15 @@ describe('console: the operator console in Chromium', () => {
     expect(await endpoint.textContent()).toContain('closed');
     await endpoint.locator('input[name="reason"]').fill('maintenance window');
     await Promise.all([page.waitForURL(/\/console\/endpoints\?done=/), endpoint.locator('button:has-text("Disable")').click()]);
-    expect(await page.textContent('.flash')).toContain('Disabled');
+    // The page answers once the worker applied it (the notice says so, from the fixed notice table).
+    expect(await page.textContent('.flash')).toContain('Endpoint disabled: every live worker applied it.');
     expect(await page.locator(`tr[data-endpoint="${rx.url}/agent-events"]`).textContent()).toContain('disabled');
     await shot(page, 'endpoints');
     await Promise.all([
       page.waitForURL(/\/console\/endpoints\?done=/),
       page.locator(`tr[data-endpoint="${rx.url}/agent-events"] button:has-text("Enable")`).click(),
     ]);
-    expect(await page.textContent('.flash')).toContain('Enabled');
+    expect(await page.textContent('.flash')).toContain('Endpoint enabled');
     expect((await listEndpointPolicies(db.store.db)).filter((p) => p.disabledAt !== null)).toEqual([]);
 
     expect(problems).toEqual([]); // no CSP violation, no script error on any page

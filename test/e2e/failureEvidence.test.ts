@@ -205,7 +205,7 @@ describe('UX-2: a failed attempt keeps the receiver’s answer and the headers s
     await Promise.all([page.waitForURL(`${base}/console`), page.click('button[type="submit"]')]);
     await page.goto(`${base}/console/deliveries/${refusedId}`);
     expect(await page.textContent('[data-excerpt="1"]')).toBe(REFUSAL);
-    await page.click('tr.sent summary');
+    await page.click('details.sent summary');
     const headers = (await page.textContent('[data-headers="1"]')) ?? '';
     expect(headers).toContain('authorization: Bearer ${CUSTOMER_TOKEN}');
     expect(headers).toContain('webhook-signature: (elided)');
