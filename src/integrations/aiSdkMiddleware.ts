@@ -28,7 +28,10 @@ export type AiSdkMiddlewareOptions = {
 };
 
 /** Open runs by the tool call ids their last response asked for (shared by a bundle's middlewares and its `wrapTools`). */
-export type ModelRunRegistry = Map<string, Live>;
+export type ModelRunRegistry = Map<string, Live | typeof CLAIMED_TWICE>;
+
+/** A tool call id two open runs asked for (a provider reusing ids): its calls are refused, never run under the wrong run. */
+const CLAIMED_TWICE = Symbol('claimed twice');
 
 type Live = { run: AiSdkRun; bridge: RunBridge; step: number; calls: Set<string>; last: { content: string; toolCalls: unknown[] }; timer?: NodeJS.Timeout };
 
@@ -147,7 +150,7 @@ export class AiSdkModelRuns {
   /** The run this model call belongs to (continued, or started and admitted), and the params to send. */
   async #enter(params: CallOptions): Promise<{ live: Live; params: CallOptions }> {
     const answered = answeredCalls(params.prompt);
-    const continued = answered.map((id) => this.#byCall.get(id)).find((l) => l !== undefined);
+    const continued = answered.map((id) => this.#byCall.get(id)).find((l): l is Live => l !== undefined && l !== CLAIMED_TWICE);
     if (continued !== undefined) {
       for (const id of continued.calls) this.#byCall.delete(id);
       continued.calls.clear();
@@ -187,7 +190,8 @@ export class AiSdkModelRuns {
     }
     for (const c of calls) {
       live.calls.add(c.toolCallId);
-      this.#byCall.set(c.toolCallId, live);
+      const owner = this.#byCall.get(c.toolCallId);
+      this.#byCall.set(c.toolCallId, owner === undefined || owner === live ? live : CLAIMED_TWICE);
     }
     live.timer = setTimeout(() => void this.#end(live, { status: 'completed' }), this.#idleMs);
     live.timer.unref();
@@ -219,6 +223,10 @@ export function wrapRegistryTools<TOOLS extends ToolSet>(registry: ModelRunRegis
       ...t,
       execute: (input: unknown, options: { toolCallId: string }) => {
         const live = registry.get(options.toolCallId);
+        if (live === CLAIMED_TWICE)
+          throw new Error(
+            `hookrelay: tool call id ${options.toolCallId} (${name}) was asked for by two open runs: refused, as it cannot be told which run it belongs to`,
+          );
         if (live === undefined)
           throw new Error(
             `hookrelay: tool call ${options.toolCallId} (${name}) was asked for by no model wrapped with this bundle's middleware: wrap the model with wrapLanguageModel({ model, middleware: relay.middleware() })`,

@@ -184,6 +184,24 @@ describe('AI-SDK middleware: wrapLanguageModel once per model', () => {
     expect(s.events.map((e) => e.event)).toEqual([expect.objectContaining({ reason: 'interrupted', status: 'cancelled' })]);
   });
 
+  it('UX-5 AI-SDK middleware: a tool call id two open runs asked for is refused, never run under the wrong run', async () => {
+    const s = setup();
+    const log: string[] = [];
+    const model = wrapLanguageModel({
+      model: mockModel({
+        generate: [toolCallsResult([{ id: 'dup', name: 'delete_all', args: {} }]), toolCallsResult([{ id: 'dup', name: 'delete_all', args: {} }])],
+      }),
+      middleware: s.relay.middleware(),
+    });
+    const prompt = (text: string) => [{ role: 'user' as const, content: [{ type: 'text' as const, text }] }];
+    await model.doGenerate({ prompt: prompt('first run') });
+    await model.doGenerate({ prompt: prompt('second run') });
+    expect(new Set(s.records.map((r) => r.session_id)).size).toBe(2);
+    const wrapped = s.relay.wrapTools(tools(log)) as unknown as { delete_all: { execute: (input: unknown, options: unknown) => Promise<unknown> } };
+    await expect(async () => wrapped.delete_all.execute({}, { toolCallId: 'dup', messages: [] })).rejects.toThrow(/two open runs/);
+    expect(log).toEqual([]);
+  });
+
   it('UX-5 AI-SDK middleware: a wrapped tool no wrapped model asked for is refused, never run unjudged', async () => {
     const s = setup();
     const log: string[] = [];
