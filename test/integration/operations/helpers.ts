@@ -2,7 +2,10 @@
  * Shared fixtures for the operation-store tests (issue #5, SPEC §7–§8): real Postgres schemas,
  * real HTTP receivers on 127.0.0.1, real dispatchers. Nothing here is mocked.
  */
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
+import { createStack, type Stack } from '../queue/harness.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { startReceiver, type Behaviour, type Receiver, type RecordedRequest } from '../../support/receiver.ts';
@@ -22,8 +25,72 @@ export const CLOSED_URL = 'http://127.0.0.1:1/hook';
 
 export type Env = Record<string, string | undefined>;
 
+/** The dispatcher modes every operation-store test runs in (D8, D9). */
+export type Mode = 'local' | 'queue';
+export const MODES: readonly Mode[] = ['local', 'queue'];
+
+let currentMode: Mode = 'local';
+let queueStack: Stack | undefined;
+
+/**
+ * Run the enclosing `describe.each(MODES)` block in `mode`: in queue mode the dispatchers of
+ * `makeDispatcher` hand their webhooks to a real in-process worker (own schema, queue and Redis
+ * prefix, created once per file and removed after the block).
+ */
+export function inMode(mode: Mode): void {
+  beforeAll(async () => {
+    currentMode = mode;
+    if (mode === 'queue' && !queueStack) {
+      queueStack = await createStack(`ops${randomBytes(3).toString('hex')}`);
+      await queueStack.startWorker();
+    }
+  });
+  afterAll(async () => {
+    currentMode = 'local';
+    if (mode === 'queue') {
+      await queueStack?.cleanup();
+      queueStack = undefined;
+    }
+  });
+}
+
 export function makeDispatcher(env: Env = {}): HookDispatcher {
+  if (currentMode === 'queue') {
+    if (!queueStack) throw new Error('queue mode needs inMode("queue") in the describe block');
+    return new HookDispatcher({ mode: 'queue', producer: queueStack.producer, env, allowedCidrs: '127.0.0.1/32', logger: silentLogger });
+  }
   return new HookDispatcher({ env, allowedCidrs: '127.0.0.1/32', logger: silentLogger });
+}
+
+/**
+ * Queue mode: wait until the worker has finished every delivery recorded so far (no row queued,
+ * in flight or retrying), so receivers can be read as in local mode, where dispatch sends inline.
+ * Local mode: nothing to wait for.
+ */
+export async function settle(timeoutMs = 15_000): Promise<void> {
+  if (currentMode !== 'queue' || !queueStack) return;
+  const pool = queueStack.db.store.pool!;
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status IN ('queued', 'in_flight', 'retrying')`);
+    if (rows[0]!.n === 0) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for the worker: ${rows[0]!.n} deliveries unfinished`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Queue mode: the hook ids recorded in the worker's ledger for an operation. */
+export async function queuedHookIds(operationId: string): Promise<string[]> {
+  if (!queueStack) return [];
+  const { rows } = await queueStack.db.store.pool!.query<{ hook_id: string }>('SELECT hook_id FROM deliveries WHERE operation_id = $1 ORDER BY hook_id', [
+    operationId,
+  ]);
+  return rows.map((r) => r.hook_id);
+}
+
+/** The mode of the running block. */
+export function mode(): Mode {
+  return currentMode;
 }
 
 /** Point the environment hooks (E1) at `url`; `events` defaults to an afterToolCall control. */
