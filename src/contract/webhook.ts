@@ -5,7 +5,7 @@ import { isControlHookType } from './hookTypes.ts';
 import { canonicalQStashDestination, qstashDestinationProblem } from './qstashDestination.ts';
 import { ENV_VAR_NAME_TOO_LONG_MESSAGE, MAX_ENV_VAR_NAME_LENGTH, reservedTemplateSourceProblem } from './templateSources.ts';
 
-/** Issue 30: the header an ordered delivery carries its per-(operation, endpoint) sequence in. */
+/** The header an ordered delivery carries its per-(operation, hook) sequence in (SEC-H7). */
 export const SEQUENCE_HEADER = 'hookrelay-sequence';
 
 /** Largest timeout in seconds: setTimeout's 2^31-1 ms ceiling (W1). */
@@ -217,7 +217,7 @@ const webhookFields = {
   fallback: z.enum(['fetch', 'none']).default('fetch'),
   responseHandling: z.enum(['ignore', 'toolCall']).default('ignore'),
   onError: z.enum(['continue', 'block']).default('continue'),
-  /** The endpoint key its isolation state (cap, rate limit, breaker, disable) is kept under; default: the URL's origin + path. */
+  /** A label inside the URL's origin for its isolation state (cap, rate limit, breaker, disable): key `<origin>#<label>`, else origin + path (SEC-H6, endpointKey). */
   endpoint: z
     .string()
     .min(1, { message: 'must not be empty' })
@@ -232,8 +232,8 @@ const webhookFields = {
     .refine((r) => r <= 100_000, { message: 'must be at most 100000 per second' })
     .optional(),
   /**
-   * Issue 30: `operation` — this hook's deliveries of one operation to its endpoint arrive in the
-   * order they were enqueued (a per-(operation, endpoint) sequence); `none` opts out of a
+   * `operation` — this hook's deliveries of one operation arrive in the order they were
+   * enqueued (a per-(operation, hook) sequence, SEC-H7); `none` opts out of a
    * producer's default. Unset: the producer's default (unordered unless it says so).
    */
   ordering: z.enum(['operation', 'none']).optional(),
