@@ -2,7 +2,7 @@
  * The console's pages: data in, HTML out (pure). Values are escaped by `html`; hook configs are
  * the ledger's snapshots, whose `${VAR}` templates were never resolved — nothing here resolves one.
  */
-import type { DeliveryAttempt } from '../contract/delivery.ts';
+import { ORDERING_BLOCKED_REASON, type DeliveryAttempt } from '../contract/delivery.ts';
 import type { EndpointView } from '../operator/endpointViews.ts';
 import { failureText } from '../operator/failureText.ts';
 import type { ReplayResult, ReplaySkip } from '../operator/replay.ts';
@@ -123,6 +123,13 @@ export type DeliveryRowView = {
   createdAt: Date;
 };
 
+/** SEC-H7: an ordered delivery held back by a failed `block` delivery of its hook is shown blocked next to its status. */
+function blockedBadge(r: { status: string; failureReason?: string | null }): Html | string {
+  return r.failureReason === ORDERING_BLOCKED_REASON && r.status !== 'failed'
+    ? html` <span class="badge blocked" title="an earlier delivery of its hook failed with onFailure 'block': replay or skip that one">blocked</span>`
+    : '';
+}
+
 export type DeliveryFilterForm = { status?: string; operation?: string; hook?: string; type?: string; since?: string; until?: string };
 
 export function deliveriesPage(p: {
@@ -164,7 +171,7 @@ ${
     ? html`<tr><td colspan="8" class="empty">No deliveries match.</td></tr>`
     : p.rows.map(
         (r) =>
-          html`<tr data-id="${r.id}"><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.operationId}</td><td>${r.attemptCount}</td><td>${r.lastErrorClass ?? '—'}${r.lastHttpStatus ? ` (HTTP ${r.lastHttpStatus})` : ''}</td><td>${ts(r.createdAt)}</td></tr>`,
+          html`<tr data-id="${r.id}"><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}${blockedBadge(r)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.operationId}</td><td>${r.attemptCount}</td><td>${r.lastErrorClass ?? '—'}${r.lastHttpStatus ? ` (HTTP ${r.lastHttpStatus})` : ''}</td><td>${ts(r.createdAt)}</td></tr>`,
       )
 }
 </tbody>
@@ -268,7 +275,7 @@ Each is re-sent with its same delivery id (<code>webhook-id</code>); a delivered
 <thead><tr><th>ID</th><th>Status</th><th>Event</th><th>Hook</th><th>Last error</th><th>Created</th></tr></thead>
 <tbody>${p.rows.map(
       (r) =>
-        html`<tr><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.lastErrorClass ?? '—'}</td><td>${ts(r.createdAt)}</td></tr>`,
+        html`<tr><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}${blockedBadge(r)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.lastErrorClass ?? '—'}</td><td>${ts(r.createdAt)}</td></tr>`,
     )}</tbody>
 </table>
 ${total > p.shownMax ? html`<p class="hint">Showing the newest ${p.shownMax} of ${total}.</p>` : ''}
