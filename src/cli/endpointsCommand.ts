@@ -20,7 +20,7 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
     .description('endpoint isolation: breaker state, in-flight vs cap, failures; disable, enable, limits')
     .addHelpText(
       'after',
-      '\nAn endpoint is a webhook URL\'s origin + path, or the key its hook names (webhook.endpoint).\n\nExamples:\n  hookrelay endpoints list\n  hookrelay endpoints show https://hooks.example.com/agent\n  hookrelay endpoints disable https://hooks.example.com/agent --reason "customer asked"\n  hookrelay endpoints disable https://hooks.example.com/agent --hold --reason "migration: keep everything"\n  hookrelay endpoints enable https://hooks.example.com/agent --replay',
+      '\nAn endpoint key is a webhook URL\'s origin + path, or <origin>#<label> when its hook sets webhook.endpoint (a label inside that origin).\n\nExamples:\n  hookrelay endpoints list\n  hookrelay endpoints show https://hooks.example.com/agent\n  hookrelay endpoints disable https://hooks.example.com/agent --reason "customer asked"\n  hookrelay endpoints disable https://hooks.example.com/agent --hold --reason "migration: keep everything"\n  hookrelay endpoints enable https://hooks.example.com/agent --replay',
     );
 
   endpoints

@@ -32,7 +32,7 @@ export const DELIVERY_ERROR_CLASSES = [
   'endpoint_busy',
   'rate_limited',
   'endpoint_disabled',
-  /** Issue 30: an ordered delivery's deadline passed while an earlier one of its operation and endpoint was still unfinished. */
+  /** Issue 30: an ordered delivery's deadline passed while an earlier one of its operation and hook was still unfinished. */
   'ordering_wait',
 ] as const;
 export type DeliveryErrorClass = (typeof DELIVERY_ERROR_CLASSES)[number];

@@ -183,15 +183,15 @@ export type ReplayOptions = {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Issue 30: replay keeps order. The ordered candidates are claimed in (operation, endpoint,
- * sequence) order — they take the places ordered candidates had, unordered ones keep theirs — so
+ * Issue 30: replay keeps order. The ordered candidates are claimed in (operation, hook,
+ * sequence) order (SEC-H7: an order is one hook's) — they take the places ordered candidates had, unordered ones keep theirs — so
  * sequence n is queued again no later than n+1 and the worker's ordering gate holds n+1 behind it.
  */
 export async function orderForReplay(db: Db, candidates: readonly string[]): Promise<string[]> {
   if (candidates.length === 0) return [];
   const result = await db.execute(sql`
     SELECT id FROM deliveries WHERE id = ANY(${sql.param([...candidates])}::text[]) AND sequence IS NOT NULL
-     ORDER BY operation_id, endpoint_key, sequence`);
+     ORDER BY operation_id, hook_id, sequence`);
   const ordered = rowsOf<{ id: string }>(result).map((r) => r.id);
   if (ordered.length === 0) return [...candidates];
   const isOrdered = new Set(ordered);
