@@ -27,6 +27,12 @@ export async function ledgerStats(db: Db): Promise<LedgerStats> {
   return { byStatus, oldestUndeliveredAt: at(row?.oldest), oldestHeldAt: at(row?.oldest_held) };
 }
 
+/** Held rows are undelivered too: what an operator reads as "oldest undelivered" counts them (the gauge does not). */
+export function oldestIncludingHeld(stats: Pick<LedgerStats, 'oldestUndeliveredAt' | 'oldestHeldAt'>): Date | null {
+  const { oldestUndeliveredAt: a, oldestHeldAt: b } = stats;
+  return a === null ? b : b === null ? a : a < b ? a : b;
+}
+
 export type MinuteCount = { minute: Date; outcome: string; count: number };
 
 /**

@@ -1,5 +1,5 @@
 /** GET /console (the overview page), /console/api/overview (its charts) and /console/api/counts (live counts). */
-import { attemptsPerMinute, ledgerStats } from '../../operator/ledgerStats.ts';
+import { attemptsPerMinute, ledgerStats, oldestIncludingHeld } from '../../operator/ledgerStats.ts';
 import type { ConsoleContext } from '../context.ts';
 import { BASE, overviewPage } from '../pages.ts';
 import { parseOverviewHours } from '../queryInput.ts';
@@ -27,9 +27,10 @@ async function overviewSeries(ctx: ConsoleContext, hours: number) {
 
 async function liveCounts(ctx: ConsoleContext) {
   const [stats, queue] = await Promise.all([ledgerStats(ctx.db), ctx.sampler.counts()]);
+  const oldest = oldestIncludingHeld(stats);
   return {
     counts: Object.fromEntries(stats.byStatus.map((s) => [s.status, s.count])),
-    oldestUndeliveredAgeMs: stats.oldestUndeliveredAt ? Date.now() - stats.oldestUndeliveredAt.getTime() : null,
+    oldestUndeliveredAgeMs: oldest ? Date.now() - oldest.getTime() : null,
     queue: queue ?? null,
   };
 }
@@ -38,7 +39,7 @@ export const overviewRoute: Route<AuthedCall> = {
   path: BASE,
   async handle({ ctx, res, csrf }) {
     const [stats, queue] = await Promise.all([ledgerStats(ctx.db), ctx.sampler.counts()]);
-    return send(res, 200, overviewPage({ ...stats, now: new Date(), queue, hours: OVERVIEW_HOURS }, csrf));
+    return send(res, 200, overviewPage({ ...stats, oldestUndeliveredAt: oldestIncludingHeld(stats), now: new Date(), queue, hours: OVERVIEW_HOURS }, csrf));
   },
 };
 
