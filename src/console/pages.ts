@@ -120,6 +120,8 @@ export type DeliveryRowView = {
   attemptCount: number;
   lastErrorClass: string | null;
   lastHttpStatus: number | null;
+  /** Why it failed, when that says more than the class (a critical failure's cause, `qstash_outcome_unknown`). */
+  failureReason?: string | null;
   createdAt: Date;
 };
 
@@ -171,7 +173,7 @@ ${
     ? html`<tr><td colspan="8" class="empty">No deliveries match.</td></tr>`
     : p.rows.map(
         (r) =>
-          html`<tr data-id="${r.id}"><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}${blockedBadge(r)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.operationId}</td><td>${r.attemptCount}</td><td>${r.lastErrorClass ?? '—'}${r.lastHttpStatus ? ` (HTTP ${r.lastHttpStatus})` : ''}</td><td>${ts(r.createdAt)}</td></tr>`,
+          html`<tr data-id="${r.id}"><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}${blockedBadge(r)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.operationId}</td><td>${r.attemptCount}</td><td>${failureText(r) ?? '—'}</td><td>${ts(r.createdAt)}</td></tr>`,
       )
 }
 </tbody>
