@@ -11,8 +11,8 @@
 import { runDeliveryWorkerUntilSignal } from 'hookrelay/worker';
 
 try {
-  await runDeliveryWorkerUntilSignal();
-  process.exitCode = 0;
+  // Q9: 0 after a clean stop, 1 when deliveries were cut off at the bound (their rows are the reconciler's).
+  process.exitCode = (await runDeliveryWorkerUntilSignal()) ? 0 : 1;
 } catch (error) {
   // One line, as the CLI prints it; a configuration error is the operator's to fix (exit 2, as `hookrelay worker`).
   const coded = typeof error === 'object' && error !== null && typeof (error as { code?: unknown }).code === 'string';

@@ -1,5 +1,15 @@
 import type { Command } from 'commander';
 import { CliUsageError } from './errors.ts';
+import { onStopSignals } from '../observability/stopSignals.ts';
+
+/** Bound on each close step of a stopping console (HTTP server, Redis, the store). */
+const CLOSE_STEP_TIMEOUT_MS = 2_000;
+
+async function withinCloseTimeout(step: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([step.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_STEP_TIMEOUT_MS)))]);
+  clearTimeout(timer);
+}
 
 /** Where `hookrelay console` listens unless told otherwise: this machine only. */
 const DEFAULT_CONSOLE_PORT = 8788;
@@ -51,6 +61,8 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
           },
         },
       });
+      // Handled once (Q9): npm and npx forward a terminal's Ctrl-C a second time.
+      const signals = onStopSignals();
       try {
         if (server.port === undefined)
           throw new CliUsageError(`could not listen on ${host}:${flags.port ?? DEFAULT_CONSOLE_PORT} (in use?): pick another with --port`);
@@ -58,15 +70,11 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
         process.stdout.write(
           `hookrelay console on http://${host.includes(':') ? `[${host}]` : host}:${server.port}/console (sign in with HOOKRELAY_CONSOLE_TOKEN); Ctrl-C stops it\n`,
         );
-        await new Promise<void>((resolve) => {
-          process.once('SIGINT', () => resolve());
-          process.once('SIGTERM', () => resolve());
-        });
+        await signals.first;
       } finally {
-        await server.close();
-        await app.close();
-        await operator.close();
-        await store.close();
+        // Q9: each close is bounded, so an unreachable Redis or Postgres never holds Ctrl-C.
+        for (const close of [() => server.close(), () => app.close(), () => operator.close(), () => store.close()]) await withinCloseTimeout(close());
+        signals.dispose();
       }
     });
 }

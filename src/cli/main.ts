@@ -3,6 +3,7 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { loadSettings, SettingsError } from '../config/settings.ts';
 import { RedisUnavailableError } from '../queue/errors.ts';
 import { EmbeddedStoreUnavailableError, StoreNotFoundError } from '../store/errors.ts';
+import { isStoreUnreachable, storeUnavailable } from '../store/unreachable.ts';
 import { HookConfigError } from '../contract/errors.ts';
 import { isHookrelayError } from '../contract/hookrelayError.ts';
 import { COMPLETION_SHELLS, type CompletionShell, completionScript } from './completion.ts';
@@ -157,6 +158,11 @@ export async function main(argv: string[] = process.argv, deps: CliDeps = NO_WOR
     ) {
       process.stderr.write(`hookrelay: ${err.message}\n`);
       return EXIT.usage;
+    }
+    // Q13: Postgres away: say so and what to check, not a driver message or a stack.
+    if (isStoreUnreachable(err)) {
+      process.stderr.write(`hookrelay: ${storeUnavailable(err, 'check that it runs and that DATABASE_URL points at it').message}\n`);
+      return EXIT.partial;
     }
     // A driver error wraps the server's reason in `cause`; print that, not the query text.
     const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;

@@ -3,13 +3,14 @@
  * message — JSON under /api/ and for 401, a page otherwise; anything else is logged and answered
  * 500 with a page that says nothing changed unless the page said so (never the error's text).
  * A database without hookrelay's tables (never migrated, or migrated by an older version) is
- * 503 with a page saying to run `hookrelay migrate`.
+ * 503 with a page saying to run `hookrelay migrate`; an unreachable one (Q13) is 503 saying so.
  */
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../observability/logger.ts';
 import { BASE, messagePage } from './pages.ts';
 import { ConsoleInputError } from './queryInput.ts';
 import { HttpError, send, sendJson } from './respond.ts';
+import { isStoreUnreachable } from '../store/unreachable.ts';
 
 export function answerError(caught: unknown, p: { res: ServerResponse; url: URL; csrf: string | undefined; logger: Logger }): void {
   const { res } = p;
@@ -27,10 +28,20 @@ export function answerError(caught: unknown, p: { res: ServerResponse; url: URL;
     else send(res, 503, messagePage('Database not migrated', message, p.csrf));
     return;
   }
+  if (isStoreUnreachable(err)) {
+    // Q13: Postgres away is the operator's to fix, not a console fault: one line, no stack on the page.
+    p.logger.warn({ err }, 'console: the database is unreachable');
+    if (p.url.pathname.startsWith(`${BASE}/api/`)) sendJson(res, 503, { error: UNREACHABLE, code: 'database_unreachable' });
+    else send(res, 503, messagePage('Database unreachable', UNREACHABLE, p.csrf));
+    return;
+  }
   p.logger.error({ err }, 'console request failed');
   if (!res.headersSent)
     send(res, 500, messagePage('Error', 'The console could not answer (see the worker log). Nothing was changed by this request unless its page said so.'));
 }
+
+const UNREACHABLE =
+  'The database (Postgres at DATABASE_URL) is unreachable: nothing was read or changed. Check that it runs and that DATABASE_URL points at it, then reload this page.';
 
 const NOT_MIGRATED =
   'The database has no hookrelay tables yet (or older ones): run `hookrelay migrate` with the same DATABASE_URL (a worker started without --no-migrate also applies them), then reload this page.';

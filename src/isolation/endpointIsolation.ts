@@ -16,9 +16,12 @@ import { isSlowAttempt, limitCeiling } from './adaptiveLimit.ts';
 import { createExchangeBatcher } from './endpointExchange.ts';
 import { DEFAULT_BREAKER_POLICY, type BreakerPolicy, type DeferReason, type EndpointGate, type ReleaseOutcome } from './endpointGate.ts';
 import type { PolicyAcknowledger } from './policyAcks.ts';
+import { withTimeout } from '../queue/jobs.ts';
 
 /** How often a worker re-reads the endpoints table (an operator's disable takes effect within it). */
 const POLICY_REFRESH_MS = 2_000;
+/** Bound on the Redis side of a policy read (the generation noted before it, the acknowledgement after). */
+const ACK_TIMEOUT_MS = 1_000;
 /**
  * Deferral backoff, jittered: while an endpoint is at its cap a slot frees soon (50 ms doubling to
  * 1 s); while its probe is out the answer takes up to a timeout (250 ms doubling to 5 s).
@@ -87,13 +90,26 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
   const refresh = async (): Promise<void> => {
     const read = ++readsBegun;
     // The generation is noted before the read: an operator change published as G is in any read that follows it.
-    const generation = await options.acks?.generation().catch(() => undefined);
+    // Bounded (Q13): with Redis away a command waits for it, and the worker's start must not (the
+    // policies still load from Postgres; no generation noted means no acknowledgement).
+    const generation = options.acks
+      ? await withTimeout(
+          options.acks.generation().catch(() => undefined),
+          ACK_TIMEOUT_MS,
+          undefined,
+        )
+      : undefined;
     try {
       const fresh = new Map((await listEndpointPolicies(options.db)).map((p) => [p.key, p]));
       if (read < appliedRead) return;
       policies = fresh;
       appliedRead = read;
-      if (generation !== undefined) await options.acks?.acknowledge(generation).catch(() => undefined);
+      if (generation !== undefined && options.acks)
+        await withTimeout(
+          options.acks.acknowledge(generation).catch(() => undefined),
+          ACK_TIMEOUT_MS,
+          undefined,
+        );
     } catch (error) {
       // Postgres away: keep the last known policies (the pg gate pauses the worker meanwhile).
       options.logger.debug({ err: error }, 'could not refresh endpoint policies');

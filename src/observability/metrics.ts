@@ -61,6 +61,10 @@ export type DeliveryMetricsOptions = {
   endpointStates?: () => Promise<Partial<Record<EndpointState, number>>>;
   /** Read at scrape time (at most every 10 s) for the ledger gauges: rows by status, oldest undelivered. */
   ledgerStats?: () => Promise<{ byStatus: ReadonlyArray<{ status: string; count: number }>; oldestUndeliveredAt: Date | null }>;
+  /** Read at scrape time: does each dependency (redis, postgres) answer, and the seconds it spent unreachable (Q13). */
+  dependencies?: () => ReadonlyArray<{ dependency: string; up: boolean; outageSeconds: number }>;
+  /** Read at scrape time: ledger operations (mostly attempt outcomes) waiting for Postgres (Q13). */
+  ledgerWritesWaiting?: () => number;
   /** Process metrics (CPU, RSS, event loop lag). Default true. */
   processMetrics?: boolean;
 };
@@ -125,6 +129,40 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
       this.set(stats.oldestUndeliveredAt ? Math.max(0, (Date.now() - stats.oldestUndeliveredAt.getTime()) / 1000) : 0);
     },
   });
+  // Q13: what an operator alerts on during an outage.
+  const dependencies = options.dependencies;
+  if (dependencies) {
+    new Gauge({
+      name: 'hookrelay_dependency_up',
+      help: 'Does the dependency (redis, postgres) answer: 1 up, 0 unreachable',
+      labelNames: ['dependency'],
+      registers: [registry],
+      collect() {
+        for (const d of dependencies()) this.set({ dependency: d.dependency }, d.up ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'hookrelay_dependency_outage_seconds_total',
+      help: 'Seconds the dependency (redis, postgres) was unreachable since the worker started, the current outage included',
+      labelNames: ['dependency'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const d of dependencies()) this.inc({ dependency: d.dependency }, d.outageSeconds);
+      },
+    });
+  }
+  const writesWaiting = options.ledgerWritesWaiting;
+  if (writesWaiting) {
+    new Gauge({
+      name: 'hookrelay_ledger_writes_waiting',
+      help: 'Ledger operations (mostly outcomes of finished attempts) waiting for Postgres to answer; bounded by the concurrency',
+      registers: [registry],
+      collect() {
+        this.set(writesWaiting());
+      },
+    });
+  }
   return {
     registry,
     endpointTransitions: new Counter({

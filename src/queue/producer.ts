@@ -25,6 +25,8 @@ import { IdempotencyConflictError } from './errors.ts';
 import { addDeliveryJobs, QUEUE_STREAMS, withTimeout } from './jobs.ts';
 import { assertPayloadWithinCap } from './payloadCap.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
+import { StoreUnavailableError } from '../store/errors.ts';
+import { isStoreUnreachable, storeUnavailable } from '../store/unreachable.ts';
 import { assertQueuePrefixFits, readSettings } from '../config/settings.ts';
 import { resolveTemplateEnv } from '../config/templateEnv.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
@@ -42,6 +44,8 @@ import {
 
 /** Q2: how long an enqueue waits for Redis before answering `queued: false`. */
 export const DEFAULT_QUEUE_TIMEOUT_MS = 2_000;
+/** Q13: how long an enqueue waits for the ledger commit before failing with StoreUnavailableError. */
+const DEFAULT_STORE_TIMEOUT_MS = 5_000;
 /** Rows per INSERT statement (about 10 parameters a row, well under Postgres' 65,535). */
 const INSERT_CHUNK_ROWS = 1_000;
 /** A producer needs few connections: enqueue is one INSERT. */
@@ -89,6 +93,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   const databaseUrl = options.databaseUrl ?? settings.DATABASE_URL;
   const maxPayloadBytes = options.maxPayloadBytes ?? settings.HOOKRELAY_MAX_PAYLOAD_BYTES;
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
+  const storeTimeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
   // W2: an invalid pattern fails here (TemplateEnvPatternError names the variable).
   const templateEnv = resolveTemplateEnv(options.templateEnv, settings);
   const queuePrefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
@@ -192,8 +197,20 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
       }
     }
     const ordered = prepared.some((p) => p.rows.some((r) => r.ordered));
-    const outcome = await (ordered ? orderedCommits : commits).submit(prepared);
-    if ('error' in outcome) throw outcome.error;
+    // Q13: a request handler never hangs on Postgres: past the timeout the call fails (its commit
+    // may still land later: retry with the same idempotencyKey to get the same ids, Q1a).
+    const outcome = await withTimeout(
+      (ordered ? orderedCommits : commits).submit(prepared).catch((error: unknown): CallOutcome => ({ error })),
+      storeTimeoutMs,
+      {
+        error: new StoreUnavailableError(
+          `the ledger store (Postgres at DATABASE_URL) did not answer within ${storeTimeoutMs} ms (storeTimeoutMs): the event may or may not be stored; retry with the same idempotencyKey`,
+        ),
+      },
+    );
+    if ('error' in outcome) {
+      throw isStoreUnreachable(outcome.error) ? storeUnavailable(outcome.error, 'nothing was enqueued; retry once it answers') : outcome.error;
+    }
     span?.setAttribute('hookrelay.queued', outcome.queued);
     return { deliveryIds: outcome.perItem.flat(), perItem: outcome.perItem, queued: outcome.queued };
   };
@@ -237,9 +254,14 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     },
     async close() {
       if (closed || closing) return;
-      // New calls are refused at once; the calls already submitted finish their commit first.
+      // New calls are refused at once; the calls already submitted finish their commit first —
+      // for at most their store timeout (Q13: a Postgres or Redis that does not answer never holds close()).
       closing = true;
-      await Promise.all([commits.drain(), orderedCommits.drain()]);
+      await withTimeout(
+        Promise.all([commits.drain(), orderedCommits.drain()]).then(() => true),
+        storeTimeoutMs + queueTimeoutMs,
+        false,
+      );
       closed = true;
       if (queue)
         await withTimeout(
@@ -249,8 +271,17 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
         );
       ownedRedis?.disconnect();
       if (storePromise && !options.store) {
-        const store = await storePromise.catch(() => undefined);
-        await store?.close();
+        const store = await withTimeout(
+          storePromise.catch(() => undefined),
+          CLOSE_TIMEOUT_MS,
+          undefined,
+        );
+        if (store)
+          await withTimeout(
+            store.close().then(() => true),
+            CLOSE_TIMEOUT_MS,
+            false,
+          );
       }
     },
   };

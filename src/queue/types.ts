@@ -93,6 +93,11 @@ export type HookProducerOptions = {
   maxPayloadBytes?: number;
   /** Q2: how long enqueue waits for Redis before answering `queued: false`. */
   queueTimeoutMs?: number;
+  /**
+   * Q13: how long enqueue waits for Postgres (the ledger commit) before failing with a
+   * StoreUnavailableError (default 5,000 ms); an unreachable Postgres fails it at once.
+   */
+  storeTimeoutMs?: number;
   logger?: Logger;
   /** Where defaults are read from (default `process.env`, read when the producer is created). */
   env?: Record<string, string | undefined>;

@@ -35,10 +35,14 @@ export type Store = {
 
 export type { OpenStoreOptions } from './types.ts';
 
+/** Q13: how long opening a Postgres connection may take before it counts as unreachable. */
+const CONNECT_TIMEOUT_MS = 5_000;
+
 /** Open the store: a pg pool when a URL is given, else PGlite in `<dataDir>/pgdata`. */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.maxConnections ?? 10 });
+    // Q13: a connect that gets no answer (a dropped network path) fails after the timeout instead of waiting for TCP.
+    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.maxConnections ?? 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     pool.on('error', (err) => options.onPoolError?.(err));
     const db = drizzlePg(pool, { schema }) as unknown as Db;
     return { db, kind: 'postgres', pool, close: () => pool.end() };

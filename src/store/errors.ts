@@ -27,3 +27,12 @@ export class StoreNotFoundError extends HookrelayError {
   readonly code = 'HOOKRELAY_STORE_NOT_FOUND' as const;
   override readonly name = 'StoreNotFoundError';
 }
+
+/**
+ * Q13: Postgres (the ledger store) did not answer — refused, dropped or too slow. Names the store
+ * and the variable that points at it, and says what happened to the caller's work.
+ */
+export class StoreUnavailableError extends HookrelayError {
+  readonly code = 'HOOKRELAY_STORE_UNAVAILABLE' as const;
+  override readonly name = 'StoreUnavailableError';
+}

@@ -25,6 +25,8 @@ export type DeliveryWorkerOptions = {
   stalledIntervalMs: number;
   processor: DeliveryProcessor;
   logger: Logger;
+  /** True while Redis is away (the outage has one line of its own, Q13): BullMQ's reconnect errors go to debug then. */
+  quiet?: () => boolean;
 };
 
 export function createDeliveryWorker(options: DeliveryWorkerOptions): Worker<DeliveryJobData> {
@@ -39,27 +41,63 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): Worker<Del
     removeOnComplete: { count: 0 },
     removeOnFail: { count: 0 },
   });
-  // Redis away: BullMQ reports each reconnect; one line per distinct error per 30 s is enough.
-  worker.on('error', throttledErrorLog(options.logger, 'queue worker error (Redis?)'));
+  // Redis away: BullMQ reports each reconnect; the outage has its own line (Q13), and other errors
+  // one line per distinct error per 30 s.
+  const logError = throttledErrorLog(options.logger, 'queue worker error (Redis?)');
+  worker.on('error', (err) => (options.quiet?.() ? options.logger.debug({ err }, 'queue worker error while redis is unreachable') : logError(err)));
   return worker;
 }
 
+/** How often a stop looks whether nothing runs while Redis is away (then it does not wait for Redis). */
+const IDLE_POLL_MS = 100;
+
+export type CloseWorkerOptions = {
+  timeoutMs: number;
+  logger: Logger;
+  /** Called once at the bound, before the worker is closed by force (abandon what waits). */
+  onTimeout?: () => void;
+  /** Every attempt under way has its outcome written and Redis does not answer: nothing is left to drain, only Redis' side (acknowledgements, slot releases). */
+  idleWithoutRedis: () => boolean;
+  /** Drops the Redis connections, so BullMQ's pending commands fail at once instead of waiting for Redis. */
+  disconnect: () => void;
+  /** Bound on BullMQ's own close once the connections are dropped. */
+  forceTimeoutMs: number;
+};
+
 /**
- * Q9: stop taking jobs and let in-flight ones finish within `timeoutMs`; past it, close by force
- * (their locks lapse and BullMQ re-runs them elsewhere). Resolves true when every job finished.
+ * Q9: stop taking jobs and let in-flight ones finish within `timeoutMs`. Past it — or at once
+ * when nothing runs and Redis is unreachable — the Redis connections are dropped and BullMQ's
+ * close is waited for at most `forceTimeoutMs`: a stop never waits on Redis. (BullMQ's close(true)
+ * after close() only returns the first close's promise, and that one waits on Redis without a
+ * limit.) Jobs whose completion Redis did not take re-run when their lock lapses; the ledger
+ * says they were delivered, so nothing is sent twice (Q1). Says what ended the wait.
  */
-export async function closeDeliveryWorker(worker: Worker<DeliveryJobData>, timeoutMs: number, logger: Logger, onTimeout?: () => void): Promise<boolean> {
+export async function closeDeliveryWorker(worker: Worker<DeliveryJobData>, options: CloseWorkerOptions): Promise<'closed' | 'idle' | 'bound'> {
+  const closing = worker.close().then(
+    () => 'closed' as const,
+    () => 'closed' as const,
+  );
   let timer: NodeJS.Timeout | undefined;
-  const graceful = worker.close().then(() => true);
-  const timedOut = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
+  let poll: NodeJS.Timeout | undefined;
+  const bound = new Promise<'bound'>((resolve) => {
+    timer = setTimeout(() => resolve('bound'), options.timeoutMs);
   });
-  const finished = await Promise.race([graceful, timedOut]);
+  const idle = new Promise<'idle'>((resolve) => {
+    poll = setInterval(() => {
+      if (options.idleWithoutRedis()) resolve('idle');
+    }, IDLE_POLL_MS);
+  });
+  const first = await Promise.race([closing, bound, idle]);
   clearTimeout(timer);
-  if (!finished) {
-    logger.warn({ timeoutMs }, 'shutdown bound reached with deliveries still in flight; closing the worker by force');
-    onTimeout?.();
-    await worker.close(true).catch(() => undefined);
+  clearInterval(poll);
+  if (first === 'closed') return first;
+  if (first === 'bound') {
+    options.logger.warn({ timeoutMs: options.timeoutMs }, 'shutdown bound reached with deliveries still in flight; closing the worker by force');
+    options.onTimeout?.();
   }
-  return finished;
+  options.disconnect();
+  let forceTimer: NodeJS.Timeout | undefined;
+  await Promise.race([closing, new Promise((resolve) => (forceTimer = setTimeout(resolve, options.forceTimeoutMs)))]);
+  clearTimeout(forceTimer);
+  return first;
 }

@@ -1,25 +1,30 @@
 import { createLogger } from '../observability/logger.ts';
+import { onStopSignals } from '../observability/stopSignals.ts';
 import { loadSettings } from '../config/settings.ts';
 import { startOtelSdkFromEnv } from './otelSdk.ts';
 import { startDeliveryWorker, type StartDeliveryWorkerOptions } from './startDeliveryWorker.ts';
 
 /**
- * Run the worker until SIGINT/SIGTERM, then stop cleanly (Q9); the caller exits 0. With
+ * Run the worker until SIGINT/SIGTERM, then stop (Q9): resolves true when the stop was clean
+ * (every in-flight delivery finished and its outcome written), false when some were cut off at
+ * the bound (their rows are the reconciler's); the CLI exits 0 or 1 accordingly. Repeated
+ * signals (npm forwards Ctrl-C a second time) are logged and ignored while it stops. With
  * OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_TRACES_EXPORTER set, the OpenTelemetry SDK starts first
  * (so the worker's spans are exported) and is flushed last.
  */
-export async function runDeliveryWorkerUntilSignal(options: StartDeliveryWorkerOptions = {}): Promise<void> {
+export async function runDeliveryWorkerUntilSignal(options: StartDeliveryWorkerOptions = {}): Promise<boolean> {
   const env = options.env ?? process.env;
   const logger = options.logger ?? createLogger({ level: (options.settings ?? loadSettings(env)).LOG_LEVEL });
   const otel = await startOtelSdkFromEnv(env, logger);
+  let signals: ReturnType<typeof onStopSignals> | undefined;
   try {
     const running = await startDeliveryWorker({ ...options, logger });
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
-    });
-    await running.stop();
+    signals = onStopSignals((signal) => logger.info({ signal }, 'already stopping; signal ignored'));
+    const signal = await signals.first;
+    logger.info({ signal }, 'stopping');
+    return await running.stop();
   } finally {
     await otel?.shutdown();
+    signals?.dispose();
   }
 }

@@ -20,8 +20,9 @@ import { ledgerStats } from '../operator/ledgerStats.ts';
 import { createEndpointGate } from '../isolation/endpointGate.ts';
 import { createPolicyAcknowledger } from '../isolation/policyAcks.ts';
 import { createEndpointIsolation, endpointKeyPrefix, isolationSettings, type EndpointIsolation } from '../isolation/endpointIsolation.ts';
+import { createDependencyHealth } from './dependencyHealth.ts';
 import { createInFlightTracker } from './inFlightTracker.ts';
-import { createLedgerWriter } from './ledgerWriter.ts';
+import { createLedgerWriter, type LedgerWriter } from './ledgerWriter.ts';
 import { createPgGate } from './pgGate.ts';
 import { createAdmission, deliveryWaitAllowance } from './admission.ts';
 import { createDeliveryProcessor, type DeliveryProcessor } from './processor.ts';
@@ -35,8 +36,10 @@ import { QUEUE_STREAMS } from '../queue/jobs.ts';
 import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from '../queue/types.ts';
 import { closeDeliveryWorker, createDeliveryWorker } from './bullWorker.ts';
 
-/** Bound on closing Redis and the HTTP server once the worker itself has stopped. */
+/** Bound on each closing step (Redis, the HTTP server, the ledger flush) once the worker itself has stopped. */
 const CLOSE_STEP_TIMEOUT_MS = 3_000;
+/** Q9: what a stop may take past HOOKRELAY_SHUTDOWN_TIMEOUT_MS, all closing steps together. */
+const CLOSE_BUDGET_MS = 5_000;
 
 export type DeliveryServiceOptions = {
   settings: Settings;
@@ -76,14 +79,22 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const prefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
   const connection: QueueRedis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true);
   connection.on('error', (err: Error) => logger.debug({ err: err }, 'redis connection error'));
+  // Q13: one line when Redis or Postgres goes away and one when it is back; readiness, the stop and the metrics read it.
+  const health = createDependencyHealth(logger);
+  health.watchRedis(connection);
+  // Redis away: a command would wait in ioredis' offline queue until it is back; scrapes and probes answer at once instead.
+  const redisReady = () => connection.status === 'ready';
 
   const queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix, streams: QUEUE_STREAMS });
   queue.on('error', (err: Error) => logger.debug({ err: err }, 'queue error'));
   let isolation: EndpointIsolation | undefined;
   const metrics = createDeliveryMetrics({
-    queueCounts: () => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'),
+    queueCounts: () =>
+      redisReady() ? queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed') : Promise.reject(new Error('redis unreachable')),
     endpointStates: async () => (isolation ? isolation.stateCounts() : {}),
     ledgerStats: () => ledgerStats(store.db),
+    dependencies: () => health.snapshot(),
+    ledgerWritesWaiting: () => gate.waiting(),
   });
   // Endpoint isolation: per-endpoint cap, rate limit and breaker in Redis, disable in Postgres.
   const isolationConfig = isolationSettings(settings);
@@ -117,13 +128,31 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       ...(options.qstashRetries !== undefined ? { retries: options.qstashRetries } : {}),
     });
   }
-  const ledger = createLedgerWriter(store.db, { logger });
+  const ledgerWriter = createLedgerWriter(store.db, { logger });
   // Q12: attempts still running after a second get their in_flight row, with a lease of the
   // webhook timeout + one lock duration (past it a row whose job vanished is re-enqueued, Q2).
-  const inFlight = createInFlightTracker({
+  // Attempts begun whose outcome is not written yet (delivery ids): what a stop must drain. A job
+  // whose outcome is written but that waits on Redis (its acknowledgement, its endpoint's slot) is done.
+  const unrecorded = new Set<string>();
+  const tracker = createInFlightTracker({
     mark: (marks) => gate.run(() => Promise.all(marks.map((m) => ledger.markInFlight(m)))).then(() => undefined),
     onError: (error) => logger.debug({ err: error }, 'could not mark long-running attempts in_flight'),
   });
+  const inFlight: typeof tracker = {
+    begin(key, mark) {
+      unrecorded.add(mark.id);
+      tracker.begin(key, mark);
+    },
+    end: (key) => tracker.end(key),
+    stop: () => tracker.stop(),
+  };
+  const ledger: LedgerWriter = {
+    ...ledgerWriter,
+    async record(outcome) {
+      await ledgerWriter.record(outcome);
+      unrecorded.delete(outcome.id);
+    },
+  };
 
   let worker: Worker<DeliveryJobData> | undefined;
   let stopping = false;
@@ -132,9 +161,12 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   setMaxListeners(0, abandon.signal); // one listener per delivery waiting on a look-up: concurrency-many, by design
   const gate = createPgGate({
     db: store.db,
-    logger,
-    onDown: () => void worker?.pause(true).catch(() => undefined),
+    onDown: (error) => {
+      health.markDown('postgres', error);
+      void worker?.pause(true).catch(() => undefined);
+    },
     onUp: () => {
+      health.markUp('postgres');
       if (!stopping) worker?.resume();
     },
   });
@@ -184,6 +216,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       return await attemptProcessor(job, token);
     } finally {
       running--;
+      unrecorded.delete(job.data.deliveryId);
     }
   };
   worker = createDeliveryWorker({
@@ -195,6 +228,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     stalledIntervalMs: settings.HOOKRELAY_STALLED_INTERVAL_MS,
     processor,
     logger,
+    quiet: () => !redisReady(),
   });
 
   const reconciler = createReconciler({
@@ -220,7 +254,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   let http: RunningHttpServer | undefined;
   // Redis and Postgres answer: /readyz, and the worker's `ready` line.
   const readiness = {
-    redis: async () => (await connection.ping()) === 'PONG',
+    redis: async () => redisReady() && (await connection.ping()) === 'PONG',
     postgres: async () => {
       await store.db.execute(sql`select 1`);
       return true;
@@ -257,33 +291,58 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       stopping = true;
       const started = Date.now();
       const inFlightAtStop = running;
-      await Promise.all([reconciler.stop(), retention.stop()]);
+      const bound = settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS;
+      // Q9: past the bound every remaining step shares CLOSE_BUDGET_MS, whatever Redis and Postgres do.
+      const hardDeadline = started + bound + CLOSE_BUDGET_MS;
+      await boundedStep(Promise.all([reconciler.stop(), retention.stop()]), hardDeadline);
       // Jobs waiting in memory (no attempt yet) go back to the queue now; attempts under way drain.
       admission.close();
       ordering.close();
       let cutOff = 0;
-      const graceful = await closeDeliveryWorker(worker, settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS, logger, () => {
-        cutOff = running;
-        abandon.abort();
+      const ended = await closeDeliveryWorker(worker, {
+        timeoutMs: Math.max(0, bound - (Date.now() - started)),
+        logger,
+        onTimeout: () => {
+          cutOff = unrecorded.size;
+          abandon.abort();
+          // Outcomes waiting for Postgres give up: their rows stay in_flight / queued and the reconciler re-enqueues them.
+          gate.close();
+        },
+        idleWithoutRedis: () => unrecorded.size === 0 && health.isDown('redis'),
+        // Only when Redis is away: with Redis up, BullMQ's own close finishes once the cut-off jobs unwind.
+        disconnect: () => {
+          if (redisReady()) return;
+          connection.disconnect();
+          isolationRedis?.disconnect();
+        },
+        forceTimeoutMs: CLOSE_STEP_TIMEOUT_MS,
       });
+      const drained = ended !== 'bound' || cutOff === 0;
       // Past the bound, the deliveries abandoned above still get their outcome written if they can.
-      if (graceful) await ledger.drain();
-      else await boundedStep(ledger.drain());
+      const flushed = await boundedStep(ledger.drain(), hardDeadline);
       inFlight.stop();
       isolation?.stop();
       gate.close();
-      await boundedStep(http?.close());
-      await boundedStep(queue.close());
+      health.stop();
+      await boundedStep(http?.close(), hardDeadline);
+      // Redis away: closing the queue would wait on it; dropping the connection below is the close.
+      if (redisReady()) await boundedStep(queue.close(), hardDeadline);
       connection.disconnect();
       isolationRedis?.disconnect();
-      await fetchTransport.close();
-      logger.info(
-        { inFlightAtStop, drained: inFlightAtStop - cutOff, cutOff, graceful, ms: Date.now() - started },
-        graceful
-          ? `stopped: ${inFlightAtStop} in-flight deliveries drained, ledger flushed`
-          : `stopped: ${inFlightAtStop - cutOff} of ${inFlightAtStop} in-flight deliveries drained; ${cutOff} cut off at the ${settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS} ms bound (their jobs re-run)`,
-      );
-      return graceful;
+      await boundedStep(fetchTransport.close(), hardDeadline);
+      const clean = drained && flushed;
+      const away = health.downNow();
+      const fields = { inFlightAtStop, drained: inFlightAtStop - cutOff, cutOff, graceful: clean, unreachable: away, ms: Date.now() - started };
+      const awayNote = away.length > 0 ? `; ${away.join(' and ')} unreachable at stop` : '';
+      if (clean) logger.info(fields, `stopped: ${inFlightAtStop} in-flight deliveries drained, ledger flushed${awayNote}`);
+      else
+        logger.warn(
+          fields,
+          cutOff > 0
+            ? `stopped uncleanly: ${inFlightAtStop - cutOff} of ${inFlightAtStop} in-flight deliveries drained; ${cutOff} cut off at the ${bound} ms bound (their ledger rows stay; the reconciler re-enqueues them)${awayNote}`
+            : `stopped uncleanly: the ledger could not be flushed (the rows stay; the reconciler re-enqueues them)${awayNote}`,
+        );
+      return clean;
     })();
     return stopped;
   };
@@ -291,11 +350,20 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   return { worker, queue, metrics, reconciler, retention, httpPort: http?.port, readiness, stop };
 }
 
-async function boundedStep(step: Promise<unknown> | undefined): Promise<void> {
-  if (!step) return;
+/** Waits for `step` at most CLOSE_STEP_TIMEOUT_MS and never past `deadline`; true when it settled without error in time. */
+async function boundedStep(step: Promise<unknown> | undefined, deadline: number): Promise<boolean> {
+  if (!step) return true;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([step.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_STEP_TIMEOUT_MS)))]);
+  const waitMs = Math.max(0, Math.min(CLOSE_STEP_TIMEOUT_MS, deadline - Date.now()));
+  const settled = await Promise.race([
+    step.then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), waitMs))),
+  ]);
   clearTimeout(timer);
+  return settled;
 }
 
 /** @upstash/qstash is an optional peer: configured QStash without it stops the worker with what to install. */

@@ -51,11 +51,27 @@ export type RunningDeliveryWorker = {
   databaseUrl: string | undefined;
   /** Settles once Redis and Postgres both answered (the `ready` log line), or when stopped first. */
   ready: Promise<void>;
-  /** Q9: stop taking jobs, let in-flight ones finish (bounded), close Redis, HTTP and the store. */
-  stop(): Promise<void>;
+  /**
+   * Q9: stop taking jobs, let in-flight ones finish (bounded), close Redis, HTTP and the store —
+   * within HOOKRELAY_SHUTDOWN_TIMEOUT_MS + a few seconds whatever Redis and Postgres do. True when
+   * the stop was clean (nothing cut off, the ledger flushed, every close step done in time).
+   */
+  stop(): Promise<boolean>;
 };
 
 const READY_POLL_MS = 500;
+/** Bound on each closing step after the delivery service (console, store, embedded socket, private Redis). */
+const STOP_STEP_TIMEOUT_MS = 2_000;
+
+/** `step`, or false once STOP_STEP_TIMEOUT_MS passed (the step is left to finish, or not, on its own). */
+async function withinStepTimeout(step: Promise<unknown>): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([step, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STOP_STEP_TIMEOUT_MS)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const READY_CHECK_TIMEOUT_MS = 2_000;
 
 async function answers(check: () => Promise<boolean>): Promise<boolean> {
@@ -122,25 +138,40 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
   const base = options.settings ?? loadSettings(options.env ?? process.env);
   const settings: Settings = options.concurrency !== undefined ? { ...base, HOOKRELAY_CONCURRENCY: options.concurrency } : base;
   const logger = options.logger ?? createLogger({ level: settings.LOG_LEVEL });
-  // Run in reverse order of start by stop(), and on a failed start, so nothing is left open.
-  const stops: Array<() => Promise<unknown>> = [];
-  const stopAll = async (): Promise<void> => {
-    for (const stop of stops.splice(0).reverse()) await stop().catch((err: unknown) => logger.warn({ err: err }, 'error while stopping'));
+  // Run in reverse order of start by stop(), and on a failed start, so nothing is left open. Each
+  // step but the service's own (bounded itself) gets STOP_STEP_TIMEOUT_MS: a store or Redis that
+  // does not answer never holds the process (Q9). False when a step failed or timed out.
+  const stops: Array<{ name: string; run: () => Promise<unknown>; bounded?: true }> = [];
+  const stopAll = async (): Promise<boolean> => {
+    let clean = true;
+    for (const step of stops.splice(0).reverse()) {
+      const done = await (step.bounded ? step.run() : withinStepTimeout(step.run())).then(
+        (result) => result !== false,
+        (err: unknown) => {
+          logger.warn({ err: err, step: step.name }, 'error while stopping');
+          return false;
+        },
+      );
+      if (!done && !step.bounded) logger.warn({ step: step.name, timeoutMs: STOP_STEP_TIMEOUT_MS }, `stop: ${step.name} did not close in time; left behind`);
+      clean &&= done;
+    }
+    return clean;
   };
 
   try {
     const redis = options.allowPrivateRedis
       ? await ensureRedis(settings.REDIS_URL, settings.HOOKRELAY_DATA_DIR, logger)
       : { url: settings.REDIS_URL, stop: async () => undefined };
-    stops.push(redis.stop);
+    stops.push({ name: 'private redis-server', run: redis.stop });
 
     const store = await openStore({
       databaseUrl: settings.DATABASE_URL ? withApplicationName(settings.DATABASE_URL) : undefined,
       maxConnections: WORKER_POOL_SIZE,
       dataDir: settings.HOOKRELAY_DATA_DIR,
-      onPoolError: (err) => logger.warn({ err: err }, 'postgres connection lost; the pool reconnects'),
+      // Q13: the outage itself has one line (dependency health); each lost pool connection is debug.
+      onPoolError: (err) => logger.debug({ err: err }, 'postgres connection lost; the pool reconnects'),
     });
-    stops.push(() => store.close());
+    stops.push({ name: 'store', run: () => store.close() });
     if (options.migrate ?? settings.HOOKRELAY_MIGRATE) await migrateStore(store);
     else logger.info('migrations skipped (HOOKRELAY_MIGRATE=false / --no-migrate)');
 
@@ -148,7 +179,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
     if (store.kind === 'pglite') {
       const served = await serveEmbeddedStore(store, settings.HOOKRELAY_DATA_DIR);
       databaseUrl = served.databaseUrl;
-      stops.push(served.stop);
+      stops.push({ name: 'embedded store socket', run: served.stop });
       logger.info({ DATABASE_URL: databaseUrl }, 'embedded store served; the CLI and a server app on this machine can use this DATABASE_URL');
     }
 
@@ -167,9 +198,12 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
         logger,
         listening: () => (httpPort === undefined ? undefined : { port: httpPort }),
       });
-      stops.push(async () => {
-        await consoleApp.close();
-        await operator.close();
+      stops.push({
+        name: 'console',
+        run: async () => {
+          await consoleApp.close();
+          await operator.close();
+        },
       });
       consoleHandler = consoleApp.handle;
     }
@@ -184,7 +218,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
       payloadBuilder: createWebhookPayloadBuilder({ logger, ...(options.emailLookup ? { emailLookup: options.emailLookup } : {}) }),
       ...(consoleHandler ? { httpHandlers: [consoleHandler] } : {}),
     });
-    stops.push(() => service.stop());
+    stops.push({ name: 'delivery service', run: () => service.stop(), bounded: true });
     httpPort = service.httpPort;
 
     // `ready` only once Redis and Postgres both answer; until then one line says what is awaited.
@@ -197,11 +231,11 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
       console: consoleHandler ? `/console on port ${service.httpPort ?? '(http off)'}` : 'off (set HOOKRELAY_CONSOLE_TOKEN)',
     };
     const readiness = new AbortController();
-    stops.push(async () => readiness.abort());
+    stops.push({ name: 'readiness wait', run: async () => readiness.abort() });
     const ready = waitUntilReady(service.readiness, readiness.signal, logger).then((ok) => {
       if (ok) logger.info(readyFields, 'ready');
     });
-    let stopped: Promise<void> | undefined;
+    let stopped: Promise<boolean> | undefined;
     return { settings, store, httpPort: service.httpPort, databaseUrl, ready, stop: () => (stopped ??= stopAll()) };
   } catch (err) {
     await stopAll();
