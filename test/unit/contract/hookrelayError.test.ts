@@ -23,6 +23,7 @@ const samples: Record<string, () => Error> = {
   WorkerPluginError: () => new hookrelay.WorkerPluginError('x'),
   AgentHooksInstallError: () => new hookrelay.AgentHooksInstallError('x'),
   AgentRunStateError: () => new hookrelay.AgentRunStateError('x'),
+  IdempotencyConflictError: () => new hookrelay.IdempotencyConflictError('op', 'audit', 'req-42'),
   OperationIdMismatchError: () => new hookrelay.OperationIdMismatchError('op', 'other'),
   ToolError: () => new hookrelay.ToolError({ code: 'not_found' }),
   TemplateEnvPatternError: () => new hookrelay.TemplateEnvPatternError('x'),
