@@ -36,7 +36,7 @@ export class HookDispatcher extends DispatcherCore {
     super(options, { createProducer: createHookProducer });
   }
 }
-export { CriticalHookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from '../contract/criticalError.ts';
+export { CriticalHookDeliveryError, WebhookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from '../contract/criticalError.ts';
 // Every error a public function throws on purpose: one base, a stable `code` on each (`HOOKRELAY_*`).
 export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from '../contract/hookrelayError.ts';
 export { DeliveryConfigError, SsrfBlockedError } from '../delivery/errors.ts';
@@ -60,7 +60,7 @@ export type {
   PublishDeferredResultInput,
   PublishDeferredResultOutput,
 } from '../control/operationStore.ts';
-export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError } from '../store/errors.ts';
+export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, StoreUnavailableError } from '../store/errors.ts';
 export { createHookProducer, createOperationStore, createStoreRecordSink, startDeliveryWorker } from './lazy.ts';
 export { createRemoteInterceptor, RemoteInterceptorConfigSchema, RemoteInterceptorError, type RemoteInterceptorConfig } from '../delivery/remoteInterceptor.ts';
 export { FetchTransport } from '../delivery/fetchTransport.ts';
