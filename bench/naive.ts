@@ -7,6 +7,7 @@
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { type CpuPerDelivery, cpuMeter, perDelivery, taggedUrl } from './cost.ts';
 import { BENCH_PREFIX, BENCH_REDIS_URL, kibPayload, sleep, uniqueName } from './support.ts';
 
 export const NAIVE_POOL_MAX = 10;
@@ -22,15 +23,20 @@ async function preEnqueue(queue: Queue<NaiveJob>, ids: readonly string[]): Promi
   }
 }
 
-/** Runs `count` pre-enqueued jobs through a worker; returns jobs/s (warm-up excluded). */
+/**
+ * Runs `count` pre-enqueued jobs through a worker in this process; returns jobs/s (warm-up
+ * excluded) and the CPU per job of this process, its Postgres backends and redis-server.
+ */
 async function drain(
   kind: 'naive' | 'noop',
   opts: { concurrency: number; jobs: number; warmup: number; receiverUrl: string; databaseUrl: string },
-): Promise<number> {
+): Promise<{ perSecond: number; cpu: CpuPerDelivery }> {
   const name = uniqueName(kind);
   const connection = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: null });
   const queue = new Queue<NaiveJob>(name, { connection, prefix: BENCH_PREFIX });
-  const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: NAIVE_POOL_MAX });
+  const pgTag = uniqueName(`hrbench-${kind}`);
+  const pool = new pg.Pool({ connectionString: taggedUrl(opts.databaseUrl, pgTag), max: NAIVE_POOL_MAX });
+  const meter = cpuMeter({ pgTag, includeSelf: true });
   const table = `naive_${name.replace(/-/g, '_')}`;
   const total = opts.warmup + opts.jobs;
   const ids = Array.from({ length: total }, (_, i) => `n${i}`);
@@ -57,17 +63,19 @@ async function drain(
   while (done < opts.warmup) await sleep(10);
   await worker.pause();
   await preEnqueue(queue, ids.slice(opts.warmup));
+  await meter.start();
   const startedAt = performance.now();
   worker.resume();
   while (done < total) await sleep(5);
   const seconds = (performance.now() - startedAt) / 1000;
+  const cpu = perDelivery(await meter.stop(), opts.jobs);
   await worker.close();
   await queue.obliterate({ force: true });
   await queue.close();
   if (kind === 'naive') await pool.query(`DROP TABLE ${table}`);
   await pool.end();
   connection.disconnect();
-  return opts.jobs / seconds;
+  return { perSecond: opts.jobs / seconds, cpu };
 }
 
 export const runNaive = (opts: Parameters<typeof drain>[1]) => drain('naive', opts);

@@ -11,6 +11,7 @@ import { createHookProducer } from '../src/queue/producer.ts';
 import type { EnqueueInput } from '../src/queue/types.ts';
 import { openStore, type Store } from '../src/store/db.ts';
 import { migrateStore } from '../src/store/migrate.ts';
+import { type CpuPerDelivery, cpuMeter, perDelivery, taggedUrl } from './cost.ts';
 import { BENCH_PREFIX, BENCH_REDIS_URL, createBenchSchema, kibPayload, percentile, sleep, uniqueName, type BenchSchema } from './support.ts';
 import { startWorkerProcess, type WorkerProcess } from './workerProcess.ts';
 
@@ -64,7 +65,7 @@ function producerFor(store: Store, queueName: string) {
   return createHookProducer({ store, redisUrl: BENCH_REDIS_URL, queueName, env: {} });
 }
 
-export type ProductRun = { deliveriesPerSecond: number; enqueuePerSecond: number };
+export type ProductRun = { deliveriesPerSecond: number; enqueuePerSecond: number; cpu: CpuPerDelivery };
 
 /**
  * (a) `warmup + jobs` events pre-enqueued through the producer (timed: the enqueue rate), then
@@ -95,10 +96,13 @@ export async function runProduct(opts: {
     const enqueueSeconds = (performance.now() - enqueueStarted) / 1000;
 
     const received = await opts.receivedCount();
+    // The workers' Postgres backends carry this tag: their CPU is read in the timed window.
+    const pgTag = uniqueName('hrbench-worker');
+    const meter = cpuMeter({ pgTag, pids: () => workers.map((w) => w.pid) });
     for (let w = 0; w < (opts.workers ?? 1); w++)
       workers.push(
         await startWorkerProcess({
-          databaseUrl: stack.schema.url,
+          databaseUrl: taggedUrl(stack.schema.url, pgTag),
           queueName,
           concurrency: opts.concurrency,
           ...(opts.variant ? { variant: opts.variant } : {}),
@@ -109,10 +113,13 @@ export async function runProduct(opts: {
     // count(*) does not load the Postgres being measured.
     while ((await opts.receivedCount()) - received < opts.warmup) await sleep(POLL_MS);
     const started = performance.now();
+    await meter.start();
     while ((await opts.receivedCount()) - received < total) await sleep(POLL_MS);
     while ((await deliveredCount(stack.store)) < total) await sleep(POLL_MS);
     const seconds = (performance.now() - started) / 1000;
-    return { deliveriesPerSecond: opts.jobs / seconds, enqueuePerSecond: (total - ENQUEUE_BATCH) / enqueueSeconds };
+    // Deliveries in the window: `jobs` nominally; the warm-up count is crossed at a poll, so a few more.
+    const cpu = perDelivery(await meter.stop(), opts.jobs);
+    return { deliveriesPerSecond: opts.jobs / seconds, enqueuePerSecond: (total - ENQUEUE_BATCH) / enqueueSeconds, cpu };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     await obliterate(queueName);
@@ -149,7 +156,7 @@ export async function runLatency(opts: {
   stats: () => Promise<{ count: number; latencies: number[] }>;
   reset: () => Promise<void>;
   env?: Record<string, string>;
-}): Promise<{ p50: number; p99: number; count: number; offered: number }> {
+}): Promise<{ p50: number; p99: number; count: number; offered: number; enqueueP50: number; enqueueP99: number }> {
   const stack = await openBenchStore('latency');
   const queueName = uniqueName('latency');
   const producer = producerFor(stack.store, queueName);
@@ -164,12 +171,18 @@ export async function runLatency(opts: {
     const intervalMs = 1000 / opts.ratePerSecond;
     const started = performance.now();
     const pending: Promise<unknown>[] = [];
+    const enqueueMs: number[] = [];
+    const timedEnqueue = async (input: EnqueueInput) => {
+      const t0 = performance.now();
+      await producer.enqueue(input);
+      enqueueMs.push(performance.now() - t0);
+    };
     for (let i = 0; i < total; i += 1) {
       const due = started + i * intervalMs;
       const wait = due - performance.now();
       if (wait > 1) await sleep(wait);
       const [input] = events(1000 + i, 1, opts.receiverUrl, { sentAt: Date.now() });
-      pending.push(producer.enqueue(input as EnqueueInput));
+      pending.push(timedEnqueue(input as EnqueueInput));
     }
     await Promise.all(pending);
     const deadline = Date.now() + 30_000;
@@ -178,7 +191,14 @@ export async function runLatency(opts: {
       await sleep(50);
       stats = await opts.stats();
     }
-    return { p50: percentile(stats.latencies, 50), p99: percentile(stats.latencies, 99), count: stats.count, offered: total };
+    return {
+      p50: percentile(stats.latencies, 50),
+      p99: percentile(stats.latencies, 99),
+      count: stats.count,
+      offered: total,
+      enqueueP50: percentile(enqueueMs, 50),
+      enqueueP99: percentile(enqueueMs, 99),
+    };
   } finally {
     await worker.stop();
     await obliterate(queueName);
