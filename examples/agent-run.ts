@@ -16,7 +16,15 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { InterceptionBlocked, Verdict, createAgentHooks, type AgentHooks, type InterceptionRecord, type ModelStreamPart, type PersistEntry } from 'hookrelay';
+import {
+  InterceptionBlockedError,
+  Verdict,
+  createAgentHooks,
+  type AgentHooks,
+  type InterceptionRecord,
+  type ModelStreamPart,
+  type PersistEntry,
+} from 'hookrelay';
 
 type ChatMessage = { role: string; content: unknown; tool_call_id?: string; tool_calls?: unknown[] };
 
@@ -102,7 +110,7 @@ export async function runAgent(hooks: AgentHooks, question: string, api: { baseU
     throw new Error('no answer in 5 model calls');
   } catch (err) {
     const end = await run.end('error'); // after a block the session closes with `error` anyway
-    if (err instanceof InterceptionBlocked) return { blocked: err.record, end };
+    if (err instanceof InterceptionBlockedError) return { blocked: err.record, end };
     throw err;
   }
 }

@@ -4,8 +4,10 @@
  * segment with well-formed %-escapes, bounded numbers. A bad value is a ConsoleInputError,
  * which the handler answers with 400 and the message — never a 500 from deeper down.
  */
+import { HookrelayError } from '../contract/hookrelayError.ts';
 
-export class ConsoleInputError extends Error {
+export class ConsoleInputError extends HookrelayError {
+  readonly code = 'HOOKRELAY_CONSOLE_INPUT_INVALID' as const;
   constructor(message: string) {
     super(message);
     this.name = 'ConsoleInputError';

@@ -31,8 +31,11 @@ export class CriticalHookDeliveryError extends HookrelayError {
   }
 }
 
-/** A sanitized delivery failure used as a critical cause: classes and statuses, never remote text. */
-export class WebhookDeliveryFailure extends HookrelayError {
+/**
+ * A sanitized delivery failure used as a critical cause: classes and statuses, never remote text.
+ * `name` stays `'WebhookDeliveryFailure'`: a critical failure's logged and reported cause shows it.
+ */
+export class WebhookDeliveryError extends HookrelayError {
   readonly code = 'HOOKRELAY_WEBHOOK_DELIVERY_FAILED' as const;
   override readonly name = 'WebhookDeliveryFailure';
   constructor(
@@ -42,3 +45,11 @@ export class WebhookDeliveryFailure extends HookrelayError {
     super(httpStatus !== undefined ? `${errorClass}: HTTP ${httpStatus}` : errorClass);
   }
 }
+
+/**
+ * @deprecated use `WebhookDeliveryError` (the same class; kept so existing `instanceof` checks work).
+ * @alias
+ */
+export const WebhookDeliveryFailure = WebhookDeliveryError;
+/** @deprecated use `WebhookDeliveryError`. */
+export type WebhookDeliveryFailure = WebhookDeliveryError;

@@ -4,6 +4,8 @@
  * bundle of closures: it is created on every request (the hot path).
  */
 
+import { HookrelayError } from '../contract/hookrelayError.ts';
+
 export type DeadlineCause = 'timeout' | 'cancelled';
 
 export class Deadline {
@@ -11,7 +13,7 @@ export class Deadline {
   readonly #timer: NodeJS.Timeout;
   readonly #callerSignal: AbortSignal | undefined;
   #cause: DeadlineCause | undefined;
-  #reason: DeadlineAbort | undefined;
+  #reason: DeadlineAbortError | undefined;
   #listeners: Array<() => void> | undefined;
   #controller: AbortController | undefined;
 
@@ -42,7 +44,7 @@ export class Deadline {
     return this.#reason !== undefined;
   }
 
-  get reason(): DeadlineAbort | undefined {
+  get reason(): DeadlineAbortError | undefined {
     return this.#reason;
   }
 
@@ -89,7 +91,7 @@ export class Deadline {
   end(why: DeadlineCause): void {
     if (this.#cause !== undefined) return;
     this.#cause = why;
-    this.#reason = new DeadlineAbort(why);
+    this.#reason = new DeadlineAbortError(why);
     // Listeners fire once, like an AbortSignal's.
     const listeners = this.#listeners;
     this.#listeners = undefined;
@@ -107,9 +109,9 @@ export function startDeadline(timeoutMs: number, callerSignal?: AbortSignal): De
 }
 
 /** The abort reason we use, so a destroyed body says why without quoting anything remote. */
-export class DeadlineAbort extends Error {
-  override readonly name = 'DeadlineAbort';
-  readonly code: string;
+export class DeadlineAbortError extends HookrelayError {
+  override readonly name = 'DeadlineAbortError';
+  readonly code: 'HOOKRELAY_TIMEOUT' | 'HOOKRELAY_CANCELLED';
 
   constructor(readonly why: DeadlineCause) {
     super(why === 'timeout' ? 'delivery deadline passed' : 'delivery cancelled by the caller');

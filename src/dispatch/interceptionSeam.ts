@@ -5,7 +5,7 @@ import type { ToolCallControlOutcome } from '../control/evaluateControls.ts';
 import { blockedOutcome } from '../control/evaluateControls.ts';
 import { AgentContextBuilder } from '../interception/builder.ts';
 import type { EmitOptions, InterceptionEmitter } from '../interception/emitter.ts';
-import { InterceptionBlocked } from '../interception/errors.ts';
+import { InterceptionBlockedError } from '../interception/errors.ts';
 import { HostError, isReservedReason } from '../interception/reasons.ts';
 import { proceeds } from '../interception/record.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -159,7 +159,7 @@ export function createInterceptionSeam(emitter: InterceptionEmitter, options: In
     return session;
   };
 
-  const blocked = (type: 'beforeToolCall' | 'afterToolCall', error: InterceptionBlocked, result: ToolCallResult | undefined): ToolCallControlOutcome => {
+  const blocked = (type: 'beforeToolCall' | 'afterToolCall', error: InterceptionBlockedError, result: ToolCallResult | undefined): ToolCallControlOutcome => {
     const reason = error.record.verdict.reason ?? DEFAULT_DENY_REASON;
     const infrastructure = isReservedReason(reason) && !POLICY_REASONS.has(reason);
     const outcome = blockedOutcome(type, reason, result);
@@ -208,7 +208,7 @@ export function createInterceptionSeam(emitter: InterceptionEmitter, options: In
       try {
         target = await emission;
       } catch (error) {
-        if (error instanceof InterceptionBlocked) return { outcome: blocked(type, error, result) };
+        if (error instanceof InterceptionBlockedError) return { outcome: blocked(type, error, result) };
         if (signal?.aborted) return { outcome: CANCELLED };
         throw error;
       } finally {

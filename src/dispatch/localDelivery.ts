@@ -1,4 +1,4 @@
-import { type CriticalFailure, WebhookDeliveryFailure } from '../contract/criticalError.ts';
+import { type CriticalFailure, WebhookDeliveryError } from '../contract/criticalError.ts';
 import { newDeliveryId } from '../contract/deliveryId.ts';
 import { EventValidationError } from '../contract/errors.ts';
 import { serializeEventJson } from '../contract/events.ts';
@@ -42,7 +42,7 @@ export function createLocalDelivery(send: SendContext, payloads: WebhookPayloadB
       traceHeaders: traceHeaders(trace.getActiveSpan()), // the dispatch span, when tracing is on
     });
     if (result.ok) return undefined;
-    const cause = new WebhookDeliveryFailure(result.errorClass, result.httpStatus);
+    const cause = new WebhookDeliveryError(result.errorClass, result.httpStatus);
     const fields = { operationId, hookId: hook.id, hookType: type, errorClass: result.errorClass, httpStatus: result.httpStatus };
     if (result.critical) {
       logger.error(fields, 'critical webhook delivery failed');
@@ -80,7 +80,7 @@ export function createLocalDelivery(send: SendContext, payloads: WebhookPayloadB
           const fields = { operationId, hookId: hook.id, hookType: type, errorClass, err: error instanceof Error ? error.name : 'error' };
           if (hook.webhook.fallback === 'none') {
             logger.error(fields, 'critical webhook delivery failed');
-            failure = { hookId: hook.id, cause: new WebhookDeliveryFailure(errorClass) };
+            failure = { hookId: hook.id, cause: new WebhookDeliveryError(errorClass) };
           } else {
             logger.warn(fields, 'webhook delivery failed');
           }

@@ -8,6 +8,7 @@ export {
   AiSdkHooks,
   AiSdkRun,
   ToolCallDeniedError,
+  InterceptionBlockedError,
   InterceptionBlocked,
   type AiSdkHooksOptions,
   type AiSdkMiddlewareOptions,

@@ -8,6 +8,7 @@ export {
   createMcpHooks,
   McpHooks,
   McpRun,
+  InterceptionBlockedError,
   InterceptionBlocked,
   type McpCallToolParams,
   type McpCallToolResult,

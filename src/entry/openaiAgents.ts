@@ -6,6 +6,7 @@ export {
   createOpenAIAgentsHooks,
   OpenAIAgentsHooks,
   OpenAIAgentsRun,
+  InterceptionBlockedError,
   InterceptionBlocked,
   type OpenAIAgentsHooksOptions,
   type OpenAIAgentsRunOptions,

@@ -1,5 +1,5 @@
 import type { LanguageModelMiddleware, ToolSet } from 'ai';
-import { InterceptionBlocked } from '../interception/errors.ts';
+import { InterceptionBlocked, InterceptionBlockedError } from '../interception/errors.ts';
 import { type AiSdkMiddlewareOptions, AiSdkModelRuns, type ModelRunRegistry, wrapRegistryTools } from './aiSdkMiddleware.ts';
 import { AiSdkRun } from './aiSdkRun.ts';
 import { ToolCallDeniedError } from './errors.ts';
@@ -53,4 +53,4 @@ export function createAiSdkHooks(options: IntegrationOptions): AiSdkHooks {
   return new AiSdkHooks(options);
 }
 
-export { AiSdkRun, InterceptionBlocked, ToolCallDeniedError };
+export { AiSdkRun, InterceptionBlockedError, InterceptionBlocked, ToolCallDeniedError };

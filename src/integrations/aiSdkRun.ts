@@ -316,7 +316,7 @@ export class AiSdkRun {
   /**
    * The framework call finished: `output` over `text` unless the final response was judged already
    * (a step limit can end the loop on tool calls), then the run ends `completed`. Returns the final
-   * answer as `output` left it. Throws `InterceptionBlocked` on an output deny (the run ends `error`).
+   * answer as `output` left it. Throws `InterceptionBlockedError` on an output deny (the run ends `error`).
    */
   async complete(text: string): Promise<JsonValue> {
     if (this.#bridge.failure !== undefined) {

@@ -1,6 +1,6 @@
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import type { AdmittedInput, AgentRun, RunEnd } from '../interception/run/agentRun.ts';
-import { InterceptionBlocked, ToolError } from '../interception/errors.ts';
+import { InterceptionBlocked, InterceptionBlockedError, ToolError } from '../interception/errors.ts';
 import { type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 
 /**
@@ -164,4 +164,4 @@ export function createMcpHooks(options: IntegrationOptions): McpHooks {
   return new McpHooks(options);
 }
 
-export { InterceptionBlocked };
+export { InterceptionBlockedError, InterceptionBlocked };

@@ -19,7 +19,7 @@ import type {
 } from '@openai/agents';
 import type { JsonValue } from '../contract/agentHooks.ts';
 import type { AdmittedInput, AgentRun, RunEnd } from '../interception/run/agentRun.ts';
-import { InterceptionBlocked } from '../interception/errors.ts';
+import { InterceptionBlocked, InterceptionBlockedError } from '../interception/errors.ts';
 import type { ModelToolCall } from '../interception/run/modelStream.ts';
 import { AgentGraph, type AnyAgent, newClones } from './openaiAgentsGraph.ts';
 import { messagesOf, parseArgs, rebuiltOutput, requestOf, responseOf, type StreamEvent, withDeniedHandoffs } from './openaiAgentsItems.ts';
@@ -77,7 +77,7 @@ type FunctionToolLike = {
 /** What `tool()` hands the model when `execute` threw (its default `errorFunction`): recognised as a tool failure. */
 const SDK_TOOL_ERROR = 'An error occurred while running the tool. Please try again.';
 
-function tripwire(blocked: InterceptionBlocked) {
+function tripwire(blocked: InterceptionBlockedError) {
   const record = blocked.record;
   return {
     tripwireTriggered: true,
@@ -95,7 +95,7 @@ function tripwire(blocked: InterceptionBlocked) {
 export class OpenAIAgentsRun {
   readonly #bridge: RunBridge;
   #step = 0;
-  #outputBlocked: InterceptionBlocked | undefined;
+  #outputBlocked: InterceptionBlockedError | undefined;
   readonly #clones = newClones();
   /** Call id → the step whose response asked for it (tool events carry that stepIndex). */
   readonly #callSteps = new Map<string, number>();
@@ -122,7 +122,7 @@ export class OpenAIAgentsRun {
           await bridge.ready;
           return { tripwireTriggered: false, outputInfo: { interceptionPoint: 'input' } };
         } catch (err) {
-          if (err instanceof InterceptionBlocked) return tripwire(err);
+          if (err instanceof InterceptionBlockedError) return tripwire(err);
           throw err;
         }
       },
@@ -135,7 +135,7 @@ export class OpenAIAgentsRun {
           try {
             await bridge.judgeOutput(agentOutput);
           } catch (err) {
-            if (err instanceof InterceptionBlocked) return tripwire(err);
+            if (err instanceof InterceptionBlockedError) return tripwire(err);
             throw err;
           }
         }
@@ -458,7 +458,7 @@ export class OpenAIAgentsRun {
       const admitted = await this.#bridge.ready;
       input = typeof admitted.content === 'string' ? admitted.content : JSON.stringify(admitted.content);
     } catch (err) {
-      if (!(err instanceof InterceptionBlocked)) throw err;
+      if (!(err instanceof InterceptionBlockedError)) throw err;
     }
     return { agent: wrapped, input };
   }
@@ -524,4 +524,4 @@ export function createOpenAIAgentsHooks(options: IntegrationOptions): OpenAIAgen
   return new OpenAIAgentsHooks(options);
 }
 
-export { InterceptionBlocked };
+export { InterceptionBlockedError, InterceptionBlocked };

@@ -1,5 +1,5 @@
 import type { JsonValue } from '../contract/agentHooks.ts';
-import { InterceptionBlocked } from '../interception/errors.ts';
+import { InterceptionBlockedError } from '../interception/errors.ts';
 import type { loadSdk } from './openaiAgentsSdk.ts';
 
 type Sdk = Awaited<ReturnType<typeof loadSdk>>;
@@ -26,7 +26,7 @@ export async function inHookrelaySpan<T>(
         Object.assign(span.spanData.data, outcome(r));
         return r;
       } catch (err) {
-        if (err instanceof InterceptionBlocked) {
+        if (err instanceof InterceptionBlockedError) {
           const record = err.record;
           Object.assign(span.spanData.data, {
             decision: record.verdict.decision,

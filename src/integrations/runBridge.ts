@@ -5,7 +5,7 @@ import type { HookType } from '../contract/hookTypes.ts';
 import type { ToolCallResult } from '../contract/toolContext.ts';
 import type { AgentHooks, StartRunOptions } from '../interception/run/bundle.ts';
 import type { AdmittedInput, AgentRun, ModelCaller, ModelCallResult, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
-import { InterceptionBlocked, ToolError } from '../interception/errors.ts';
+import { InterceptionBlockedError, ToolError } from '../interception/errors.ts';
 
 /**
  * The framework-neutral half of the integrations (`hookrelay/ai-sdk`, `hookrelay/openai-agents`):
@@ -55,7 +55,7 @@ export type BridgedModelCall = {
   /** True when this response was the final answer and `output` judged it (its content is the output as transformed). */
   final: boolean;
   /** An `output` deny held instead of thrown (`holdOutputDeny`): the framework trips its own guardrail with it. */
-  outputBlocked?: InterceptionBlocked;
+  outputBlocked?: InterceptionBlockedError;
 };
 
 function isAbort(error: unknown, signal: AbortSignal | undefined): boolean {
@@ -189,7 +189,7 @@ export class RunBridge {
         const content = await this.judgeOutput(result);
         return { result: { ...result, content }, final: true };
       } catch (err) {
-        if (options.holdOutputDeny === true && err instanceof InterceptionBlocked) return { result, final: true, outputBlocked: err };
+        if (options.holdOutputDeny === true && err instanceof InterceptionBlockedError) return { result, final: true, outputBlocked: err };
         throw err;
       }
     } catch (err) {
@@ -198,7 +198,7 @@ export class RunBridge {
     }
   }
 
-  /** `output` over the final answer (once per run); returns it as transformed. Throws `InterceptionBlocked` on a deny. */
+  /** `output` over the final answer (once per run); returns it as transformed. Throws `InterceptionBlockedError` on a deny. */
   async judgeOutput(answer: unknown): Promise<JsonValue> {
     this.#outputDone = true;
     try {

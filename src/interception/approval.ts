@@ -9,8 +9,8 @@ import {
 } from '../contract/agentHooks.ts';
 import type { ResolvedIdentityProvider } from './identity.ts';
 import { validateEnvelope } from './envelope.ts';
-import { HostError, HostErrorFailure } from './reasons.ts';
-import { EmissionCancelled, settleWithin } from './timeouts.ts';
+import { HostError, HostFailureError } from './reasons.ts';
+import { EmissionCancelledError, settleWithin } from './timeouts.ts';
 import { hostErrorVerdict, isLiftable, isPermit, parseWireVerdict } from './verdict.ts';
 
 export type ApprovalResolverFunction = (request: ApprovalRequest, options: { signal: AbortSignal }) => ApprovalResolution | Promise<ApprovalResolution>;
@@ -62,7 +62,7 @@ export async function consultApproval(ctx: AgentContext, verdict: Verdict, seam:
     const redactor = seam.redactor;
     const copy = presented;
     const redacted = await settleWithin(() => redactor(copy), seam.timeoutMs, seam.signal);
-    if (redacted.kind === 'cancelled') throw new EmissionCancelled(redacted.reason);
+    if (redacted.kind === 'cancelled') throw new EmissionCancelledError(redacted.reason);
     if (redacted.kind !== 'value') return failed(HostError.ApprovalResolverFailed, 'approval redactor failed');
     const checked = validateEnvelope(redacted.value);
     if (!checked.ok) return failed(HostError.ApprovalResolverFailed, 'approval redactor produced an invalid context');
@@ -73,7 +73,7 @@ export async function consultApproval(ctx: AgentContext, verdict: Verdict, seam:
   try {
     identity = seam.identity.compute(presented);
   } catch (err) {
-    if (err instanceof HostErrorFailure) return failed(err.reason, err.detail);
+    if (err instanceof HostFailureError) return failed(err.reason, err.detail);
     return failed(HostError.ContextInvalid, 'identity provider failed (spec §10.1)');
   }
 
@@ -84,7 +84,7 @@ export async function consultApproval(ctx: AgentContext, verdict: Verdict, seam:
     context: presented,
   };
   const settled = await settleWithin((signal) => resolver(request, { signal }), seam.timeoutMs, seam.signal);
-  if (settled.kind === 'cancelled') throw new EmissionCancelled(settled.reason);
+  if (settled.kind === 'cancelled') throw new EmissionCancelledError(settled.reason);
   if (settled.kind === 'timeout') return failed(HostError.ApprovalResolverFailed, `approval resolver exceeded ${seam.timeoutMs} ms`);
   if (settled.kind === 'error') return failed(HostError.ApprovalResolverFailed, 'approval resolver raised');
 

@@ -13,18 +13,18 @@ import { toResolverFunction, type ApprovalRedactor, type ApprovalResolver, type 
 import { resolveComposition, summarize } from './composition.ts';
 import { DEFAULT_MAX_DEPTH, findDomainViolation } from './json/canonicalJson.ts';
 import { validateEnvelope, type EnvelopeLimits } from './envelope.ts';
-import { InterceptionBlocked } from './errors.ts';
+import { InterceptionBlockedError } from './errors.ts';
 import type { DispatchEnv, DispatchOutcome } from './fold.ts';
 import { resolveIdentityProvider, type IdentityProviderOption, type ResolvedIdentityProvider } from './identity.ts';
 import { toRegistered, type Interceptor, type RegisteredInterceptor } from './interceptor.ts';
 import { jsonEqual } from './json/jsonEqual.ts';
 import { dispatchParallel } from './parallel.ts';
 import { isInterceptionPoint, writeTarget } from './points.ts';
-import { HostError, HostErrorFailure } from './reasons.ts';
+import { HostError, HostFailureError } from './reasons.ts';
 import { buildRecord, proceeds } from './record.ts';
 import { dispatchFirstDeny, dispatchRunAll } from './sequential.ts';
 import { SessionSequencer, type SequenceProvider } from './sequence.ts';
-import { assertTimeout, DEFAULT_TIMEOUT_MS, EmissionCancelled } from './timeouts.ts';
+import { assertTimeout, DEFAULT_TIMEOUT_MS, EmissionCancelledError } from './timeouts.ts';
 import { hostErrorVerdict, isPermit } from './verdict.ts';
 
 /** Receives exactly one record per emission. Its failures are counted, never propagated. */
@@ -153,12 +153,12 @@ export class InterceptionEmitter {
   /**
    * Run one emission. Resolves to the effective target (post-transform, also
    * written back into `ctx`) when the action may proceed; rejects with
-   * `InterceptionBlocked` when it must not. A cancelled emission is recorded,
+   * `InterceptionBlockedError` when it must not. A cancelled emission is recorded,
    * then rejects with the signal's reason.
    */
   async emit(ctx: AgentContext, options: EmitOptions = {}): Promise<JsonValue> {
     const e = await this.#emit(ctx, options);
-    if (!proceeds(e.record)) throw new InterceptionBlocked(e.record, e.combined);
+    if (!proceeds(e.record)) throw new InterceptionBlockedError(e.record, e.combined);
     return e.context?.target ?? null;
   }
 
@@ -211,7 +211,7 @@ export class InterceptionEmitter {
     try {
       identity = this.#identity.compute(envelope.context);
     } catch (err) {
-      const detail = err instanceof HostErrorFailure ? err.detail : 'identity provider failed';
+      const detail = err instanceof HostFailureError ? err.detail : 'identity provider failed';
       return (await this.#finish(envelope.context, undefined, rejected(detail), null, null)).record;
     }
     const combined = hostErrorVerdict(reason, message);
@@ -237,7 +237,7 @@ export class InterceptionEmitter {
     try {
       inputIdentity = this.#identity.compute(context);
     } catch (err) {
-      return this.#finish(context, undefined, rejected(err instanceof HostErrorFailure ? err.detail : 'identity provider failed'), null, null);
+      return this.#finish(context, undefined, rejected(err instanceof HostFailureError ? err.detail : 'identity provider failed'), null, null);
     }
     if (signal?.aborted) return this.#cancelled(context, inputIdentity, signal.reason);
     if (this.#interceptors.length === 0) {
@@ -251,7 +251,7 @@ export class InterceptionEmitter {
     try {
       outcome = await this.#dispatch(work, signal);
     } catch (err) {
-      if (err instanceof EmissionCancelled) return this.#cancelled(context, inputIdentity, err.cause);
+      if (err instanceof EmissionCancelledError) return this.#cancelled(context, inputIdentity, err.cause);
       throw err;
     }
 
@@ -280,7 +280,7 @@ export class InterceptionEmitter {
       } catch (err) {
         enforcedIdentity = null;
         if (isPermit(outcome.combined)) {
-          const detail = err instanceof HostErrorFailure ? err.detail : 'identity provider failed';
+          const detail = err instanceof HostFailureError ? err.detail : 'identity provider failed';
           outcome = { ...outcome, combined: hostErrorVerdict(HostError.ContextInvalid, `post-fold context rejected: ${detail}`), decidedBy: null };
         }
       }

@@ -4,9 +4,10 @@ import { HookrelayError } from '../contract/hookrelayError.ts';
 /**
  * Thrown by `emit()` when the combined verdict blocks the guarded action (§6).
  * `record` is the payload-free record; `verdict` is the full combined verdict,
- * available in-process only (§10.3).
+ * available in-process only (§10.3). `name` stays `'InterceptionBlocked'`: it reaches receivers
+ * as an `onError` event's `errorType`.
  */
-export class InterceptionBlocked extends HookrelayError {
+export class InterceptionBlockedError extends HookrelayError {
   readonly code = 'HOOKRELAY_INTERCEPTION_BLOCKED' as const;
   readonly record: InterceptionRecord;
   readonly verdict: Verdict;
@@ -18,6 +19,14 @@ export class InterceptionBlocked extends HookrelayError {
     this.verdict = verdict;
   }
 }
+
+/**
+ * @deprecated use `InterceptionBlockedError` (the same class; kept so existing `instanceof` checks work).
+ * @alias
+ */
+export const InterceptionBlocked = InterceptionBlockedError;
+/** @deprecated use `InterceptionBlockedError`. */
+export type InterceptionBlocked = InterceptionBlockedError;
 
 /**
  * An AGENT-HOOKS-0.1 installation that would weaken the enforcement boundary: a second bundle on

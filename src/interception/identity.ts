@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AgentContext, InterceptionPoint } from '../contract/agentHooks.ts';
 import { canonicalizeJcs } from './json/canonicalJson.ts';
 import { validateEnvelope } from './envelope.ts';
-import { HostError, HostErrorFailure } from './reasons.ts';
+import { HostError, HostFailureError } from './reasons.ts';
 
 /** §10.1: the default provider's name. */
 export const JCS_SHA256 = 'jcs-sha256';
@@ -60,12 +60,12 @@ export function projectIdentityPreimage(ctx: AgentContext): Record<string, unkno
 
 /**
  * The `jcs-sha256` provider (§10.2): `sha256:` + hex(SHA-256(JCS(ctx_rc))).
- * Refuses (throws `HostErrorFailure(context_invalid)`) an envelope that fails
+ * Refuses (throws `HostFailureError(context_invalid)`) an envelope that fails
  * §4 — no identity over a guessed preimage — and any non-I-JSON projection.
  */
 export function jcsSha256Identity(ctx: unknown): string {
   const checked = validateEnvelope(ctx);
-  if (!checked.ok) throw new HostErrorFailure(HostError.ContextInvalid, checked.detail);
+  if (!checked.ok) throw new HostFailureError(HostError.ContextInvalid, checked.detail);
   const canonical = canonicalizeJcs(projectIdentityPreimage(checked.context));
   return `sha256:${createHash('sha256').update(canonical, 'utf8').digest('hex')}`;
 }
@@ -116,10 +116,10 @@ export function resolveIdentityProvider(option: IdentityProviderOption | undefin
       try {
         out = compute(structuredClone(ctx));
       } catch (err) {
-        throw new HostErrorFailure(HostError.ContextInvalid, `identity provider "${name}" raised ${errorTypeName(err)} (spec §10.1)`);
+        throw new HostFailureError(HostError.ContextInvalid, `identity provider "${name}" raised ${errorTypeName(err)} (spec §10.1)`);
       }
       if (typeof out !== 'string') {
-        throw new HostErrorFailure(HostError.ContextInvalid, `identity provider "${name}" returned a non-string (spec §10.1)`);
+        throw new HostFailureError(HostError.ContextInvalid, `identity provider "${name}" returned a non-string (spec §10.1)`);
       }
       return out;
     },

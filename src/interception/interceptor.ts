@@ -1,7 +1,7 @@
 import type { AgentContext, Verdict } from '../contract/agentHooks.ts';
 import { errorTypeName } from './identity.ts';
 import { HostError } from './reasons.ts';
-import { assertTimeout, EmissionCancelled, settleWithin } from './timeouts.ts';
+import { assertTimeout, EmissionCancelledError, settleWithin } from './timeouts.ts';
 import { hostErrorVerdict, parseWireVerdict } from './verdict.ts';
 
 /** What an interceptor is handed beside its own copy of the context. */
@@ -48,7 +48,7 @@ export async function callInterceptor(
   const settled = await settleWithin((s) => entry.intercept(copy, { signal: s }), bound, signal);
   switch (settled.kind) {
     case 'cancelled':
-      throw new EmissionCancelled(settled.reason);
+      throw new EmissionCancelledError(settled.reason);
     case 'timeout':
       return hostErrorVerdict(HostError.InterceptorTimeout, `interceptor exceeded ${bound} ms`);
     case 'error':

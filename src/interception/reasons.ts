@@ -25,8 +25,11 @@ export function isReservedReason(reason: string | undefined): boolean {
   return reason?.startsWith(RESERVED_PREFIX) === true;
 }
 
-/** A failure that maps to one reserved reason; `detail` names a path or constraint, never a value (§14). */
-export class HostErrorFailure extends HookrelayError {
+/**
+ * A failure that maps to one reserved reason; `detail` names a path or constraint, never a value
+ * (§14). `name` stays `'HostErrorFailure'`: audit details quote an error's type name.
+ */
+export class HostFailureError extends HookrelayError {
   readonly code = 'HOOKRELAY_HOST_ERROR' as const;
   readonly reason: HostErrorReason;
   readonly detail: string;
@@ -37,3 +40,11 @@ export class HostErrorFailure extends HookrelayError {
     this.detail = detail;
   }
 }
+
+/**
+ * @deprecated use `HostFailureError` (the same class; kept so existing `instanceof` checks work).
+ * @alias
+ */
+export const HostErrorFailure = HostFailureError;
+/** @deprecated use `HostFailureError`. */
+export type HostErrorFailure = HostFailureError;

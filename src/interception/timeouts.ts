@@ -1,3 +1,5 @@
+import { HookrelayError } from '../contract/hookrelayError.ts';
+
 /** §7 RECOMMENDED default for each interceptor call and each resolver call. */
 export const DEFAULT_TIMEOUT_MS = 5000;
 
@@ -64,11 +66,12 @@ export async function settleWithin<T>(call: (signal: AbortSignal) => T | Promise
 }
 
 /** Raised inside an emission when the caller's signal aborts; the emitter records it, then rethrows the reason. */
-export class EmissionCancelled extends Error {
+export class EmissionCancelledError extends HookrelayError {
+  readonly code = 'HOOKRELAY_EMISSION_CANCELLED' as const;
   override readonly cause: unknown;
   constructor(cause: unknown) {
     super('emission cancelled');
-    this.name = 'EmissionCancelled';
+    this.name = 'EmissionCancelledError';
     this.cause = cause;
   }
 }

@@ -6,7 +6,7 @@
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 import { sanitizeStorableText } from '../contract/storableText.ts';
 import { verifyQStashCallback } from './qstashCallbacksVerify.ts';
-import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../contract/criticalError.ts';
+import { CriticalHookDeliveryError, WebhookDeliveryError } from '../contract/criticalError.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
@@ -77,7 +77,7 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
       if (critical) {
         options.metrics?.criticalFailures.inc();
         const error = new CriticalHookDeliveryError([
-          { hookId: row.hookId, cause: new WebhookDeliveryFailure(attempt.errorClass ?? 'http_error', attempt.httpStatus ?? undefined) },
+          { hookId: row.hookId, cause: new WebhookDeliveryError(attempt.errorClass ?? 'http_error', attempt.httpStatus ?? undefined) },
         ]);
         options.logger.error(
           { deliveryId: id, hookId: row.hookId, operationId: changed.operationId, err: error },

@@ -1,4 +1,4 @@
-import { HostError, HostErrorFailure } from '../reasons.ts';
+import { HostError, HostFailureError } from '../reasons.ts';
 
 /**
  * RFC 8785 (JCS) canonical JSON for the §10.2 identity and the §5.3 evidence
@@ -116,8 +116,8 @@ function serializeNumber(n: number, path: string): string {
   return String(referenceCoreDouble(n));
 }
 
-function domainError(detail: string): HostErrorFailure {
-  return new HostErrorFailure(HostError.ContextInvalid, detail);
+function domainError(detail: string): HostFailureError {
+  return new HostFailureError(HostError.ContextInvalid, detail);
 }
 
 function serialize(v: unknown, path: string): string {
@@ -141,7 +141,7 @@ function serialize(v: unknown, path: string): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${serialize(obj[k], `${path}.${k}`)}`).join(',')}}`;
 }
 
-/** RFC 8785 canonical form of `value`; throws `HostErrorFailure(context_invalid)` outside I-JSON. */
+/** RFC 8785 canonical form of `value`; throws `HostFailureError(context_invalid)` outside I-JSON. */
 export function canonicalizeJcs(value: unknown, maxDepth = DEFAULT_MAX_DEPTH): string {
   const violation = findDomainViolation(value, maxDepth);
   if (violation !== null) throw domainError(violation);

@@ -1,7 +1,9 @@
 import type { JsonValue } from '../../contract/agentHooks.ts';
+import { HookrelayError } from '../../contract/hookrelayError.ts';
 
 /** A value the run cannot project into a context (a cycle, nesting past any sane bound). */
-export class ProjectionError extends Error {
+export class ProjectionError extends HookrelayError {
+  readonly code = 'HOOKRELAY_PROJECTION_INVALID' as const;
   constructor(readonly detail: string) {
     super(detail);
     this.name = 'ProjectionError';

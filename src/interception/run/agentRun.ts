@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AgentContext, InterceptionPoint, JsonObject, JsonValue } from '../../contract/agentHooks.ts';
 import type { AgentContextBuilder, Message } from '../builder.ts';
 import type { InterceptionEmitter } from '../emitter.ts';
-import { AgentHooksInstallError, AgentRunStateError, InterceptionBlocked, ToolError } from '../errors.ts';
+import { AgentHooksInstallError, AgentRunStateError, InterceptionBlockedError, ToolError } from '../errors.ts';
 import {
   isAsyncIterable,
   normalizePart,
@@ -103,14 +103,14 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * run emits the eight points in order and uses what the verdicts leave — the messages sent, the
  * arguments passed, the results incorporated, the answer released. Every deny that guards the
  * run (startup, input, a model call, the output, a `host_error` at a tool with `terminate`)
- * rejects with `InterceptionBlocked` and closes the run to further points; `end()` closes the
+ * rejects with `InterceptionBlockedError` and closes the run to further points; `end()` closes the
  * session with `agent_shutdown`.
  */
 export class AgentRun {
   readonly sessionId: string;
   /** The parent run when this one started inside another run's model or tool callback. */
   readonly parent: AgentRun | undefined;
-  /** Resolves to the admitted input; rejects with `InterceptionBlocked` on a startup or input deny. */
+  /** Resolves to the admitted input; rejects with `InterceptionBlockedError` on a startup or input deny. */
   readonly ready: Promise<AdmittedInput>;
   readonly #s: RunSetup;
   readonly #inflight = new Set<Promise<unknown>>();
@@ -118,7 +118,7 @@ export class AgentRun {
   readonly #history: HistoryItem[] = [];
   /** The results `modelCall` returned: `output(result)` means its `content`. */
   readonly #responses = new WeakSet<object>();
-  #blocked: InterceptionBlocked | undefined;
+  #blocked: InterceptionBlockedError | undefined;
   #startupBlocked = false;
   #admitted: AdmittedInput | undefined;
   #outputDone = false;
@@ -146,7 +146,7 @@ export class AgentRun {
   }
 
   /** The deny that blocked the run, if one did. */
-  get blocked(): InterceptionBlocked | undefined {
+  get blocked(): InterceptionBlockedError | undefined {
     return this.#blocked;
   }
 
@@ -166,7 +166,7 @@ export class AgentRun {
         await this.#emit(b.agentStartup({ toolsRegistered: this.#s.tools }));
       } catch (err) {
         // §6.1a: after a startup deny only agent_shutdown(error) follows.
-        if (err instanceof InterceptionBlocked) this.#startupBlocked = true;
+        if (err instanceof InterceptionBlockedError) this.#startupBlocked = true;
         throw err;
       }
     }
@@ -334,7 +334,7 @@ export class AgentRun {
     });
     const why = cause instanceof Error ? cause.name : 'error';
     const record = await this.#track(this.#s.emitter.recordHostDeny(ctx, HostError.StreamingUnsupported, `model stream ended before its final part (${why})`));
-    const blocked = new InterceptionBlocked(record, { decision: 'deny', reason: HostError.StreamingUnsupported });
+    const blocked = new InterceptionBlockedError(record, { decision: 'deny', reason: HostError.StreamingUnsupported });
     this.#blocked = blocked;
     throw blocked;
   }
@@ -390,7 +390,7 @@ export class AgentRun {
   }
 
   #toolBlocked(at: 'pre_tool_call' | 'post_tool_call', err: unknown, name: string, id: string): ToolCallOutcome {
-    if (!(err instanceof InterceptionBlocked)) throw err;
+    if (!(err instanceof InterceptionBlockedError)) throw err;
     const reason = err.record.verdict.reason ?? 'denied';
     const infrastructure = isReservedReason(reason) && !POLICY_REASONS.has(reason);
     if (infrastructure && this.#s.toolSeamHostError === 'terminate') {
@@ -410,7 +410,7 @@ export class AgentRun {
    * `output` judges it before anything reaches the caller. Returns the content
    * to return (as transformed) and hands it to `onRelease` (the original chunks when it is the
    * streamed answer unchanged). A deny releases nothing, persists nothing and rejects with
-   * `InterceptionBlocked`. With incremental streaming the answer's text was released segment by
+   * `InterceptionBlockedError`. With incremental streaming the answer's text was released segment by
    * segment already: only a remainder not yet released goes out here — released text cannot be
    * called back (`buffered_output: false`).
    */
@@ -482,7 +482,7 @@ export class AgentRun {
 
   /** Notes how a call of the run failed, for `end()`: an abort is `cancelled`, any other error (not a deny, not misuse of a closed run) `error`. */
   #noteFailure(err: unknown): void {
-    if (err instanceof InterceptionBlocked || err instanceof AgentRunStateError) return;
+    if (err instanceof InterceptionBlockedError || err instanceof AgentRunStateError) return;
     if (this.#s.signal?.aborted === true) this.#cancelled = true;
     else this.#failed = true;
   }
@@ -507,7 +507,7 @@ export class AgentRun {
     try {
       return await this.#emit(ctx, acceptTarget);
     } catch (err) {
-      if (err instanceof InterceptionBlocked) this.#blocked = err;
+      if (err instanceof InterceptionBlockedError) this.#blocked = err;
       throw err;
     }
   }
@@ -549,7 +549,7 @@ export class AgentRun {
           message: err.detail,
         }),
       );
-      const blocked = new InterceptionBlocked(record, { decision: 'deny', reason: HostError.ContextInvalid });
+      const blocked = new InterceptionBlockedError(record, { decision: 'deny', reason: HostError.ContextInvalid });
       if (guarded) this.#blocked = blocked;
       throw blocked;
     }

@@ -3,45 +3,7 @@ import * as hookrelay from '../../../src/entry/index.ts';
 import * as queueEntry from '../../../src/entry/queue.ts';
 import * as storeEntry from '../../../src/entry/store.ts';
 import * as workerEntry from '../../../src/entry/worker.ts';
-
-type AnyErrorClass = new (...args: never[]) => Error;
-
-/** One instance of each exported error, built with realistic arguments. */
-const samples: Record<string, () => Error> = {
-  SettingsError: () => new hookrelay.SettingsError(['REDIS_URL'], 'bad'),
-  EnvHookConfigError: () => new hookrelay.EnvHookConfigError(['AGENT_HOOK_WEBHOOK_URL'], 'bad'),
-  RemoteInterceptorError: () => new hookrelay.RemoteInterceptorError('x'),
-  DeliveryConfigError: () => new hookrelay.DeliveryConfigError('x'),
-  SsrfBlockedError: () => new hookrelay.SsrfBlockedError('169.254.169.254'),
-  AllowedCidrsError: () => new hookrelay.AllowedCidrsError('banana'),
-  HostErrorFailure: () => new hookrelay.HostErrorFailure('host_error:interceptor_failed' as never, 'x'),
-  InterceptionBlocked: () =>
-    new hookrelay.InterceptionBlocked(
-      { interception_point: 'pre_tool_call', verdict: { decision: 'deny', reason: 'policy' } } as never,
-      { decision: 'deny' } as never,
-    ),
-  WorkerPluginError: () => new hookrelay.WorkerPluginError('x'),
-  AgentHooksInstallError: () => new hookrelay.AgentHooksInstallError('x'),
-  AgentRunStateError: () => new hookrelay.AgentRunStateError('x'),
-  IdempotencyConflictError: () => new hookrelay.IdempotencyConflictError('op', 'audit', 'req-42'),
-  OperationIdMismatchError: () => new hookrelay.OperationIdMismatchError('op', 'other'),
-  ToolError: () => new hookrelay.ToolError({ code: 'not_found' }),
-  TemplateEnvPatternError: () => new hookrelay.TemplateEnvPatternError('x'),
-  HookConfigError: () => new hookrelay.HookConfigError('h1', 0, [{ path: 'url', message: 'bad' }]),
-  EventValidationError: () => new hookrelay.EventValidationError('event must be an object'),
-  PayloadTooLargeError: () => new hookrelay.PayloadTooLargeError(10, 5),
-  RedisUnavailableError: () => new hookrelay.RedisUnavailableError('x'),
-  StorageError: () => new hookrelay.StorageError('insert deliveries', '22P05', 'unsupported Unicode escape sequence'),
-  OutcomeNotStoredError: () => new hookrelay.OutcomeNotStoredError('dlv_1', '22P05'),
-  DeferredContextError: () => new hookrelay.DeferredContextError('x'),
-  DeferredCancelledError: () => new hookrelay.DeferredCancelledError('x'),
-  ApprovalNotClaimedError: () => new hookrelay.ApprovalNotClaimedError('x'),
-  CriticalHookDeliveryError: () => new hookrelay.CriticalHookDeliveryError([{ hookId: 'audit', cause: new hookrelay.WebhookDeliveryFailure('timeout') }]),
-  WebhookDeliveryFailure: () => new hookrelay.WebhookDeliveryFailure('timeout'),
-  ToolCallContextError: () => new hookrelay.ToolCallContextError(['toolCallId'], 'missing'),
-  PlaceholderNotFoundError: () => new hookrelay.PlaceholderNotFoundError('op', 'tc'),
-  EmbeddedStoreUnavailableError: () => new hookrelay.EmbeddedStoreUnavailableError('x'),
-};
+import { type AnyErrorClass, DEPRECATED_ALIAS, KEPT_NAME, samples } from './errorSamples.ts';
 
 function exportedErrorClasses(entry: Record<string, unknown>): [string, AnyErrorClass][] {
   return Object.entries(entry).filter(
@@ -63,12 +25,20 @@ describe('errors users can catch: HookrelayError with a stable code', () => {
     expect(hookrelay.isHookrelayError(error)).toBe(true);
     expect(error).toBeInstanceOf((hookrelay as unknown as Record<string, AnyErrorClass>)[name]!);
     expect((error as { code?: unknown }).code).toMatch(/^HOOKRELAY_[A-Z_]+$/);
-    expect(error.name).toBe(name);
+    expect(error.name).toBe(KEPT_NAME[name] ?? name);
   });
 
-  it('codes are unique per class', () => {
-    const codes = Object.values(samples).map((make) => (make() as unknown as { code: string }).code);
+  it('codes are unique per class (a deprecated alias is the same class as its new name)', () => {
+    const classes = new Map(Object.values(samples).map((make) => [make().constructor, (make() as unknown as { code: string }).code]));
+    const codes = [...classes.values()];
     expect(new Set(codes).size).toBe(codes.length);
+  });
+
+  it.each(Object.entries(DEPRECATED_ALIAS))('%s is a deprecated alias of %s: the same class, so instanceof works with both names', (old, renamed) => {
+    const entry = hookrelay as unknown as Record<string, AnyErrorClass>;
+    expect(entry[old]).toBe(entry[renamed]);
+    expect(samples[old]!()).toBeInstanceOf(entry[renamed]!);
+    expect(samples[renamed]!()).toBeInstanceOf(entry[old]!);
   });
 
   it('D10: EventValidationError stays a TypeError while counting as a HookrelayError', () => {

@@ -1,0 +1,145 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CliUsageError } from '../../../src/cli/errors.ts';
+import { ConsoleInputError } from '../../../src/console/queryInput.ts';
+import { HookrelayError } from '../../../src/contract/hookrelayError.ts';
+import { DeadlineAbortError } from '../../../src/delivery/deadline.ts';
+import { ToolCallDeniedError, UninterceptedToolError } from '../../../src/integrations/errors.ts';
+import { ProjectionError } from '../../../src/interception/json/toJsonValue.ts';
+import { EmissionCancelledError } from '../../../src/interception/timeouts.ts';
+import { type AnyErrorClass, DEPRECATED_ALIAS, samples } from './errorSamples.ts';
+
+const root = path.resolve(import.meta.dirname, '../../..');
+const errorsDoc = readFileSync(path.join(root, 'docs/errors.md'), 'utf8');
+
+/**
+ * The catalogue: every error class any entry (src/entry/*.ts) exports, by export name, with its
+ * stable code. A new exported error must be added here, and its code to docs/errors.md.
+ */
+const CATALOGUE: Record<string, `HOOKRELAY_${string}`> = {
+  AgentHooksInstallError: 'HOOKRELAY_AGENT_HOOKS_INSTALL',
+  AgentRunStateError: 'HOOKRELAY_AGENT_RUN_STATE',
+  AllowedCidrsError: 'HOOKRELAY_ALLOWED_CIDRS_INVALID',
+  ApprovalNotClaimedError: 'HOOKRELAY_APPROVAL_NOT_CLAIMED',
+  CriticalHookDeliveryError: 'HOOKRELAY_CRITICAL_DELIVERY_FAILED',
+  DeferredCancelledError: 'HOOKRELAY_DEFERRED_CANCELLED',
+  DeferredContextError: 'HOOKRELAY_DEFERRED_CONTEXT_INVALID',
+  DeliveryConfigError: 'HOOKRELAY_DELIVERY_CONFIG_INVALID',
+  EmbeddedStoreUnavailableError: 'HOOKRELAY_EMBEDDED_STORE_UNAVAILABLE',
+  EnvHookConfigError: 'HOOKRELAY_ENV_HOOK_CONFIG_INVALID',
+  EventValidationError: 'HOOKRELAY_EVENT_INVALID',
+  HookConfigError: 'HOOKRELAY_HOOK_CONFIG_INVALID',
+  HostFailureError: 'HOOKRELAY_HOST_ERROR',
+  HostErrorFailure: 'HOOKRELAY_HOST_ERROR',
+  IdempotencyConflictError: 'HOOKRELAY_IDEMPOTENCY_CONFLICT',
+  InterceptionBlockedError: 'HOOKRELAY_INTERCEPTION_BLOCKED',
+  InterceptionBlocked: 'HOOKRELAY_INTERCEPTION_BLOCKED',
+  OperationIdMismatchError: 'HOOKRELAY_OPERATION_ID_MISMATCH',
+  OutcomeNotStoredError: 'HOOKRELAY_OUTCOME_NOT_STORED',
+  PayloadTooLargeError: 'HOOKRELAY_PAYLOAD_TOO_LARGE',
+  PlaceholderNotFoundError: 'HOOKRELAY_PLACEHOLDER_NOT_FOUND',
+  RedisUnavailableError: 'HOOKRELAY_REDIS_UNAVAILABLE',
+  RemoteInterceptorError: 'HOOKRELAY_REMOTE_INTERCEPTOR_FAILED',
+  SettingsError: 'HOOKRELAY_SETTINGS_INVALID',
+  SsrfBlockedError: 'HOOKRELAY_SSRF_BLOCKED',
+  StorageError: 'HOOKRELAY_STORAGE_ERROR',
+  StoreUnavailableError: 'HOOKRELAY_STORE_UNAVAILABLE',
+  TemplateEnvPatternError: 'HOOKRELAY_TEMPLATE_ENV_INVALID',
+  ToolCallContextError: 'HOOKRELAY_TOOL_CALL_CONTEXT_INVALID',
+  ToolCallDeniedError: 'HOOKRELAY_TOOL_CALL_DENIED',
+  ToolError: 'HOOKRELAY_TOOL_FAILED',
+  UninterceptedToolError: 'HOOKRELAY_TOOL_NOT_INTERCEPTED',
+  WebhookDeliveryError: 'HOOKRELAY_WEBHOOK_DELIVERY_FAILED',
+  WebhookDeliveryFailure: 'HOOKRELAY_WEBHOOK_DELIVERY_FAILED',
+  WorkerPluginError: 'HOOKRELAY_WORKER_PLUGIN_INVALID',
+};
+
+/** The subpath entries' own errors (the root entry's are in errorSamples.ts). */
+const make: Record<string, () => Error> = {
+  ...samples,
+  ToolCallDeniedError: () => new ToolCallDeniedError('{"error":"denied"}', { error: 'denied' }, 'policy.x'),
+  UninterceptedToolError: () => new UninterceptedToolError('triage', 'web_search', 'hosted_tool'),
+};
+
+/** Export name → class, over every entry file, and which entries export it. */
+const exported = new Map<string, { cls: AnyErrorClass; entries: string[] }>();
+
+beforeAll(async () => {
+  const entryDir = path.join(root, 'src/entry');
+  for (const file of readdirSync(entryDir).filter((f) => f.endsWith('.ts'))) {
+    const entry = (await import(path.join(entryDir, file))) as Record<string, unknown>;
+    for (const [name, value] of Object.entries(entry)) {
+      if (typeof value !== 'function' || value === HookrelayError || !((value as { prototype?: unknown }).prototype instanceof Error)) continue;
+      const seen = exported.get(name);
+      if (seen) {
+        expect(seen.cls, `${name} names one class in every entry`).toBe(value);
+        seen.entries.push(file);
+      } else exported.set(name, { cls: value as AnyErrorClass, entries: [file] });
+    }
+  }
+}, 60_000);
+
+/** Every `HOOKRELAY_*` literal on a line of src/ that sets or compares an error `code`. */
+function codesInSource(): Map<string, string> {
+  const found = new Map<string, string>();
+  const walk = (dir: string): void => {
+    for (const d of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, d.name);
+      if (d.isDirectory()) walk(full);
+      else if (d.name.endsWith('.ts')) {
+        readFileSync(full, 'utf8')
+          .split('\n')
+          .forEach((line, i) => {
+            if (!/\bcode\b|_CODES\b/i.test(line)) return;
+            for (const m of line.matchAll(/'(HOOKRELAY_[A-Z_]+)'/g)) found.set(m[1]!, `${path.relative(root, full)}:${i + 1}`);
+          });
+      }
+    }
+  };
+  walk(path.join(root, 'src'));
+  return found;
+}
+
+describe('the error catalogue: every exported error, its code, and docs/errors.md', () => {
+  it('the catalogue lists exactly the error classes the entries export', () => {
+    expect([...exported.keys()].sort()).toEqual(Object.keys(CATALOGUE).sort());
+  });
+
+  it.each(Object.entries(CATALOGUE))('%s: a HookrelayError with code %s, a class named …Error, in docs/errors.md', (name, code) => {
+    const { cls } = exported.get(name)!;
+    const error = make[name]!();
+    expect(error).toBeInstanceOf(cls);
+    expect(error).toBeInstanceOf(HookrelayError);
+    expect((error as { code?: unknown }).code).toBe(code);
+    // The class's own name ends in Error; an export name that does not is a deprecated alias of it.
+    expect(cls.name).toMatch(/Error$/);
+    if (!name.endsWith('Error')) expect(DEPRECATED_ALIAS[name]).toBe(cls.name);
+    expect(errorsDoc).toContain(`\`${code}\``);
+    // docs/errors.md's exceptions table has a row for the class under its current name with this code.
+    const rows = errorsDoc.split('\n').filter((l) => l.startsWith(`| \`${cls.name}\``) && l.includes(`| \`${code}\``));
+    expect(rows, `docs/errors.md row for ${cls.name} with ${code}`).toHaveLength(1);
+  });
+
+  it('every code src/ sets or compares (internal errors too) is listed in docs/errors.md', () => {
+    const codes = codesInSource();
+    expect(codes.size).toBeGreaterThan(Object.keys(CATALOGUE).length - Object.keys(DEPRECATED_ALIAS).length);
+    for (const [code, where] of codes) expect(errorsDoc, `${code} (${where}) is not in docs/errors.md`).toContain(`\`${code}\``);
+  });
+
+  it.each([
+    ['CliUsageError', () => new CliUsageError('bad flag'), 'HOOKRELAY_CLI_USAGE'],
+    ['DeadlineAbortError (timeout)', () => new DeadlineAbortError('timeout'), 'HOOKRELAY_TIMEOUT'],
+    ['DeadlineAbortError (cancelled)', () => new DeadlineAbortError('cancelled'), 'HOOKRELAY_CANCELLED'],
+    ['EmissionCancelledError', () => new EmissionCancelledError(new Error('stop')), 'HOOKRELAY_EMISSION_CANCELLED'],
+    ['ConsoleInputError', () => new ConsoleInputError('limit must be a number'), 'HOOKRELAY_CONSOLE_INPUT_INVALID'],
+    ['ProjectionError', () => new ProjectionError('value contains a cycle'), 'HOOKRELAY_PROJECTION_INVALID'],
+  ] as const)('internal %s is a HookrelayError …Error with its code, listed in docs/errors.md', (_label, build, code) => {
+    const error = build();
+    expect(error).toBeInstanceOf(HookrelayError);
+    expect(error.code).toBe(code);
+    expect(error.name).toMatch(/Error$/);
+    expect(error.constructor.name).toMatch(/Error$/);
+    expect(errorsDoc).toContain(`\`${code}\``);
+  });
+});
