@@ -1,5 +1,5 @@
 /**
- * Writes the contract's JSON Schemas to docs/schema/ (DESIGN.md: the zod schemas are the one
+ * Writes the contract's JSON Schemas to docs/schema/ (the zod schemas are the one
  * source of truth; these files are generated from them for readers and non-TypeScript callers).
  * `npm run schema`; test/unit/contract/jsonSchema.test.ts fails when they are stale.
  */

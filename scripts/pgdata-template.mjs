@@ -1,6 +1,6 @@
 // Build step: run the embedded store's initdb and the migrations once and ship the result, so that
 // `npm start` in an empty folder unpacks it instead of running initdb (3–5 s and ~500 MB of RSS
-// kept) and every migration (~1 s); issue 27. Writes dist/store/pgdata-template.tar.gz and
+// kept) and every migration (~1 s). Writes dist/store/pgdata-template.tar.gz and
 // dist/store/pgdata-template.json ({ pglite, migrations }: src/store/embeddedTemplate.ts uses the
 // template only with that PGlite version; the start still migrates, so a template older than the
 // migrations only costs time). Skipped when the optional @electric-sql/pglite is not installed, and

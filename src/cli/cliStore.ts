@@ -6,7 +6,7 @@ import { openConfiguredStore } from '../store/openConfigured.ts';
 const CLI_POOL_SIZE = 4;
 
 /**
- * SPEC §13 store access for the CLI (the shared policy in store/openConfigured.ts). Only
+ * Store access for the CLI (the shared policy in store/openConfigured.ts). Only
  * `migrate` creates an embedded store; every other command finds an existing one or says
  * where it looked (StoreNotFoundError, exit 2).
  */

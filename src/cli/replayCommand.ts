@@ -159,7 +159,7 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
       ? new cliProgress.SingleBar({ format: 'replay [{bar}] {value}/{total} {eta_formatted} left', hideCursor: true }, cliProgress.Presets.shades_classic)
       : undefined;
   bar?.start(candidates.length, 0);
-  // Each replayed endpoint's open breaker probes now, once per run (issue 25).
+  // Each replayed endpoint's open breaker probes now, once per run (Q10).
   const probe = (keys: readonly string[]) => ctx.operator.fromRedis((gate) => Promise.all(keys.map((k) => gate.probeNow(k))));
   const outcome = await ops.replayDeliveries(ctx.store.db, queue, candidates, {
     includeAccepted: flags.includeAccepted === true,

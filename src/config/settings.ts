@@ -94,7 +94,7 @@ function consoleOriginProblem(v: string): string | undefined {
   return undefined;
 }
 
-/** SPEC §13: every variable, its default and its rule. One source of truth for the README table. */
+/** Every variable, its default and its rule: the one source of truth for the configuration table. */
 export const SettingsSchema = z.object({
   DATABASE_URL: checked(databaseUrlProblem).optional(),
   HOOKRELAY_DATA_DIR: z.string().min(1).default(D.DEFAULT_DATA_DIR),

@@ -195,7 +195,7 @@ export type DeliveryDetail = DeliveryRowView & {
   updatedAt: Date;
   deliveredAt: Date | null;
   nextAttemptAt: Date | null;
-  /** Issue 30: its place among the ordered deliveries of its operation and endpoint; null when unordered. */
+  /** Its place among the ordered deliveries of its operation and endpoint; null when unordered. */
   sequence?: number | null;
 };
 

@@ -1,5 +1,5 @@
 /**
- * SPEC §13: the one place each default lives. Settings, the producer, the store and the worker
+ * The one place each default lives (docs/configuration.md lists them). Settings, the producer, the store and the worker
  * read these names; no other module writes the literal again.
  */
 export const DEFAULT_DATA_DIR = '.hookrelay';
@@ -21,5 +21,5 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
 export const DEFAULT_RETENTION_DAYS = 30;
 export const DEFAULT_LOG_LEVEL = 'info';
 
-/** Endpoint isolation: a fixed cap on concurrent attempts per endpoint (HOOKRELAY_ENDPOINT_CONCURRENCY); 0 = none, the adaptive limit alone (issue 27). */
+/** Endpoint isolation: a fixed cap on concurrent attempts per endpoint (HOOKRELAY_ENDPOINT_CONCURRENCY); 0 = none, the adaptive limit alone. */
 export const DEFAULT_ENDPOINT_CONCURRENCY = 0;

@@ -3,7 +3,7 @@ import { HookTypeSchema } from './hookTypes.ts';
 
 /** Q12: ledger statuses. */
 /** `held`: its endpoint is disabled; never attempted, kept, replayable once the endpoint is enabled. */
-/** `skipped` (issue 30): an operator gave up on a failed or held delivery (`hookrelay deliveries skip`); final, and it releases the ordered deliveries after it. */
+/** `skipped`: an operator gave up on a failed or held delivery (`hookrelay deliveries skip`); final, and it releases the ordered deliveries after it. */
 export const DELIVERY_STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'accepted_by_qstash', 'held', 'skipped'] as const;
 export const DeliveryStatusSchema = z.enum(DELIVERY_STATUSES);
 
@@ -32,7 +32,7 @@ export const DELIVERY_ERROR_CLASSES = [
   'endpoint_busy',
   'rate_limited',
   'endpoint_disabled',
-  /** Issue 30: an ordered delivery's deadline passed while an earlier one of its operation and hook was still unfinished. */
+  /** An ordered delivery's deadline passed while an earlier one of its operation and hook was still unfinished. */
   'ordering_wait',
 ] as const;
 export type DeliveryErrorClass = (typeof DELIVERY_ERROR_CLASSES)[number];
@@ -80,7 +80,7 @@ export const DeliverySchema = z.object({
   deadlineAt: z.date().nullable(),
   /** Why a `failed` row failed: the last attempt's class, or `circuit_open`, `endpoint_busy`, `rate_limited`, `endpoint_disabled`, `ordering_wait` (the deadline passed while it waited). */
   failureReason: z.string().nullable(),
-  /** Issue 30: its place (1, 2, …) among the ordered deliveries of its operation to its endpoint; null when unordered. */
+  /** Its place (1, 2, …) among the ordered deliveries of its operation to its endpoint (SEC-H7); null when unordered. */
   sequence: z.number().int().min(1).nullable(),
 });
 export type Delivery = z.infer<typeof DeliverySchema>;

@@ -165,8 +165,8 @@ export function errorDetailOf(error: unknown): ErrorDetail {
 }
 
 /**
- * An `onError` event with a readable `errorMessage` (SPEC §1: `errorMessage`, `errorDetail`, error
- * metadata). The error is the event's `errorDetail`, else its `error`, else a non-string
+ * An `onError` event with a readable `errorMessage` (the `onError` fields: `errorMessage`, `errorDetail`,
+ * error metadata). The error is the event's `errorDetail`, else its `error`, else a non-string
  * `errorMessage`. A non-empty string `errorMessage` the caller gave is kept. The raw error stays
  * in `errorDetail` (as JSON; `error` is folded into it), and `errorType` is filled from the
  * error's type name when the caller gave none. Every field is an ordinary event field, so a

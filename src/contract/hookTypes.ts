@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** The 16 lifecycle hook types (SPEC §1), in the order the spec lists them. */
+/** The 16 lifecycle hook types, in their documented order (docs/hooks-and-dispatch.md). */
 export const HOOK_TYPES = [
   'beforeStep',
   'afterStep',

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 export const OPERATION_STATUSES = ['running', 'parked', 'completed', 'error', 'interrupted'] as const;
 
-/** An operation record as stored (SPEC §7, issue 5). */
+/** An operation record as stored, with the caller hooks persisted for the operation (L2). */
 export const OperationRecordSchema = z.object({
   id: z.string(),
   parentOperationId: z.string().nullable(),

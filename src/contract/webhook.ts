@@ -31,7 +31,7 @@ const FORBIDDEN_HEADER_NAMES = new Set([
   'keep-alive',
   'te',
   'expect',
-  // Issue 30: hookrelay's own (an ordered delivery's sequence); a hook may not forge it.
+  // hookrelay's own (an ordered delivery's sequence); a hook may not forge it (SEC-H7).
   SEQUENCE_HEADER,
 ]);
 /** Proxy, browser-reserved, QStash control, and `webhook-*`: hookrelay's own id/timestamp/signature (Q1, Q6); `hookrelay-sequence` is named above. */
@@ -237,7 +237,7 @@ const webhookFields = {
    * producer's default. Unset: the producer's default (unordered unless it says so).
    */
   ordering: z.enum(['operation', 'none']).optional(),
-  /** Issue 30, ordered deliveries: after this delivery fails for good, the next one goes (`continue`, the default) or waits for an operator (`block`). */
+  /** Ordered deliveries (SEC-H7): after this delivery fails for good, the next one goes (`continue`, the default) or waits for an operator (`block`). */
   onFailure: z.enum(['continue', 'block']).optional(),
 };
 

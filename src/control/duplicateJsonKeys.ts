@@ -1,5 +1,5 @@
 /**
- * R5 / SPEC §6: a decision body whose JSON repeats a key is ambiguous — `JSON.parse` keeps the
+ * R5: a decision body whose JSON repeats a key is ambiguous — `JSON.parse` keeps the
  * last value, other parsers keep the first — so a receiver and hookrelay could read different
  * decisions from the same bytes. The decision parser treats such a body as `invalid_response`.
  */

@@ -70,7 +70,7 @@ function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string |
 }
 
 /**
- * Operation records, persisted caller hooks, deferred placeholders and approvals (SPEC §7–§8).
+ * Operation records, persisted caller hooks, deferred placeholders and approvals (L2, P1–P6).
  * The runtime calls these; result control runs through the given dispatcher so the current
  * environment hooks are read fresh (L1).
  */

@@ -1,5 +1,5 @@
 /**
- * The operation store's public shapes (SPEC §7–§8), apart from its implementation so the light
+ * The operation store's public shapes (L2, P1–P6), apart from its implementation so the light
  * package entry can type it without loading (or naming) the store's drivers.
  */
 import type { ParsedSerializedHook, SerializedHook, AgentHook } from '../contract/hook.ts';
@@ -37,7 +37,7 @@ export interface OperationDispatcher {
 }
 
 export type OperationStoreOptions = {
-  /** Postgres URL; default DATABASE_URL, else the embedded store (SPEC §13). */
+  /** Postgres URL; default DATABASE_URL, else the embedded store. */
   databaseUrl?: string;
   /** An already-open store (tests, or a process that owns one). Not closed by `close()`. */
   store?: StoreHandle;

@@ -57,7 +57,7 @@ export type DeliverNotificationInput = {
   excerptBytes?: number;
   /** W3C `traceparent` / `tracestate` of the attempt's span, so the receiver can join the trace. */
   traceHeaders?: Record<string, string> | undefined;
-  /** Issue 30: an ordered delivery's sequence, sent as `hookrelay-sequence` (unordered: no header). */
+  /** An ordered delivery's sequence (SEC-H7), sent as `hookrelay-sequence` (unordered: no header). */
   sequence?: number | undefined;
 };
 

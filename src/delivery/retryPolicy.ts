@@ -66,7 +66,7 @@ export function nextDelayMs(input: NextDelayInput): number | undefined {
 }
 
 /**
- * Q3 (issue 25): fixed part of a delivery's deadline slack — the attempts' own time (a webhook
+ * Q3: fixed part of a delivery's deadline slack — the attempts' own time (a webhook
  * timeout each) and queue latency, on top of the schedule's largest jitter.
  */
 export const DEADLINE_SLACK_MS = 30_000;

@@ -21,7 +21,7 @@ const NOT_THE_ENDPOINT = new Set<ControlErrorCode>(['configuration', 'ssrf_block
  * receiver known to be down — and each round trip's outcome feeds the shared breaker.
  */
 export function createControlRunner(send: SendContext, payloads: WebhookPayloadBuilder, guard?: EndpointGuard): ControlRunner {
-  // Issue 25: which (endpoint, control) was told about which opening, so the warning is said once per opening.
+  // Which (endpoint, control) was told about which opening, so the warning is said once per opening.
   const warned = new Map<string, number>();
   const warnSkipped = (endpoint: string, hook: ControlHook): void => {
     if (hook.webhook?.onError === 'block') return;

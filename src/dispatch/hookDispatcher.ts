@@ -49,7 +49,7 @@ export type HookDispatcherOptions = {
    */
   emitter?: InterceptionEmitter;
   /**
-   * Seed 003: the acknowledgement that an `emitter` given here intercepts only the tool seam
+   * I4: the acknowledgement that an `emitter` given here intercepts only the tool seam
    * (agent_startup, pre_tool_call, post_tool_call, agent_shutdown) — never input, pre_model_call,
    * post_model_call or output, which only the run adapter emits.
    */
@@ -147,7 +147,7 @@ export class HookDispatcher {
     });
     const payloads = createWebhookPayloadBuilder({ emailLookup: options.emailLookup, logger: this.#logger });
     if (this.mode === 'queue') {
-      // Queue mode without a producer gets one configured from the same environment (SPEC §13),
+      // Queue mode without a producer gets one configured from the same environment,
       // owned (and closed) by this dispatcher; it connects on its first enqueue.
       const owned: OwnedProducer | undefined = options.producer
         ? undefined
@@ -161,7 +161,7 @@ export class HookDispatcher {
       throw new TypeError("interceptionPoints must be 'tool-seam' (the only boundary a dispatcher emitter can enforce)");
     }
     if (options.emitter !== undefined && options.interceptionPoints !== 'tool-seam') {
-      // Seed 003: an incomplete enforcement boundary cannot be configured by mistake.
+      // I4: an incomplete enforcement boundary cannot be configured by mistake.
       throw new AgentHooksInstallError(
         "a dispatcher `emitter` without the run adapter intercepts only the tool seam: input, pre_model_call, post_model_call and output would never be emitted. Install the whole bundle with createAgentHooks({ dispatcher, interceptors }) and wrap each run in startRun({ operationId }), or pass interceptionPoints: 'tool-seam' to accept a tool-seam-only boundary",
         { missing: ['input', 'pre_model_call', 'post_model_call', 'output'] },

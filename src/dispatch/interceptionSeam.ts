@@ -17,7 +17,7 @@ import type { ToolSeam } from './toolSeam.ts';
 export type InterceptionPosture = 'terminate' | 'continue';
 
 /**
- * An application-owned AGENT-HOOKS-0.1 session (seed 003: one long session across several runs).
+ * An application-owned AGENT-HOOKS-0.1 session: one long session across several runs.
  * A builder: every operation joins it. A function: the session of that operation, or `undefined`
  * for a dispatcher-owned per-operation session. The dispatcher emits only the tool points into an
  * application-owned session; its `agent_startup` / `agent_shutdown` belong to the application.

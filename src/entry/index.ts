@@ -1,6 +1,6 @@
 /**
  * hookrelay: the library entry. Importing it has no side effects: no connections, no
- * environment reads, no timers (SPEC §12) — and it loads none of BullMQ, ioredis, pg, drizzle,
+ * environment reads, no timers — and it loads none of BullMQ, ioredis, pg, drizzle,
  * PGlite or @upstash/qstash: the factories that need them import them when called (./lazy.ts).
  * `hookrelay/queue`, `hookrelay/store` and `hookrelay/worker` are the layer entries.
  */
@@ -28,7 +28,7 @@ export { loadSettings, SettingsError, type Settings } from '../config/settings.t
 export type { HookDispatcherOptions, DispatchProducer, EvaluateOptions } from '../dispatch/hookDispatcher.ts';
 
 /**
- * The dispatcher (SPEC §12). Queue mode without a `producer` gets one built from the
+ * The dispatcher. Queue mode without a `producer` gets one built from the
  * dispatcher's environment (BullMQ and pg load then, not at import), owned and closed by it.
  */
 export class HookDispatcher extends DispatcherCore {

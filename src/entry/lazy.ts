@@ -39,7 +39,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   return deferred<HookProducer, 'enqueue' | 'enqueueMany' | 'getDelivery' | 'close'>(load, ['enqueue', 'enqueueMany', 'getDelivery', 'close']);
 }
 
-/** SPEC §7–§8: the operation store (see `hookrelay/store`); pg and drizzle load now, in the background. */
+/** The operation store (L2, P1–P6) (see `hookrelay/store`); pg and drizzle load now, in the background. */
 export function createOperationStore(options: OperationStoreOptions = {}): OperationStore {
   resolveTemplateEnv(options.templateEnv, process.env);
   const load = import('../control/operationStore.ts').then((m) => m.createOperationStore(options));

@@ -30,7 +30,7 @@ export type InterceptionBlocked = InterceptionBlockedError;
 
 /**
  * An AGENT-HOOKS-0.1 installation that would weaken the enforcement boundary: a second bundle on
- * one dispatcher or one session, a nested agent reusing its parent's bundle (seed 003: one
+ * one dispatcher or one session, a nested agent reusing its parent's bundle (one
  * bundle per agent, stacked bundles are refused; a nested agent gets its own), or a dispatcher
  * emitter without the run adapter and without `interceptionPoints: 'tool-seam'` (`missing`
  * names the points it would never emit).

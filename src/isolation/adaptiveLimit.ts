@@ -1,5 +1,5 @@
 /**
- * The adaptive per-endpoint concurrency limit (issue 27): AIMD, the way TCP slow start and
+ * The adaptive per-endpoint concurrency limit: AIMD, the way TCP slow start and
  * Netflix's concurrency-limits `AIMDLimit` do it. Each attempt's outcome moves the limit:
  *
  * - a fast success: +1 (an endpoint that answers quickly doubles its limit every round of

@@ -128,7 +128,7 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
     const hours = Math.round((options.gate.policy.autoDisableMs / 3_600_000) * 100) / 100;
     if (await disableEndpoint(options.db, key, 'auto', `no successful delivery for ${hours} h`)) {
       options.metrics?.endpointTransitions.inc({ to: 'disabled' });
-      // Never a silent hold: its deliveries are held with their deadlines and fail there (Q3, issue 25).
+      // Never a silent hold: its deliveries are held with their deadlines and fail there (Q3).
       options.logger.warn(
         { endpoint: key, hours },
         'endpoint disabled automatically; its deliveries are held and fail at their deadlines (enable it with `hookrelay endpoints enable`)',

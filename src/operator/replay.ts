@@ -117,7 +117,7 @@ export async function previewReplay(
 
 /**
  * An operator's replay says the receivers may be back: the open breakers of the replayed rows'
- * endpoints probe at once (issue 25) instead of after a cooldown that may outlast the replayed
+ * endpoints probe at once (Q10) instead of after a cooldown that may outlast the replayed
  * deliveries' deadlines. A failed probe still opens them again. Best effort (Redis may be away).
  */
 export type ReplayProbe = (endpointKeys: readonly string[]) => Promise<unknown>;
@@ -174,7 +174,7 @@ export type ReplayOptions = {
   includeAccepted: boolean;
   /** Deliveries per second at most (batches shrink to it and wait between them); none = as fast as it goes. */
   rate?: number;
-  /** Each replayed endpoint's open breaker probes now, once per call (issue 25). */
+  /** Each replayed endpoint's open breaker probes now, once per call (Q10). */
   probe?: ReplayProbe;
   /** After each batch: its results, and how many candidates are done. */
   onBatch?: (results: readonly ReplayResult[], done: number) => void;
@@ -183,7 +183,7 @@ export type ReplayOptions = {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Issue 30: replay keeps order. The ordered candidates are claimed in (operation, hook,
+ * Replay keeps order (Q10, SEC-H7). The ordered candidates are claimed in (operation, hook,
  * sequence) order (SEC-H7: an order is one hook's) — they take the places ordered candidates had, unordered ones keep theirs — so
  * sequence n is queued again no later than n+1 and the worker's ordering gate holds n+1 behind it.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 30: an operator skips failed or held deliveries (`hookrelay deliveries skip`, the
+ * An operator skips failed or held deliveries (`hookrelay deliveries skip`, the
  * console's Skip): each becomes `skipped` — final, never sent — and so settled for ordering: the
  * ordered deliveries waiting behind it are woken (their parked jobs promoted). The wake is best
  * effort: with Redis away, the parked jobs wake on their own timer and the worker's reconciler

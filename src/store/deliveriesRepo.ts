@@ -228,7 +228,7 @@ export type ClaimedDelivery = {
   traceContext: string | null;
   /** Q3: this generation's deadline, once a worker started its clock (null before). */
   deadlineAt: Date | null;
-  /** Issue 30: its sequence among the ordered deliveries of (operation, endpoint key); null when unordered. */
+  /** Its sequence among the ordered deliveries of (operation, endpoint key) (SEC-H7); null when unordered. */
   sequence: number | null;
   endpointKey: string | null;
 };
@@ -507,7 +507,7 @@ export async function flagUnreportedQStashDeliveries(db: Db, limit: number): Pro
 export type ExpiredHeld = { id: string; operationId: string; hookId: string; endpointKey: string | null; transport: string; critical: boolean };
 
 /**
- * Q3 (issue 25): held rows are not a hiding place. A row held for a disabled endpoint keeps its
+ * Q3: held rows are not a hiding place. A row held for a disabled endpoint keeps its
  * deadline; past it the row is `failed` (reason `endpoint_disabled`), unless its endpoint is
  * disabled with `--hold` (the operator keeps everything until they act). Critical rows flag their
  * operation in the same statement. At most `limit` rows per call.

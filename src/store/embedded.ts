@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Store } from './db.ts';
 import { importEmbedded } from './embeddedImport.ts';
 
-/** Where the `start` process advertises the socket it serves the embedded store on (SPEC §13). */
+/** Where the `start` process advertises the socket it serves the embedded store on. */
 function embeddedSocketFile(dataDir: string): string {
   return path.resolve(dataDir, 'store.json');
 }

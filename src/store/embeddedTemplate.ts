@@ -1,5 +1,5 @@
 /**
- * The embedded store's start-up, sized for one machine (issue 27).
+ * The embedded store's start-up, sized for one machine.
  *
  * A fresh PGlite folder costs an `initdb`: PGlite runs it in a second, in-memory Postgres plus the
  * initdb WebAssembly module, then copies the result to disk — 3–5 s and ~500 MB of WebAssembly

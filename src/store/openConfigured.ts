@@ -1,5 +1,5 @@
 /**
- * SPEC §13, the one store-opening policy for every process that is not `hookrelay start`
+ * The one store-opening policy for every process that is not `hookrelay start`
  * (a producer in a server app, the operation store, the CLI): DATABASE_URL when set; else the
  * running `start` process's embedded store, through the socket it serves; else the embedded
  * folder opened directly (and migrated), as no process holds it.

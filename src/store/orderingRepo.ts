@@ -151,7 +151,7 @@ export type SkipOutcome =
   | { id: string; result: 'unknown' };
 
 /**
- * Issue 30: an operator gives up on failed or held deliveries — status `skipped` (final, not
+ * An operator gives up on failed or held deliveries — status `skipped` (final, not
  * replayed), which settles them for ordering so the deliveries after them go. One conditional
  * UPDATE: a row replayed or delivered since is not touched.
  */

@@ -7,7 +7,7 @@ const timestamps = {
   updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
 };
 
-/** Operation records (SPEC §7): one per agent operation that has persisted caller hooks or a flag. */
+/** Operation records (L2): one per agent operation that has persisted caller hooks or a flag. */
 export const operations = pgTable('operations', {
   id: text('id').primaryKey(),
   parentOperationId: text('parent_operation_id'),

@@ -1,5 +1,5 @@
 /**
- * The processor's admission step (issue 27): may this job's attempt start now?
+ * The processor's admission step: may this job's attempt start now?
  *
  * Two limits apply. The worker's own: HOOKRELAY_CONCURRENCY attempts at once (a FIFO semaphore,
  * `deliverySlots`). The endpoint's: the shared gate in Redis (adaptive limit, rate limit,
@@ -15,7 +15,7 @@
  * RATE_MEMORY_WAIT_MS, any wait past MAX_MEMORY_WAIT_MS), the job is deferred as before (moved to
  * delayed, re-fetched later), which frees its BullMQ slot for other endpoints' jobs.
  *
- * Q3 (issue 25): waiting here counts against the delivery's deadline. A wait starts the
+ * Q3: waiting here counts against the delivery's deadline. A wait starts the
  * generation's clock in memory (persisted by the processor if the job is then deferred, stored
  * with the attempt's outcome otherwise); a waiter whose deadline passes is `expired`.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 30: the worker's ordering gate. An ordered delivery (a sequence n of its operation and
+ * The worker's ordering gate. An ordered delivery (a sequence n of its operation and
  * hook, SEC-H7) is attempted only when every earlier one is settled — delivered, failed (its hook's
  * `onFailure: 'continue'`), skipped by an operator, or accepted — Postgres says (orderingRepo.ts).
  * Otherwise its job is parked (BullMQ delayed): not an attempt, no retry budget spent. The job

@@ -1,6 +1,6 @@
 /**
  * Q3/Q4: what one attempt's result means for the ledger. Pure: the processor does the I/O.
- * The schedule is also a promise in time (issue 25): a retry that would start after the
+ * The schedule is also a promise in time: a retry that would start after the
  * delivery's deadline is moved to the deadline (the last attempt), or, when the receiver's
  * Retry-After forbids that or the deadline has passed, the delivery fails now.
  */

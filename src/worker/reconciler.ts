@@ -4,10 +4,10 @@
  * after too many stalls) are re-enqueued with the same id. Keyset pages, bounded per run; the
  * cursor carries over to the next run so a large backlog is walked in slices.
  *
- * Each pass also fails the held rows whose deadline passed (Q3, issue 25: held for a disabled
+ * Each pass also fails the held rows whose deadline passed (Q3: held for a disabled
  * endpoint is not a hiding place, unless an operator disabled it with `--hold`), flags the
  * critical rows QStash accepted whose outcome no callback reported by their deadline (Q4), and wakes the
- * ordered deliveries (issue 30) that may go but whose wake was lost (a worker killed between an
+ * ordered deliveries (SEC-H7) that may go but whose wake was lost (a worker killed between an
  * outcome and its wake, a flushed Redis): their parked jobs are promoted.
  */
 import type { Queue } from 'bullmq';
@@ -120,7 +120,7 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
     });
   };
 
-  /** Issue 30: ordered heads that may go and did not change for the grace period: promote their parked jobs (a refused promote is harmless). */
+  /** Ordered heads that may go and did not change for the grace period: promote their parked jobs (a refused promote is harmless). */
   let headsAfter: OrderingKey | undefined;
   const wakeOrderingHeads = async (): Promise<void> => {
     const heads = await findOrderingHeads(options.db, { after: headsAfter, limit: pageRows, graceMs });

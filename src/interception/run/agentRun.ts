@@ -99,7 +99,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * One agent run under AGENT-HOOKS-0.1 (seed 003): the loop wraps its model and tool calls, the
+ * One agent run under AGENT-HOOKS-0.1 (I1): the loop wraps its model and tool calls, the
  * run emits the eight points in order and uses what the verdicts leave — the messages sent, the
  * arguments passed, the results incorporated, the answer released. Every deny that guards the
  * run (startup, input, a model call, the output, a `host_error` at a tool with `terminate`)

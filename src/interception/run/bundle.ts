@@ -31,7 +31,7 @@ export type AgentHooksOptions = Omit<InterceptionEmitterOptions, 'interceptors'>
   /** An emitter the application configured itself, instead of `interceptors` and the emitter options. */
   emitter?: InterceptionEmitter;
   /**
-   * An application-owned long session (seed 003's `…_from_emitter`): every run joins it, emits
+   * An application-owned long session (`createAgentHooks({ emitter, session })`): every run joins it, emits
    * `input` … `output` only, and the application emits its `agent_startup` / `agent_shutdown`.
    */
   session?: AgentContextBuilder;
@@ -81,7 +81,7 @@ const PERSISTENCE: readonly Persistence[] = ['after_output', 'per_model_call'];
 const POSTURES: readonly ToolSeamHostError[] = ['terminate', 'continue'];
 const ROLES = ['user', 'system', 'external'] as const;
 
-/** Bundles by what they are installed on: a second installation there is refused (seed 003). */
+/** Bundles by what they are installed on: a second installation there is refused, so no two bundles judge one boundary (I1). */
 const installedOnHost = new WeakMap<object, AgentHooks>();
 const installedOnSession = new WeakMap<AgentContextBuilder, AgentHooks>();
 
