@@ -74,10 +74,20 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
   const openings = new Map<string, number>();
   let openingCount = 0;
   let refreshing: Promise<void> | undefined;
+  let again: Promise<void> | undefined;
   let closed = false;
 
+  // A refresh asked for while one is reading runs once more after it: an awaited refresh always
+  // reflects what was stored when it was asked (a read started before an operator's reset would not).
   const refresh = (): Promise<void> => {
-    refreshing ??= (async () => {
+    if (refreshing) {
+      again ??= refreshing.then(() => {
+        again = undefined;
+        return refresh();
+      });
+      return again;
+    }
+    refreshing = (async () => {
       const now = Date.now();
       for (const [key, at] of asked) if (now - at > FORGET_AFTER_MS) asked.delete(key);
       const keys = [...asked.keys()];

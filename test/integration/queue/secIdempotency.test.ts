@@ -93,7 +93,8 @@ describe('SEC-T2 idempotency keys are scoped to (operation, hook, key) (Q1a)', (
     expect(await countRows('sect2-op-d')).toBe(1);
     await waitFor(() => a.requests.some((r) => r.path === '/d'), 10_000, 'the first delivery');
     expect(b.requests.some((r) => r.path === '/elsewhere')).toBe(false);
-    expect((await stack.producer.getDelivery(first.deliveryIds[0]!))?.status).toBe('delivered');
+    // The receiver answers before the worker writes the outcome: wait for the row, not the request.
+    await waitFor(async () => (await stack.producer.getDelivery(first.deliveryIds[0]!))?.status === 'delivered', 10_000, 'the first delivery recorded');
   });
 
   it('SEC-T2: a conflicting call never costs its group-committed batch-mates their events; a call of several hooks stores none of them', async () => {
