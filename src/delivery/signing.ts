@@ -3,7 +3,7 @@
  * with secrets, `webhook-signature` = space-separated `v1,<base64 HMAC-SHA256(id.timestamp.body)>`,
  * one entry per secret (rotation).
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { decodeSigningSecrets } from '../contract/signingSecrets.ts';
 import { DeliveryConfigError } from './errors.ts';
 const SIGNATURE_VERSION = 'v1';
@@ -12,13 +12,33 @@ export type SignatureInput = { id: string; timestampSeconds: number; body: strin
 
 const toConfigError = (message: string) => new DeliveryConfigError(message);
 
+/**
+ * Q6: the decoded key objects of a secrets list, made once per list instead of once per delivery
+ * (validate, base64-decode, import). In memory only, like the settings that hold the secrets;
+ * bounded (a process signs with a handful of lists: the worker's, a remote interceptor's).
+ */
+const keyCache = new Map<string, KeyObject[]>();
+const KEY_CACHE_MAX = 16;
+
+function signingKeys(secrets: readonly string[]): KeyObject[] {
+  const joined = secrets.join(' ');
+  let keys = keyCache.get(joined);
+  if (!keys) {
+    keys = decodeSigningSecrets(joined, toConfigError).map(({ key }) => createSecretKey(key));
+    if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
+    keyCache.set(joined, keys);
+  }
+  return keys;
+}
+
 export function signatureHeaders(input: SignatureInput): Record<string, string> {
   const timestamp = String(Math.floor(input.timestampSeconds));
   const headers: Record<string, string> = { 'webhook-id': input.id, 'webhook-timestamp': timestamp };
   if (input.secrets.length === 0) return headers;
-  const signed = `${input.id}.${timestamp}.${input.body}`;
-  headers['webhook-signature'] = decodeSigningSecrets(input.secrets.join(' '), toConfigError)
-    .map(({ key }) => `${SIGNATURE_VERSION},${createHmac('sha256', key).update(signed).digest('base64')}`)
+  // The signed content `id.timestamp.body` is fed in parts: no copy of the body per secret.
+  const prefix = `${input.id}.${timestamp}.`;
+  headers['webhook-signature'] = signingKeys(input.secrets)
+    .map((key) => `${SIGNATURE_VERSION},${createHmac('sha256', key).update(prefix).update(input.body).digest('base64')}`)
     .join(' ');
   return headers;
 }

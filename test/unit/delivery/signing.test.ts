@@ -52,4 +52,23 @@ describe('Q6: Standard Webhooks signing', () => {
     }
     expect(() => parseSigningSecrets(bad)).toThrow(/entry #1/);
   });
+
+  it('PERF-2 (Q6): keys made once per secrets list still sign with the list given — 20 lists in turn (past the cache bound), a rotated list, a bad list still refused', () => {
+    const now = Math.floor(Date.now() / 1000);
+    const lists = Array.from({ length: 20 }, () => [secret()]);
+    for (let round = 0; round < 2; round++) {
+      for (const [i, list] of lists.entries()) {
+        const headers = signatureHeaders({ id: `${id}${i}`, timestampSeconds: now, body, secrets: list });
+        expect(() => new Webhook(list[0] as string).verify(body, headers)).not.toThrow();
+        const other = lists[(i + 1) % lists.length] as string[];
+        expect(() => new Webhook(other[0] as string).verify(body, headers)).toThrow();
+      }
+    }
+    const [a, b] = lists as [string[], string[]];
+    const rotated = signatureHeaders({ id, timestampSeconds: now, body, secrets: [...a, ...b] });
+    expect(rotated['webhook-signature']?.split(' ')).toHaveLength(2);
+    expect(() => new Webhook(b[0] as string).verify(body, rotated)).not.toThrow();
+    expect(() => signatureHeaders({ id, timestampSeconds: now, body, secrets: ['whsec_c2hvcnQ='] })).toThrow(/entry #1/);
+    expect(() => signatureHeaders({ id, timestampSeconds: now, body, secrets: ['whsec_c2hvcnQ='] })).toThrow(/entry #1/);
+  });
 });
