@@ -427,7 +427,7 @@ describe('package: plain node in a scratch app', () => {
 
   it('package: AI-SDK / Agents-SDK the tarball type-checks examples/ai-sdk-run.ts, examples/openai-agents-run.ts and the docs/integrations.md examples (issue 29)', async () => {
     mkdirSync(path.join(scratch, 'integrations'), { recursive: true });
-    const checked = ['ai-sdk-run.ts', 'openai-agents-run.ts', 'mcp-run.ts'];
+    const checked = ['ai-sdk-run.ts', 'openai-agents-run.ts', 'mcp-run.ts', 'openai-agents-handoff.ts'];
     for (const f of checked) copyFileSync(path.join(ROOT, 'examples', f), path.join(scratch, 'integrations', f));
     // Each ```ts block of the page, as a user would paste it into a file of their own.
     const page = readFileSync(path.join(ROOT, 'docs/integrations.md'), 'utf8');
