@@ -5,7 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { createStack, type Stack } from '../queue/harness.ts';
+import { createStack, TEST_REDIS_URL, type Stack } from '../queue/harness.ts';
+import { createHookProducer } from '../../../src/queue/producer.ts';
+import type { HookProducer } from '../../../src/queue/types.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { startReceiver, type Behaviour, type Receiver, type RecordedRequest } from '../../support/receiver.ts';
@@ -33,21 +35,38 @@ let currentMode: Mode = 'local';
 let queueStack: Stack | undefined;
 
 /**
+ * The queue-mode configuration: header templates and environment hooks resolve only from the
+ * worker's environment (W2, E3), so a test that expects them sent gives the worker one. `env` is
+ * read live at send time; `templateEnv` is HOOKRELAY_TEMPLATE_ENV on both sides, the app's
+ * producer (which refuses an unlisted template before recording, W2) and the worker.
+ */
+type WorkerConfig = { env?: Env; templateEnv?: string };
+
+let queueProducer: HookProducer | undefined;
+
+/**
  * Run the enclosing `describe.each(MODES)` block in `mode`: in queue mode the dispatchers of
  * `makeDispatcher` hand their webhooks to a real in-process worker (own schema, queue and Redis
  * prefix, created once per file and removed after the block).
  */
-export function inMode(mode: Mode): void {
+export function inMode(mode: Mode, worker: WorkerConfig = {}): void {
   beforeAll(async () => {
     currentMode = mode;
     if (mode === 'queue' && !queueStack) {
       queueStack = await createStack(`ops${randomBytes(3).toString('hex')}`);
-      await queueStack.startWorker();
+      const templateEnv = worker.templateEnv !== undefined ? { HOOKRELAY_TEMPLATE_ENV: worker.templateEnv } : undefined;
+      if (templateEnv) {
+        const { db, queueName, prefix } = queueStack;
+        queueProducer = createHookProducer({ store: db.store, redisUrl: TEST_REDIS_URL, queueName, queuePrefix: prefix, env: templateEnv });
+      }
+      await queueStack.startWorker(templateEnv ?? {}, worker.env ? { env: worker.env } : {});
     }
   });
   afterAll(async () => {
     currentMode = 'local';
     if (mode === 'queue') {
+      await queueProducer?.close();
+      queueProducer = undefined;
       await queueStack?.cleanup();
       queueStack = undefined;
     }
@@ -57,7 +76,7 @@ export function inMode(mode: Mode): void {
 export function makeDispatcher(env: Env = {}): HookDispatcher {
   if (currentMode === 'queue') {
     if (!queueStack) throw new Error('queue mode needs inMode("queue") in the describe block');
-    return new HookDispatcher({ mode: 'queue', producer: queueStack.producer, env, allowedCidrs: '127.0.0.1/32', logger: silentLogger });
+    return new HookDispatcher({ mode: 'queue', producer: queueProducer ?? queueStack.producer, env, allowedCidrs: '127.0.0.1/32', logger: silentLogger });
   }
   return new HookDispatcher({ env, allowedCidrs: '127.0.0.1/32', logger: silentLogger });
 }
@@ -86,6 +105,30 @@ export async function queuedHookIds(operationId: string): Promise<string[]> {
     operationId,
   ]);
   return rows.map((r) => r.hook_id);
+}
+
+/** Queue mode: the worker's ledger rows for an operation in creation order (ids are time-ordered, Q1). */
+export async function queuedDeliveries(operationId: string): Promise<{ hookId: string; status: string; lastErrorClass: string | null }[]> {
+  if (!queueStack) return [];
+  const { rows } = await queueStack.db.store.pool!.query<{ hook_id: string; status: string; last_error_class: string | null }>(
+    'SELECT hook_id, status, last_error_class FROM deliveries WHERE operation_id = $1 ORDER BY id',
+    [operationId],
+  );
+  return rows.map((r) => ({ hookId: r.hook_id, status: r.status, lastErrorClass: r.last_error_class }));
+}
+
+/** Queue mode: whether the worker flagged the operation for a critical delivery failure (D8, Q4); undefined without a row. */
+export async function criticalFlag(operationId: string): Promise<boolean | undefined> {
+  if (!queueStack) return undefined;
+  const { rows } = await queueStack.db.store.pool!.query<{ flag: boolean }>('SELECT critical_delivery_failure AS flag FROM operations WHERE id = $1', [
+    operationId,
+  ]);
+  return rows[0]?.flag;
+}
+
+/** Queue mode: the worker's ledger schema (secret scans cover it too). */
+export function queueLedger(): { url: string; schema: string } | undefined {
+  return queueStack ? { url: queueStack.db.url, schema: queueStack.db.schema } : undefined;
 }
 
 /** The mode of the running block. */
