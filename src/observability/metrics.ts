@@ -69,6 +69,25 @@ export type DeliveryMetricsOptions = {
   processMetrics?: boolean;
 };
 
+/**
+ * A Redis read at scrape time gives up after this: a command sent just as the connection drops
+ * waits in ioredis for the reconnect, which would hold /metrics for the whole outage (Q13).
+ */
+const SCRAPE_READ_TIMEOUT_MS = 1_000;
+
+async function withinScrapeTimeout<T>(read: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('scrape read timed out')), SCRAPE_READ_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([read, timeout]);
+  } finally {
+    clearTimeout(timer);
+    read.catch(() => undefined);
+  }
+}
+
 export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): DeliveryMetrics {
   const registry = new Registry();
   // Standard names (process_cpu_seconds_total, nodejs_eventloop_lag_seconds, …) so stock dashboards and alerts work.
@@ -82,7 +101,7 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
     async collect() {
       if (!queueCounts) return;
       try {
-        const counts = await queueCounts();
+        const counts = await withinScrapeTimeout(queueCounts());
         for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
       } catch {
         // Redis away: the gauge keeps its last values; /readyz reports the outage.
@@ -98,7 +117,7 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
     async collect() {
       if (!endpointStates) return;
       try {
-        const counts = await endpointStates();
+        const counts = await withinScrapeTimeout(endpointStates());
         for (const state of ENDPOINT_STATES) this.set({ state }, counts[state] ?? 0);
       } catch {
         // Redis or Postgres away: the gauge keeps its last values.

@@ -91,7 +91,12 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const metrics = createDeliveryMetrics({
     queueCounts: () =>
       redisReady() ? queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed') : Promise.reject(new Error('redis unreachable')),
-    endpointStates: async () => (isolation ? isolation.stateCounts() : {}),
+    // Redis away: the breaker states live there and a read would wait in ioredis' offline queue, holding the scrape (Q13).
+    endpointStates: async () => {
+      if (!isolation) return {};
+      if (isolationRedis?.status !== 'ready') throw new Error('redis unreachable');
+      return isolation.stateCounts();
+    },
     ledgerStats: () => ledgerStats(store.db),
     dependencies: () => health.snapshot(),
     ledgerWritesWaiting: () => gate.waiting(),
