@@ -5,10 +5,18 @@ import { onStopSignals } from '../observability/stopSignals.ts';
 /** Bound on each close step of a stopping console (HTTP server, Redis, the store). */
 const CLOSE_STEP_TIMEOUT_MS = 2_000;
 
-async function withinCloseTimeout(step: Promise<unknown>): Promise<void> {
+/** True when `step` settled (done or failed) within CLOSE_STEP_TIMEOUT_MS. */
+async function withinCloseTimeout(step: Promise<unknown>): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([step.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_STEP_TIMEOUT_MS)))]);
+  const settled = await Promise.race([
+    step.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_STEP_TIMEOUT_MS))),
+  ]);
   clearTimeout(timer);
+  return settled;
 }
 
 /** Where `hookrelay console` listens unless told otherwise: this machine only. */
@@ -72,9 +80,21 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
         );
         await signals.first;
       } finally {
-        // Q9: each close is bounded, so an unreachable Redis or Postgres never holds Ctrl-C.
-        for (const close of [() => server.close(), () => app.close(), () => operator.close(), () => store.close()]) await withinCloseTimeout(close());
+        // Q9: each close is bounded, so an unreachable Redis or Postgres never holds Ctrl-C; the last line says whether all closed.
+        const steps: Array<[string, () => Promise<unknown>]> = [
+          ['HTTP server', () => server.close()],
+          ['console', () => app.close()],
+          ['Redis', () => operator.close()],
+          ['Postgres', () => store.close()],
+        ];
+        const gaveUp: string[] = [];
+        for (const [name, close] of steps) if (!(await withinCloseTimeout(close()))) gaveUp.push(name);
         signals.dispose();
+        if (gaveUp.length === 0) logger.info({ graceful: true }, 'stopped: console closed');
+        else {
+          process.exitCode = 1;
+          logger.warn({ graceful: false, gaveUp }, `stopped uncleanly: console closed; ${gaveUp.join(', ')} did not close within ${CLOSE_STEP_TIMEOUT_MS} ms`);
+        }
       }
     });
 }
