@@ -1,3 +1,5 @@
+import type { CriticalFailure } from '../contract/criticalError.ts';
+import { HookConfigError } from '../contract/errors.ts';
 import type { SerializedHook } from '../contract/hook.ts';
 import { markEnvironmentHook, type HookType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -24,10 +26,16 @@ function queueEvent(event: LooseHookEvent): LooseHookEvent {
   return rest as LooseHookEvent;
 }
 
+/** The pending hook a producer's HookConfigError names (by id, else by its index in the batch). */
+function refusedHook<T extends { hook: { id: string } }>(pending: readonly T[], error: HookConfigError): T | undefined {
+  if (error.hookId !== undefined) return pending.find((p) => p.hook.id === error.hookId);
+  return error.index !== undefined ? pending[error.index] : undefined;
+}
+
 /**
  * Queue mode (D8): every matching webhook becomes a ledger row and a job; handlers do not run.
  * When the producer cannot record them, the `fallback: 'none'` hooks are this tier's critical
- * failures (D6) and the rest are logged.
+ * failures (D6) and the rest are logged; a single hook the producer refuses is dropped alone (D5).
  */
 export function createQueueDelivery(producer: DispatchProducer, logger: Logger, owned?: OwnedProducer): DeliveryPort {
   return {
@@ -39,13 +47,25 @@ export function createQueueDelivery(producer: DispatchProducer, logger: Logger, 
         // E4: only hookrelay's own environment hooks may carry a reserved id into the producer.
         return h.env === true ? markEnvironmentHook(hook) : hook;
       });
-      try {
-        await producer.enqueue({ operationId, type, event: queueEvent(event), hooks: serialized });
-        return [];
-      } catch (error) {
-        logger.error({ operationId, hookType: type, err: error }, 'could not record hook deliveries');
-        return webhooks.filter((h) => h.webhook?.fallback === 'none').map((h) => ({ hookId: h.id, cause: error }));
+      const failures: CriticalFailure[] = [];
+      let pending = webhooks.map((hook, i) => ({ hook, serialized: serialized[i]! }));
+      // Bounded: each pass either records the rest or drops the one hook the producer refused.
+      while (pending.length > 0) {
+        try {
+          await producer.enqueue({ operationId, type, event: queueEvent(event), hooks: pending.map((p) => p.serialized) });
+          return failures;
+        } catch (error) {
+          // D5: a hook the producer refuses by name (W2: an unlisted template) is refused before
+          // anything is stored; it is skipped alone, as local mode skips it at send time, and the
+          // rest are recorded. Any other error concerns the whole batch.
+          const refused = error instanceof HookConfigError ? refusedHook(pending, error) : undefined;
+          const lost = refused ? [refused] : pending;
+          logger.error({ operationId, hookType: type, hookIds: lost.map((p) => p.hook.id), err: error }, 'could not record hook deliveries');
+          for (const { hook } of lost) if (hook.webhook?.fallback === 'none') failures.push({ hookId: hook.id, cause: error });
+          pending = refused ? pending.filter((p) => p !== refused) : [];
+        }
       }
+      return failures;
     },
     close: async () => {
       await owned?.close();
