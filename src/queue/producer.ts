@@ -73,14 +73,14 @@ const CLOSE_TIMEOUT_MS = 2_000;
 /** A ledger row and what its job carries, so the worker's first attempt reads nothing back. */
 type PreparedRow = NewDelivery & {
   job: DeliveryJobAttempt;
-  /** Issue 30: numbered at commit (its body, which carries the number, is built then). */
+  /** Numbered at commit (SEC-H7) (its body, which carries the number, is built then). */
   ordered: boolean;
   endpointKey: string;
 };
 type PreparedItem = { rows: PreparedRow[]; idempotencyKey: string | undefined };
 /** One call's part of a group commit: its ids per item, or why they could not be resolved. */
 type CallOutcome = { perItem: string[][]; queued: boolean } | { error: unknown };
-/** What one commit stored: the ids inserted, the sequence of each ordered one (issue 30), and the id an idempotency key already had for each row not inserted (Q1a). */
+/** What one commit stored: the ids inserted, the sequence of each ordered one (SEC-H7), and the id an idempotency key already had for each row not inserted (Q1a). */
 type Stored = { ids: string[]; sequences: Map<string, number>; existing: Map<string, string> };
 
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
@@ -181,7 +181,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     maxConcurrent: ENQUEUE_CONCURRENT_COMMITS,
     run: runCommit,
   });
-  // Issue 30: calls with ordered rows commit one group at a time, in call order, so one
+  // Calls with ordered rows commit one group at a time, in call order, so one
   // producer's sequences follow the order its enqueue calls were made (not which commit won a race).
   const orderedCommits = createBatcher<PreparedItem[], CallOutcome>({ maxBatch: ENQUEUE_GROUP_CALLS, maxConcurrent: 1, run: runCommit });
 
@@ -330,7 +330,7 @@ async function insertCalls(
  * all of a call or nothing. A row its idempotency key already stored (same operation, hook and
  * key) is the same delivery when the event and hook config are the same, else the whole
  * transaction is rolled back with an IdempotencyConflictError (Q1a). Ordered rows that were
- * inserted are numbered in the same transaction (issue 30): contiguous, and never a number for a
+ * inserted are numbered in the same transaction (SEC-H7): contiguous, and never a number for a
  * row that does not exist.
  */
 async function insertAll(db: Db, rows: readonly PreparedRow[]): Promise<Stored> {
@@ -367,7 +367,7 @@ async function insertAll(db: Db, rows: readonly PreparedRow[]): Promise<Stored> 
   return stored;
 }
 
-/** Issue 30: an ordered row's job carries its sequence, and its body carries it too (built now, once). */
+/** An ordered row's job carries its sequence, and its body carries it too (built now, once). */
 function numberBodies(rows: readonly PreparedRow[], sequences: ReadonlyMap<string, number>): void {
   for (const row of rows) {
     const sequence = sequences.get(row.id);
@@ -457,7 +457,7 @@ function prepareItem(
 }
 
 /**
- * Issue 30: the hook's own `ordering`, else the producer's default — for fetch webhooks only
+ * The hook's own `ordering`, else the producer's default — for fetch webhooks only
  * (QStash sends on its own schedule; the schema refuses `ordering: 'operation'` with it).
  */
 function isOrdered(hook: ParsedSerializedHook, orderingDefault: 'operation' | 'none'): boolean {

@@ -9,7 +9,7 @@ import type { HookType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { StoreHandle } from '../store/types.ts';
 
-/** SPEC §13 defaults (defined once, in the contract). */
+/** The documented defaults (defined once, in the contract). */
 export { DEFAULT_QUEUE_NAME, DEFAULT_REDIS_URL, DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_QUEUE_PREFIX } from '../contract/defaults.ts';
 /** The BullMQ job name of every delivery job. */
 export const DELIVERY_JOB_NAME = 'deliver';
@@ -44,7 +44,7 @@ export type DeliveryJobAttempt = {
   generationAttemptCount: number;
   /** W3C trace context of the enqueueing span, as the ledger row stores it (only when tracing is on). */
   trace?: string;
-  /** Issue 30: the ordered delivery's sequence (absent when unordered); its endpoint key is the hook's. */
+  /** The ordered delivery's sequence (SEC-H7) (absent when unordered); its endpoint key is the hook's. */
   sequence?: number;
 };
 
@@ -104,7 +104,7 @@ export type HookProducerOptions = {
   /** W2: which variables hook templates may read; default `HOOKRELAY_TEMPLATE_ENV`, else `none`. */
   templateEnv?: string;
   /**
-   * Issue 30: the default for fetch webhooks whose config says no `ordering`: `operation` delivers
+   * The default for fetch webhooks whose config says no `ordering`: `operation` delivers
    * each operation's events to each endpoint in enqueue order. Default `none` (unordered).
    */
   ordering?: 'operation' | 'none';

@@ -1,6 +1,6 @@
 /**
- * The BullMQ Worker that runs the delivery processor, with the lock and stall settings of
- * SPEC §13 and a bounded close (Q9: BullMQ's own close waits for active jobs without a limit).
+ * The BullMQ Worker that runs the delivery processor, with the documented lock and stall
+ * settings (docs/configuration.md) and a bounded close (Q9: BullMQ's own close waits for active jobs without a limit).
  */
 import { Worker } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';

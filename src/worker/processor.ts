@@ -13,7 +13,7 @@
  * - final failure → row `failed`, job fails (removed: the ledger is the record); a fallback 'none'
  *   hook raises CriticalHookDeliveryError and flags its operation (Q4) — never completed silently.
  *
- * Q3 deadline (issue 25): a generation's clock starts at its first attempt or first wait behind
+ * Q3 deadline: a generation's clock starts at its first attempt or first wait behind
  * its endpoint; waiting (open breaker, busy cap, rate limit) counts against it, and a delivery
  * still waiting at its deadline is `failed` with the reason, attempted or not.
  */
@@ -26,7 +26,7 @@ import { timeoutMs } from '../contract/webhook.ts';
 import { deliverNotification, type NotificationFailure, type NotificationResult } from '../delivery/deliver.ts';
 import type { FetchTransport } from '../delivery/fetchTransport.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
-import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../contract/criticalError.ts';
+import { CriticalHookDeliveryError, WebhookDeliveryError } from '../contract/criticalError.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
@@ -90,7 +90,7 @@ export type ProcessorDeps = {
    * beyond BullMQ's and no waiting in memory (a busy endpoint defers the job, moved to delayed).
    */
   admission?: Admission;
-  /** Issue 30: the ordering gate (its wakes need the queue); none → one without wakes (parked jobs re-check on their timer). */
+  /** The ordering gate (SEC-H7; its wakes need the queue); none → one without wakes (parked jobs re-check on their timer). */
   ordering?: OrderingGate;
 };
 
@@ -113,7 +113,7 @@ type AttemptTarget = {
   trace: string | undefined;
   /** Q3: this generation's deadline (ms), once its clock started. */
   deadlineAtMs: number | undefined;
-  /** Issue 30: its sequence among the ordered deliveries of its operation and hook (SEC-H7); undefined when unordered. */
+  /** Its sequence among the ordered deliveries of its operation and hook (SEC-H7); undefined when unordered. */
   sequence: number | undefined;
 };
 
@@ -146,7 +146,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     if (!target) return;
     if (typeof data?.deadlineAt === 'number' && data.generation === target.generation) target.deadlineAtMs ??= data.deadlineAt;
 
-    // Issue 30: an ordered delivery waits (parked, not an attempt) until the earlier ones of its operation and hook are settled.
+    // An ordered delivery waits (parked, not an attempt) until the earlier ones of its operation and hook are settled.
     if (target.sequence !== undefined && target.hook) {
       const ordered = await ordering.admit(job, token, orderedTarget(target, target.hook, target.sequence));
       if (ordered.kind === 'expired') return failWaiting(deps, target, 'ordering_wait');
@@ -229,7 +229,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
           throw new UnrecoverableError(`delivery failed: ${decision.errorClass}`);
         }
         deps.metrics?.criticalFailures.inc();
-        const error = new CriticalHookDeliveryError([{ hookId: target.hookId, cause: new WebhookDeliveryFailure(decision.errorClass, decision.httpStatus) }]);
+        const error = new CriticalHookDeliveryError([{ hookId: target.hookId, cause: new WebhookDeliveryError(decision.errorClass, decision.httpStatus) }]);
         deps.logger.error(
           { ...log, errorClass: decision.errorClass, httpStatus: decision.httpStatus, ...(result.ok ? {} : { detail: result.detail }), err: error },
           'critical webhook delivery failed for good; operation flagged',
@@ -240,7 +240,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
   });
 }
 
-/** Issue 30: what the ordering gate needs of an ordered target. */
+/** What the ordering gate needs of an ordered target. */
 function orderedTarget(target: AttemptTarget, hook: ParsedSerializedHook, sequence: number): OrderedTarget {
   return {
     id: target.id,
@@ -266,8 +266,8 @@ type AdmitContext = {
 };
 
 /**
- * The admission step, the one seam where a job is let through to its attempt (issue 27; ordered
- * delivery, issue 30, adds its rule here). Returns the admitted attempt (its `done` must be
+ * The admission step, the one seam where a job is let through to its attempt (endpoint
+ * isolation's limits, and ordered delivery's rule, SEC-H7). Returns the admitted attempt (its `done` must be
  * called when it ends) or undefined when there is no attempt now: the job was held (endpoint
  * disabled), failed at its deadline, or — by throwing DelayedError — deferred or given back.
  * A job whose endpoint is at its limit waits in memory first (admission.ts); only an open
@@ -424,7 +424,7 @@ async function failWaiting(deps: ProcessorDeps, target: AttemptTarget, reason: W
     throw new UnrecoverableError(`delivery failed: ${reason}`);
   }
   deps.metrics?.criticalFailures.inc();
-  const error = new CriticalHookDeliveryError([{ hookId: target.hookId, cause: new WebhookDeliveryFailure(reason) }]);
+  const error = new CriticalHookDeliveryError([{ hookId: target.hookId, cause: new WebhookDeliveryError(reason) }]);
   deps.logger.error({ ...log, errorClass: reason, err: error }, 'critical webhook delivery failed at its deadline; operation flagged');
   throw error;
 }
