@@ -62,6 +62,11 @@ export type ReconcilerOptions = {
    * QStash accepted are flagged at their deadline, their outcome unknown.
    */
   flagUnreportedQStash?: boolean;
+  /**
+   * The worker's Postgres gate (pgGate.ts): a periodic pass that finds Postgres away reports the
+   * outage (Q13: an idle worker's gauge and log too) and waits for it instead of failing each interval.
+   */
+  run?: <T>(work: () => Promise<T>) => Promise<T>;
 };
 
 export function createReconciler(options: ReconcilerOptions): Reconciler {
@@ -230,9 +235,9 @@ export function createReconciler(options: ReconcilerOptions): Reconciler {
   const tick = () => {
     timer = setTimeout(async () => {
       try {
-        await runOnce();
+        await (options.run ? options.run(runOnce) : runOnce());
       } catch (error) {
-        options.logger.warn({ err: error }, 'reconciler pass failed; retrying next interval');
+        if (!stopped) options.logger.warn({ err: error }, 'reconciler pass failed; retrying next interval');
       }
       if (!stopped) tick();
     }, options.intervalMs);

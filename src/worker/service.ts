@@ -245,6 +245,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     metrics,
     // Q4: without a public URL no QStash callback reports an outcome: the deadline decides.
     flagUnreportedQStash: settings.HOOKRELAY_PUBLIC_URL === undefined,
+    run: gate.run,
   });
   reconciler.start();
   const retention = createRetention({

@@ -32,7 +32,11 @@ describe('FAULT-metrics: dependency gauges, outage time and outcomes waiting (Q1
     redisProxy = await startTcpProxy(Number(new URL(TEST_REDIS_URL).port || 6379));
     pgProxy = await startTcpProxy(Number(new URL(stack.db.url).port || 5432));
     proxiedStore = await openStore({ databaseUrl: pgProxy.url(stack.db.url) });
-    worker = await stack.startWorker({ REDIS_URL: redisProxy.url(TEST_REDIS_URL), HOOKRELAY_CONCURRENCY: '4' }, { store: proxiedStore });
+    // No periodic reconciler pass during the tests here: what waits for Postgres is the attempt's own writes.
+    worker = await stack.startWorker(
+      { REDIS_URL: redisProxy.url(TEST_REDIS_URL), HOOKRELAY_CONCURRENCY: '4', HOOKRELAY_RECONCILE_INTERVAL_MS: '60000' },
+      { store: proxiedStore },
+    );
   });
   afterAll(async () => {
     await redisProxy?.restore();
@@ -45,8 +49,8 @@ describe('FAULT-metrics: dependency gauges, outage time and outcomes waiting (Q1
   });
 
   // A scrape answers at once during an outage (it used to wait for Redis): 5 s is a generous bound.
-  const metrics = async () => (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
-  const up = async (dependency: string) => sample(await metrics(), 'hookrelay_dependency_up', `{dependency="${dependency}"}`);
+  const metrics = async (of = worker) => (await fetch(`http://127.0.0.1:${of.httpPort}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+  const up = async (dependency: string, of = worker) => sample(await metrics(of), 'hookrelay_dependency_up', `{dependency="${dependency}"}`);
   const outage = async (dependency: string) => sample(await metrics(), 'hookrelay_dependency_outage_seconds_total', `{dependency="${dependency}"}`);
   const waiting = async () => sample(await metrics(), 'hookrelay_ledger_writes_waiting');
 
@@ -111,5 +115,28 @@ describe('FAULT-metrics: dependency gauges, outage time and outcomes waiting (Q1
       'the held outcome written',
     );
     expect(new Set(rx.requests.filter((r) => r.path === '/pg').map((r) => String(r.headers['webhook-id'])))).toEqual(new Set([id]));
+  }, 30_000);
+
+  it('FAULT-metrics postgres idle: a worker with nothing to deliver reports a Postgres cut too (its reconciler finds it away) → 0, restore → 1 (Q13)', async () => {
+    const idleStore = await openStore({ databaseUrl: pgProxy.url(stack.db.url) });
+    try {
+      const idle = await stack.startWorker(
+        { REDIS_URL: TEST_REDIS_URL, HOOKRELAY_CONCURRENCY: '4', HOOKRELAY_RECONCILE_INTERVAL_MS: '300' },
+        { store: idleStore },
+      );
+      expect(await up('postgres', idle)).toBe(1);
+      await pgProxy.cut();
+      try {
+        // Before, the gauge stayed 1 for as long as no delivery needed Postgres.
+        await waitFor(async () => (await up('postgres', idle)) === 0, 10_000, 'postgres reported down by an idle worker');
+      } finally {
+        await pgProxy.restore();
+      }
+      await waitFor(async () => (await up('postgres', idle)) === 1, 15_000, 'postgres reported up again');
+      expect(sample(await metrics(idle), 'hookrelay_dependency_outage_seconds_total', '{dependency="postgres"}') ?? 0).toBeGreaterThan(0);
+      await idle.stop();
+    } finally {
+      await idleStore.close().catch(() => undefined);
+    }
   }, 30_000);
 });
