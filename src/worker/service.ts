@@ -176,11 +176,11 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     },
   });
 
-  // Issue 27: HOOKRELAY_CONCURRENCY attempts at once; BullMQ runs as many again, which wait in
+  // HOOKRELAY_CONCURRENCY attempts at once; BullMQ runs as many again, which wait in
   // memory (for a slot of the worker or of their endpoint) instead of a moveToDelayed round trip.
   const waitAllowance = deliveryWaitAllowance(settings.HOOKRELAY_CONCURRENCY);
   const admission = createAdmission({ concurrency: settings.HOOKRELAY_CONCURRENCY, waitAllowance, ...(isolation ? { isolation } : {}) });
-  // Issue 30: with the queue, a settled ordered delivery wakes the next one at once; with the wait
+  // Ordered delivery (SEC-H7): with the queue, a settled one wakes the next one at once; with the wait
   // allowance, a successor of a delivery running here waits for it in memory instead of parking.
   const ordering = createOrderingGate({
     db: store.db,
