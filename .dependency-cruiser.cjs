@@ -1,6 +1,6 @@
 /**
  * The house's layers (see README "Layout"): imports point down the flow
- *   contract → dispatch / control → payload → delivery → queue → store
+ *   contract → dispatch / operations → control → payload → delivery → queue → store
  * (the operator console reads store and queue, and is mounted by the worker and the CLI)
  * and nothing imports the edges (cli, worker, entry; the top-level workers/ processes import only
  * src/entry/). `npm run lint:layers` fails on a
@@ -16,6 +16,9 @@ const LAYERS = {
   store: ['contract', 'config', 'observability', 'interception'],
   control: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store'],
   dispatch: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'control'],
+  // Operation records, deferred placeholders, approvals: over the store and control evaluation;
+  // the dispatcher is a port (OperationDispatcher), so never dispatch; nothing but entry imports it.
+  operations: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'control'],
   queue: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'isolation'],
   // Endpoint isolation: the gate (Redis Lua), policy, exchange and the decision path's guard.
   isolation: ['contract', 'config', 'observability', 'interception', 'delivery', 'store', 'queue'],

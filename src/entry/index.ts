@@ -52,14 +52,14 @@ export { buildToolCallHookContext } from '../payload/toolCallContext.ts';
 export { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 export { redactResultForEvents } from '../payload/redactResult.ts';
 export { loadEnvHooks, EnvHookConfigError } from '../config/envHooks.ts';
-export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../control/operationErrors.ts';
+export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/operationErrors.ts';
 export type {
   OperationStore,
   OperationStoreOptions,
   ApprovalDecision,
   PublishDeferredResultInput,
   PublishDeferredResultOutput,
-} from '../control/operationStore.ts';
+} from '../operations/operationStore.ts';
 export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, StoreUnavailableError } from '../store/errors.ts';
 export { createHookProducer, createOperationStore, createStoreRecordSink, startDeliveryWorker } from './lazy.ts';
 export { createRemoteInterceptor, RemoteInterceptorConfigSchema, RemoteInterceptorError, type RemoteInterceptorConfig } from '../delivery/remoteInterceptor.ts';

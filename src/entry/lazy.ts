@@ -6,7 +6,7 @@
  * `hookrelay/queue`, `hookrelay/store` and `hookrelay/worker` export the real factories directly.
  */
 import { resolveTemplateEnv } from '../config/templateEnv.ts';
-import type { OperationStore, OperationStoreOptions } from '../control/operationStore.ts';
+import type { OperationStore, OperationStoreOptions } from '../operations/operationStore.ts';
 import type { HookProducer, HookProducerOptions } from '../queue/types.ts';
 import type { StoreDb } from '../store/types.ts';
 import type { StoreRecordSink } from '../store/interceptionRecordSink.ts';
@@ -42,7 +42,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
 /** The operation store (L2, P1–P6) (see `hookrelay/store`); pg and drizzle load now, in the background. */
 export function createOperationStore(options: OperationStoreOptions = {}): OperationStore {
   resolveTemplateEnv(options.templateEnv, process.env);
-  const load = import('../control/operationStore.ts').then((m) => m.createOperationStore(options));
+  const load = import('../operations/operationStore.ts').then((m) => m.createOperationStore(options));
   return deferred<OperationStore, AsyncMethods<OperationStore>>(load, [
     'createOperation',
     'getOperation',

@@ -8,7 +8,7 @@ import { openStore as openTypedStore, storeOf } from '../store/db.ts';
 import { migrateStore as migrateTypedStore } from '../store/migrate.ts';
 import type { MigrateOptions, OpenStoreOptions, StoreHandle } from '../store/types.ts';
 
-export { createOperationStore } from '../control/operationStore.ts';
+export { createOperationStore } from '../operations/operationStore.ts';
 export type {
   OperationStore,
   OperationStoreOptions,
@@ -17,8 +17,8 @@ export type {
   PublishDeferredResultInput,
   PublishDeferredResultOutput,
   CreateOperationInput,
-} from '../control/operationStoreTypes.ts';
-export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../control/operationErrors.ts';
+} from '../operations/operationStoreTypes.ts';
+export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/operationErrors.ts';
 export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, StoreUnavailableError } from '../store/errors.ts';
 export { createStoreRecordSink, type StoreRecordSink } from '../store/interceptionRecordSink.ts';
 export { MIGRATIONS_FOLDER } from '../store/migrationsFolder.ts';

@@ -6,7 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HookDispatcher, OperationIdMismatchError } from '../../../src/entry/index.ts';
-import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore, type OperationStore } from '../../../src/operations/operationStore.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { quietLogger, rejection, toolContext } from '../../unit/dispatch/helpers.ts';

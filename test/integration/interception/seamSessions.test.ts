@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HookDispatcher, type HookDispatcherOptions } from '../../../src/dispatch/hookDispatcher.ts';
-import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore, type OperationStore } from '../../../src/operations/operationStore.ts';
 import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
 import {

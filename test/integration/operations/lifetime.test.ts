@@ -3,7 +3,7 @@
  * real Postgres, real receivers.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOperationStore, DeferredContextError, type OperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore, DeferredContextError, type OperationStore } from '../../../src/operations/operationStore.ts';
 import { HookConfigError } from '../../../src/contract/errors.ts';
 import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';

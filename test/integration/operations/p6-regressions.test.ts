@@ -3,7 +3,7 @@
  * receivers on 127.0.0.1. Each test names the rules it proves.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore, type OperationStore } from '../../../src/operations/operationStore.ts';
 import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import type { SerializedHook } from '../../../src/contract/hook.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';

@@ -3,7 +3,7 @@
  * apart from tool-owned state. Real Postgres, real receivers.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ApprovalNotClaimedError, createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
+import { ApprovalNotClaimedError, createOperationStore, type OperationStore } from '../../../src/operations/operationStore.ts';
 import { PlaceholderNotFoundError } from '../../../src/store/placeholdersRepo.ts';
 import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';

@@ -5,7 +5,7 @@
  * Real Redis, Postgres, BullMQ worker and HTTP receivers on 127.0.0.1.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore, type OperationStore } from '../../../src/operations/operationStore.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import type { AgentHook } from '../../../src/contract/hook.ts';
 import { createStack, waitFor, type Stack } from '../queue/harness.ts';

@@ -5,7 +5,7 @@
  * Postgres, BullMQ worker and HTTP receivers on 127.0.0.1.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore, type OperationStore } from '../../../src/operations/operationStore.ts';
 import { CriticalHookDeliveryError } from '../../../src/contract/criticalError.ts';
 import { HookConfigError } from '../../../src/contract/errors.ts';
 import type { AgentHook } from '../../../src/contract/hook.ts';

@@ -4,7 +4,7 @@
  * unregister — except for 'parked'. Real Postgres, real receivers.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOperationStore, type OperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore, type OperationStore } from '../../../src/operations/operationStore.ts';
 import { CriticalHookDeliveryError } from '../../../src/contract/criticalError.ts';
 import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import type { AgentHook } from '../../../src/contract/hook.ts';

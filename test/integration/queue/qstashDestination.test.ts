@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HookConfigError } from '../../../src/contract/errors.ts';
 import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
-import { createOperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore } from '../../../src/operations/operationStore.ts';
 import { deliverNotification } from '../../../src/delivery/deliver.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
 import { createQStashPublisher } from '../../../src/delivery/qstashTransport.ts';

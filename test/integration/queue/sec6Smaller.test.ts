@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../../src/cli/main.ts';
 import { HookConfigError } from '../../../src/contract/errors.ts';
 import { MAX_BODY_DEPTH } from '../../../src/contract/webhook.ts';
-import { createOperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore } from '../../../src/operations/operationStore.ts';
 import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';

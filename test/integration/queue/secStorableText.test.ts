@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventValidationError, HookConfigError } from '../../../src/contract/errors.ts';
 import { StorageError } from '../../../src/contract/storageError.ts';
 import { isStorableText } from '../../../src/contract/storableText.ts';
-import { createOperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore } from '../../../src/operations/operationStore.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { OutcomeNotStoredError } from '../../../src/queue/errors.ts';

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../../src/cli/main.ts';
 import { EventValidationError } from '../../../src/contract/errors.ts';
-import { createOperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore } from '../../../src/operations/operationStore.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { createStack, TEST_REDIS_URL, type Stack } from './harness.ts';
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HookConfigError } from '../../../src/contract/errors.ts';
 import type { ParsedSerializedHook } from '../../../src/contract/hook.ts';
 import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
-import { createOperationStore } from '../../../src/control/operationStore.ts';
+import { createOperationStore } from '../../../src/operations/operationStore.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
 import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';

@@ -1,7 +1,7 @@
 import { isControlHook, type AgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
 import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './operationErrors.ts';
 import { serializeHook } from '../contract/hook.ts';
-import { blockedAfterResult, HOOK_CONTROL_ERROR } from './blockedResult.ts';
+import { blockedAfterResult, HOOK_CONTROL_ERROR } from '../control/blockedResult.ts';
 import { withReadableError } from '../contract/errorMessage.ts';
 import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';

@@ -7,11 +7,11 @@ import type { HookType } from '../contract/hookTypes.ts';
 import type { OperationRecord } from '../contract/operation.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import type { StoredPlaceholder, StoreHandle } from '../store/types.ts';
-import type { ToolCallControlOutcome } from './evaluateControls.ts';
+import type { ToolCallControlOutcome } from '../control/evaluateControls.ts';
 
 /**
  * What the operation store needs from a dispatcher (HookDispatcher provides it): a port, so
- * control never imports dispatch.
+ * operations never import dispatch.
  */
 export interface OperationDispatcher {
   /** I4: an interception emitter reviews tool calls (deferred results then pass post_tool_call too). */
