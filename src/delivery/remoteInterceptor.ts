@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { readSettings } from '../config/settings.ts';
+import { resolveConfig } from '../config/resolveConfig.ts';
 import type { AgentContext, Verdict } from '../contract/agentHooks.ts';
 import { ENV_VAR_NAME_TOO_LONG_MESSAGE, MAX_ENV_VAR_NAME_LENGTH, reservedTemplateSourceProblem, templateSourceProblem } from '../contract/templateSources.ts';
-import { resolveTemplateEnv } from '../config/templateEnv.ts';
 import {
   checkWebhookUrl,
   ENV_VAR_NAME,
@@ -100,10 +99,11 @@ export function createRemoteInterceptor(config: RemoteInterceptorConfig, options
   const result = RemoteInterceptorConfigSchema.safeParse(config);
   if (!result.success) throw HookConfigError.fromZod(label, undefined, result.error);
   const parsed = result.data;
-  const env = options.env ?? process.env;
-  // Read once, with the settings schema; only templates and signing secrets stay live (W2).
-  const settings = readSettings(['HOOKRELAY_TEMPLATE_ENV', 'APP_URL', 'HOOKRELAY_ALLOWED_CIDRS'], env);
-  const templateEnv = resolveTemplateEnv(options.templateEnv, settings);
+  // Resolved once, with the settings schema; only templates and signing secrets stay live (W2).
+  const resolved = resolveConfig(['HOOKRELAY_TEMPLATE_ENV', 'APP_URL', 'HOOKRELAY_ALLOWED_CIDRS'], { env: options.env, templateEnv: options.templateEnv });
+  const env = resolved.env;
+  const settings = resolved.settings;
+  const templateEnv = resolved.templateEnv;
   const sourceIssues = (parsed.allowedEnvVars ?? []).flatMap((variable, i) => {
     const problem = templateSourceProblem(variable, { pattern: templateEnv });
     return problem ? [{ path: `allowedEnvVars[${i}]`, message: problem }] : [];

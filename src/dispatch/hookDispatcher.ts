@@ -7,8 +7,7 @@ import { matchesHook } from '../contract/matcher.ts';
 import { ToolCallHookContextSchema, type ToolCallHookContext, type ToolCallResult } from '../contract/toolContext.ts';
 import type { z } from 'zod';
 import { loadEnvHooks } from '../config/envHooks.ts';
-import { readSettings } from '../config/settings.ts';
-import { resolveTemplateEnv } from '../config/templateEnv.ts';
+import { resolveConfig } from '../config/resolveConfig.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
 import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
@@ -121,17 +120,18 @@ export class HookDispatcher {
 
   constructor(options: HookDispatcherOptions = {}, defaults: DispatcherDefaults = {}) {
     this.mode = options.mode ?? 'local';
-    const env = options.env ?? process.env;
+    // Resolved once, through the settings schema (a bad value is a SettingsError naming it).
+    const config = resolveConfig(['APP_URL', 'HOOKRELAY_ALLOWED_CIDRS', 'LOG_LEVEL'], { env: options.env, templateEnv: options.templateEnv });
+    const env = config.env as Record<string, string | undefined>;
     this.#env = env;
     // W2: an invalid pattern fails construction (TemplateEnvPatternError names the variable).
-    const templateEnv = resolveTemplateEnv(options.templateEnv, env);
+    const templateEnv = config.templateEnv;
     if (this.mode === 'queue' && !options.producer && !defaults.createProducer) {
       throw new TypeError(
         "queue mode needs a producer: pass `producer: createHookProducer()` (from 'hookrelay/queue'), or construct the dispatcher from the 'hookrelay' entry",
       );
     }
-    // §13: the construction-time settings, through the settings schema (a bad value is a SettingsError naming it).
-    const settings = readSettings(['APP_URL', 'HOOKRELAY_ALLOWED_CIDRS', 'LOG_LEVEL'], env);
+    const settings = config.settings;
     // A library logs only what needs attention (failed deliveries, D5), to stderr, unless told otherwise.
     const level = env.LOG_LEVEL?.trim() ? settings.LOG_LEVEL : 'warn';
     this.#logger = options.logger ?? createLogger({ level, pretty: false, destination: process.stderr });

@@ -5,7 +5,7 @@
  * pays for them. Options are validated here, synchronously, exactly as the real factories do.
  * `hookrelay/queue`, `hookrelay/store` and `hookrelay/worker` export the real factories directly.
  */
-import { resolveTemplateEnv } from '../config/templateEnv.ts';
+import { checkTemplateEnv } from '../config/resolveConfig.ts';
 import type { OperationStore, OperationStoreOptions } from '../operations/operationStore.ts';
 import type { HookProducer, HookProducerOptions } from '../queue/types.ts';
 import type { StoreDb } from '../store/types.ts';
@@ -34,14 +34,14 @@ function deferred<T extends object, K extends AsyncMethods<T>>(load: Promise<T>,
 
 /** Q1/Q2: the durable-delivery producer (see `hookrelay/queue`); BullMQ and pg load now, in the background. */
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
-  resolveTemplateEnv(options.templateEnv, options.env ?? process.env);
+  checkTemplateEnv(options);
   const load = import('../queue/producer.ts').then((m) => m.createHookProducer(options));
   return deferred<HookProducer, 'enqueue' | 'enqueueMany' | 'getDelivery' | 'close'>(load, ['enqueue', 'enqueueMany', 'getDelivery', 'close']);
 }
 
 /** The operation store (L2, P1–P6) (see `hookrelay/store`); pg and drizzle load now, in the background. */
 export function createOperationStore(options: OperationStoreOptions = {}): OperationStore {
-  resolveTemplateEnv(options.templateEnv, process.env);
+  checkTemplateEnv({ templateEnv: options.templateEnv });
   const load = import('../operations/operationStore.ts').then((m) => m.createOperationStore(options));
   return deferred<OperationStore, AsyncMethods<OperationStore>>(load, [
     'createOperation',

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { EndpointGuard } from '../contract/endpoint.ts';
-import { readSettings } from '../config/settings.ts';
+import { resolveConfig } from '../config/resolveConfig.ts';
 import { silentLogger, type Logger } from '../observability/logger.ts';
 import { storeOf } from '../store/db.ts';
 import { listEndpointPolicies } from '../store/endpointsRepo.ts';
@@ -16,7 +16,6 @@ import type { StoreHandle } from '../store/types.ts';
 import { createEndpointGate, type EndpointGate } from './endpointGate.ts';
 import { endpointKeyPrefix, isolationSettings } from './endpointIsolation.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
-import { DEFAULT_QUEUE_PREFIX } from '../queue/types.ts';
 
 /** How often the cached states are re-read. */
 export const GUARD_REFRESH_MS = 1_000;
@@ -45,7 +44,7 @@ export type ClosableEndpointGuard = EndpointGuard & {
 };
 
 export function createEndpointGuard(options: EndpointGuardOptions = {}): ClosableEndpointGuard {
-  const settings = readSettings(
+  const config = resolveConfig(
     [
       'REDIS_URL',
       'HOOKRELAY_QUEUE',
@@ -57,13 +56,14 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
       'HOOKRELAY_BREAKER_COOLDOWN_MS',
       'HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS',
     ],
-    options.env ?? process.env,
+    { env: options.env, queuePrefix: options.queuePrefix },
   );
+  const settings = config.settings;
   const logger = options.logger ?? silentLogger();
-  const owned = options.redis ? undefined : createQueueRedis(options.redisUrl ?? settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true);
+  const owned = options.redis ? undefined : createQueueRedis(options.redisUrl ?? settings.REDIS_URL, config.redisCluster);
   owned?.on('error', (err: Error) => logger.debug({ err: err }, 'endpoint guard redis connection error'));
   const redis = options.redis ?? owned!;
-  const prefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
+  const prefix = config.queuePrefix;
   const gate: EndpointGate = createEndpointGate(redis, {
     keyPrefix: endpointKeyPrefix(prefix, options.queueName ?? settings.HOOKRELAY_QUEUE),
     policy: isolationSettings(settings).policy,

@@ -27,20 +27,10 @@ import { assertPayloadWithinCap } from './payloadCap.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import { isStoreUnreachable, storeUnavailable } from '../store/unreachable.ts';
-import { assertQueuePrefixFits, readSettings } from '../config/settings.ts';
-import { resolveTemplateEnv } from '../config/templateEnv.ts';
+import { resolveConfig } from '../config/resolveConfig.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
 import { activeTracer, inSpan, serializeTraceContext, SpanKind, type Span } from '../observability/tracing.ts';
-import {
-  DEFAULT_QUEUE_PREFIX,
-  type DeliveryJobAttempt,
-  type DeliveryJobData,
-  type EnqueueInput,
-  type EnqueueManyResult,
-  type EnqueueResult,
-  type HookProducer,
-  type HookProducerOptions,
-} from './types.ts';
+import type { DeliveryJobAttempt, DeliveryJobData, EnqueueInput, EnqueueManyResult, EnqueueResult, HookProducer, HookProducerOptions } from './types.ts';
 
 /** Q2: how long an enqueue waits for Redis before answering `queued: false`. */
 export const DEFAULT_QUEUE_TIMEOUT_MS = 2_000;
@@ -85,9 +75,16 @@ type Stored = { ids: string[]; sequences: Map<string, number>; existing: Map<str
 
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
   const logger = options.logger ?? silentLogger();
-  // Read once, with the settings schema (a bad value throws a SettingsError naming the variable);
-  // explicit options win over the environment.
-  const settings = readSettings(PRODUCER_SETTINGS, options.env ?? process.env);
+  // Resolved once (a bad value throws a SettingsError naming the variable); explicit options win
+  // over the environment. Redis Cluster: the prefix must be a hash tag (one slot per queue),
+  // refused here, not at the first enqueue.
+  const config = resolveConfig(PRODUCER_SETTINGS, {
+    env: options.env,
+    templateEnv: options.templateEnv,
+    queuePrefix: options.queuePrefix,
+    ownsRedis: !options.redis,
+  });
+  const settings = config.settings;
   const queueName = options.queueName ?? settings.HOOKRELAY_QUEUE;
   const redisUrl = options.redisUrl ?? settings.REDIS_URL;
   const databaseUrl = options.databaseUrl ?? settings.DATABASE_URL;
@@ -95,12 +92,10 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
   const storeTimeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
   // W2: an invalid pattern fails here (TemplateEnvPatternError names the variable).
-  const templateEnv = resolveTemplateEnv(options.templateEnv, settings);
-  const queuePrefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
+  const templateEnv = config.templateEnv;
+  const queuePrefix = config.queuePrefix;
   const orderingDefault = options.ordering ?? 'none';
   if (orderingDefault !== 'operation' && orderingDefault !== 'none') throw new TypeError("createHookProducer: ordering must be 'operation' or 'none'");
-  // Redis Cluster: the prefix must be a hash tag (one slot per queue); refused here, not at the first enqueue.
-  if (!options.redis) assertQueuePrefixFits(queuePrefix, settings.HOOKRELAY_REDIS_CLUSTER);
 
   let storePromise: Promise<Store> | undefined;
   let queue: Queue<DeliveryJobData> | undefined;
@@ -125,7 +120,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     if (queue) return queue;
     let connection: QueueRedis | undefined = options.redis;
     if (!connection) {
-      ownedRedis = createQueueRedis(redisUrl, settings.HOOKRELAY_REDIS_CLUSTER === true);
+      ownedRedis = createQueueRedis(redisUrl, config.redisCluster);
       // Reconnection is ioredis' job; a down Redis must not crash the server app.
       ownedRedis.on('error', (err: Error) => logger.debug({ err: err }, 'producer redis connection error'));
       connection = ownedRedis;
