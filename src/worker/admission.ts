@@ -88,164 +88,213 @@ type Waiter = { wake(why: Wake): void };
 /** An endpoint's waiters (FIFO), its attempts in flight as the gate last said, its attempts' moving average. */
 type EndpointQueue = { waiters: Waiter[]; inFlight: number; ewmaMs: number | undefined };
 
-export function createAdmission(options: {
+type AdmissionOptions = {
   /** HOOKRELAY_CONCURRENCY: attempts at once. */
   concurrency: number;
   /** Jobs that may wait in memory for their endpoint, all endpoints together. */
   waitAllowance: number;
   isolation?: EndpointIsolation;
   random?: () => number;
-}): Admission {
-  const slots: DeliverySlots = createDeliverySlots(options.concurrency);
-  const random = options.random ?? Math.random;
-  const queues = new Map<string, EndpointQueue>();
-  let waitingTotal = 0;
-  let closed = false;
+};
 
-  const queueOf = (endpoint: string): EndpointQueue => {
-    let q = queues.get(endpoint);
+export function createAdmission(options: AdmissionOptions): Admission {
+  return new EndpointAdmission(options);
+}
+
+const wakeHead = (q: EndpointQueue, why: Wake): void => q.waiters[0]?.wake(why);
+
+/** Q3: one request's deadline clock; a first wait starts it (now + the budget) unless it already runs. */
+class WaitClock {
+  private deadline: number | undefined;
+  private startedHere = false;
+  constructor(
+    deadlineAtMs: number | undefined,
+    private readonly budgetMs: number,
+  ) {
+    this.deadline = deadlineAtMs;
+  }
+  /** The deadline, starting the clock at `now` if it had not started. */
+  start(now: number): number {
+    if (this.deadline === undefined) {
+      this.deadline = now + this.budgetMs;
+      this.startedHere = true;
+    }
+    return this.deadline;
+  }
+  /** The deadline when a wait here started the clock (the caller stores it), else undefined. */
+  started(): number | undefined {
+    return this.startedHere ? this.deadline : undefined;
+  }
+}
+
+/** The worker's slots and the endpoints' in-memory FIFOs (see the module comment). */
+class EndpointAdmission implements Admission {
+  private readonly slots: DeliverySlots;
+  private readonly random: () => number;
+  private readonly queues = new Map<string, EndpointQueue>();
+  private waitingTotal = 0;
+  private closed = false;
+
+  constructor(private readonly options: AdmissionOptions) {
+    this.slots = createDeliverySlots(options.concurrency);
+    this.random = options.random ?? Math.random;
+  }
+
+  async admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    const isolation = this.options.isolation;
+    const endpoint = request.endpoint;
+    if (this.closed) return { kind: 'requeue' };
+    if (endpoint === undefined || !isolation) return this.goWithoutGate();
+    const q = this.queueOf(endpoint);
+    const clock = new WaitClock(request.deadlineAtMs, request.budgetMs);
+    const waitStarted = Date.now();
+    // FIFO: behind the jobs already waiting for this endpoint, without asking the gate.
+    if (q.waiters.length > 0) {
+      const queued = await this.waitBehindQueue(q, request, clock, waitStarted);
+      if (queued !== undefined) return queued;
+    }
+    return this.admitThroughGate(isolation, endpoint, q, request, clock, waitStarted);
+  }
+
+  waiting(): number {
+    return this.waitingTotal;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const q of this.queues.values()) for (const w of [...q.waiters]) w.wake('stop');
+    this.slots.close();
+  }
+
+  /** Joins the end of `q` (or is deferred / expired when there is no room); undefined once its turn came. */
+  private async waitBehindQueue(q: EndpointQueue, request: AdmissionRequest, clock: WaitClock, waitStarted: number): Promise<AdmissionResult | undefined> {
+    const now = Date.now();
+    if (!this.room(q)) {
+      const by = clock.start(now);
+      if (now >= by) return { kind: 'expired', reason: 'busy', deadlineAtMs: by };
+      return { kind: 'defer', atMs: Math.min(this.deferAt(q, request.starts, now), by), reason: 'busy', deadlineAtMs: clock.started() };
+    }
+    const by = clock.start(now);
+    if (now >= by) return { kind: 'expired', reason: 'busy', deadlineAtMs: by };
+    const why = await this.wait(q, Math.min(by, waitStarted + MAX_MEMORY_WAIT_MS), false);
+    if (why === 'stop') return { kind: 'requeue' };
+    return undefined;
+  }
+
+  /** A worker slot, then the endpoint's gate; a busy or near rate-limited endpoint waits at the head of `q` and asks again. */
+  private async admitThroughGate(
+    isolation: EndpointIsolation,
+    endpoint: string,
+    q: EndpointQueue,
+    request: AdmissionRequest,
+    clock: WaitClock,
+    waitStarted: number,
+  ): Promise<AdmissionResult> {
+    let polls = 0;
+    for (;;) {
+      if (!(await this.slots.acquire())) return { kind: 'requeue' };
+      const decision = await isolation
+        .admit({ key: endpoint, token: request.token, leaseMs: request.leaseMs, hookRate: request.hookRate, starts: request.starts })
+        .catch((error: unknown) => {
+          this.slots.release();
+          wakeHead(q, 'timer');
+          throw error;
+        });
+      if (decision.kind === 'go') {
+        // Cascade: the limit may have grown; the next waiter asks too (it stays at the head if not).
+        wakeHead(q, 'slot');
+        return { kind: 'go', deadlineAtMs: clock.started(), done: (durationMs) => this.attemptEnded(endpoint, q, durationMs) };
+      }
+      this.slots.release();
+      if (decision.kind === 'defer') q.inFlight = decision.inFlight;
+      if (decision.kind === 'hold') {
+        wakeHead(q, 'timer');
+        return { kind: 'hold' };
+      }
+      const now = Date.now();
+      const memoryWait = decision.reason === 'busy' || (decision.reason === 'rate' && decision.atMs - now <= RATE_MEMORY_WAIT_MS);
+      const by = clock.start(now);
+      if (now >= by) {
+        wakeHead(q, 'timer');
+        return { kind: 'expired', reason: decision.reason, deadlineAtMs: by };
+      }
+      if (!memoryWait || !this.room(q) || now - waitStarted >= MAX_MEMORY_WAIT_MS) {
+        wakeHead(q, 'timer');
+        const atMs = decision.reason === 'busy' ? this.deferAt(q, request.starts, decision.atMs) : decision.atMs;
+        return { kind: 'defer', atMs: Math.min(atMs, by), reason: decision.reason, deadlineAtMs: clock.started() };
+      }
+      // Wait at the head: woken by a slot of this endpoint freeing here, or polls for one freed elsewhere.
+      const pollAt = decision.reason === 'rate' ? decision.atMs : now + Math.min(POLL_MAX_MS, POLL_BASE_MS * 2 ** polls) * (0.5 + this.random() / 2);
+      polls += 1;
+      const why = await this.wait(q, Math.min(pollAt, by, waitStarted + MAX_MEMORY_WAIT_MS), true);
+      if (why === 'stop') return { kind: 'requeue' };
+    }
+  }
+
+  /** An admitted attempt ended: its slot frees, the endpoint's average learns its duration, the head waiter takes the slot. */
+  private attemptEnded(endpoint: string, q: EndpointQueue, durationMs: number | undefined): void {
+    this.slots.release();
+    if (durationMs !== undefined) q.ewmaMs = q.ewmaMs === undefined ? durationMs : q.ewmaMs + EWMA_WEIGHT * (durationMs - q.ewmaMs);
+    // A slot of this endpoint freed: its head waiter takes it (the release rides on its admit).
+    wakeHead(q, 'slot');
+    this.forget(endpoint, q);
+  }
+
+  private queueOf(endpoint: string): EndpointQueue {
+    let q = this.queues.get(endpoint);
     if (!q) {
       q = { waiters: [], inFlight: 0, ewmaMs: undefined };
-      queues.set(endpoint, q);
+      this.queues.set(endpoint, q);
     }
     return q;
-  };
-  const forget = (endpoint: string, q: EndpointQueue): void => {
-    if (q.waiters.length === 0 && q.ewmaMs === undefined) queues.delete(endpoint);
-  };
+  }
+
+  private forget(endpoint: string, q: EndpointQueue): void {
+    if (q.waiters.length === 0 && q.ewmaMs === undefined) this.queues.delete(endpoint);
+  }
+
   // An endpoint's queue: a round of its attempts, or more while its attempts are quick (a waiter
   // then starts within SHORT_WAIT_MS: a fresh, fast endpoint still growing its limit keeps its jobs).
-  const room = (q: EndpointQueue): boolean => {
-    if (closed || waitingTotal >= options.waitAllowance) return false;
+  private room(q: EndpointQueue): boolean {
+    if (this.closed || this.waitingTotal >= this.options.waitAllowance) return false;
     if (q.waiters.length < Math.max(MIN_ENDPOINT_QUEUE, q.inFlight)) return true;
     return q.ewmaMs !== undefined && (q.ewmaMs * (q.waiters.length + 1)) / Math.max(1, q.inFlight) <= SHORT_WAIT_MS;
-  };
-  const wakeHead = (q: EndpointQueue, why: Wake): void => q.waiters[0]?.wake(why);
+  }
 
   /**
    * Waits in `q` until woken (a slot of the endpoint freed, a timer, stop); `head` re-joins at the
    * front. A woken head asks the gate and, admitted, wakes the next (`admit`): never all at once.
    */
-  const wait = (q: EndpointQueue, untilMs: number, head: boolean): Promise<Wake> =>
-    new Promise<Wake>((resolve) => {
+  private wait(q: EndpointQueue, untilMs: number, head: boolean): Promise<Wake> {
+    return new Promise<Wake>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const waiter: Waiter = {
-        wake(why) {
+        wake: (why) => {
           const at = q.waiters.indexOf(waiter);
           if (at < 0) return;
           q.waiters.splice(at, 1);
-          waitingTotal -= 1;
+          this.waitingTotal -= 1;
           clearTimeout(timer);
           resolve(why);
         },
       };
       if (head) q.waiters.unshift(waiter);
       else q.waiters.push(waiter);
-      waitingTotal += 1;
+      this.waitingTotal += 1;
       timer = setTimeout(() => waiter.wake('timer'), Math.max(0, untilMs - Date.now()));
     });
+  }
 
   /** Deferral time when the endpoint's queue is full: backoff by starts, at least its typical attempt. */
-  const deferAt = (q: EndpointQueue, starts: number, atLeast: number): number => {
+  private deferAt(q: EndpointQueue, starts: number, atLeast: number): number {
     const now = Date.now();
     const doublings = Math.min(Math.max(0, starts - 1), 6);
-    const backoff = Math.min(DEFER_MAX_MS, Math.max(DEFER_BASE_MS * 2 ** doublings, q.ewmaMs ?? 0)) * (0.5 + random() / 2);
+    const backoff = Math.min(DEFER_MAX_MS, Math.max(DEFER_BASE_MS * 2 ** doublings, q.ewmaMs ?? 0)) * (0.5 + this.random() / 2);
     return Math.max(atLeast, now + backoff);
-  };
+  }
 
-  const goWithoutGate = async (): Promise<AdmissionResult> => {
-    if (!(await slots.acquire())) return { kind: 'requeue' };
-    return { kind: 'go', deadlineAtMs: undefined, done: () => slots.release() };
-  };
-
-  return {
-    async admit(request) {
-      const isolation = options.isolation;
-      const endpoint = request.endpoint;
-      if (closed) return { kind: 'requeue' };
-      if (endpoint === undefined || !isolation) return goWithoutGate();
-      const q = queueOf(endpoint);
-      let deadline = request.deadlineAtMs;
-      let clockStarted = false;
-      const waitStarted = Date.now();
-      let polls = 0;
-      const startClock = (now: number): number => {
-        if (deadline === undefined) {
-          deadline = now + request.budgetMs;
-          clockStarted = true;
-        }
-        return deadline;
-      };
-      const started = () => (clockStarted ? deadline : undefined);
-
-      // FIFO: behind the jobs already waiting for this endpoint, without asking the gate.
-      if (q.waiters.length > 0) {
-        const now = Date.now();
-        if (!room(q)) {
-          const by = startClock(now);
-          if (now >= by) return { kind: 'expired', reason: 'busy', deadlineAtMs: by };
-          return { kind: 'defer', atMs: Math.min(deferAt(q, request.starts, now), by), reason: 'busy', deadlineAtMs: started() };
-        }
-        const by = startClock(now);
-        if (now >= by) return { kind: 'expired', reason: 'busy', deadlineAtMs: by };
-        const why = await wait(q, Math.min(by, waitStarted + MAX_MEMORY_WAIT_MS), false);
-        if (why === 'stop') return { kind: 'requeue' };
-      }
-
-      for (;;) {
-        if (!(await slots.acquire())) return { kind: 'requeue' };
-        const decision = await isolation
-          .admit({ key: endpoint, token: request.token, leaseMs: request.leaseMs, hookRate: request.hookRate, starts: request.starts })
-          .catch((error: unknown) => {
-            slots.release();
-            wakeHead(q, 'timer');
-            throw error;
-          });
-        if (decision.kind === 'go') {
-          // Cascade: the limit may have grown; the next waiter asks too (it stays at the head if not).
-          wakeHead(q, 'slot');
-          return {
-            kind: 'go',
-            deadlineAtMs: started(),
-            done: (durationMs) => {
-              slots.release();
-              if (durationMs !== undefined) q.ewmaMs = q.ewmaMs === undefined ? durationMs : q.ewmaMs + EWMA_WEIGHT * (durationMs - q.ewmaMs);
-              // A slot of this endpoint freed: its head waiter takes it (the release rides on its admit).
-              wakeHead(q, 'slot');
-              forget(endpoint, q);
-            },
-          };
-        }
-        slots.release();
-        if (decision.kind === 'defer') q.inFlight = decision.inFlight;
-        if (decision.kind === 'hold') {
-          wakeHead(q, 'timer');
-          return { kind: 'hold' };
-        }
-        const now = Date.now();
-        const memoryWait = decision.reason === 'busy' || (decision.reason === 'rate' && decision.atMs - now <= RATE_MEMORY_WAIT_MS);
-        const by = startClock(now);
-        if (now >= by) {
-          wakeHead(q, 'timer');
-          return { kind: 'expired', reason: decision.reason, deadlineAtMs: by };
-        }
-        if (!memoryWait || !room(q) || now - waitStarted >= MAX_MEMORY_WAIT_MS) {
-          wakeHead(q, 'timer');
-          const atMs = decision.reason === 'busy' ? deferAt(q, request.starts, decision.atMs) : decision.atMs;
-          return { kind: 'defer', atMs: Math.min(atMs, by), reason: decision.reason, deadlineAtMs: started() };
-        }
-        // Wait at the head: woken by a slot of this endpoint freeing here, or polls for one freed elsewhere.
-        const pollAt = decision.reason === 'rate' ? decision.atMs : now + Math.min(POLL_MAX_MS, POLL_BASE_MS * 2 ** polls) * (0.5 + random() / 2);
-        polls += 1;
-        const why = await wait(q, Math.min(pollAt, by, waitStarted + MAX_MEMORY_WAIT_MS), true);
-        if (why === 'stop') return { kind: 'requeue' };
-      }
-    },
-    waiting: () => waitingTotal,
-    close() {
-      closed = true;
-      for (const q of queues.values()) for (const w of [...q.waiters]) w.wake('stop');
-      slots.close();
-    },
-  };
+  private async goWithoutGate(): Promise<AdmissionResult> {
+    if (!(await this.slots.acquire())) return { kind: 'requeue' };
+    return { kind: 'go', deadlineAtMs: undefined, done: () => this.slots.release() };
+  }
 }

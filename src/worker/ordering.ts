@@ -25,7 +25,7 @@
  */
 import { DelayedError, Job, type Queue } from 'bullmq';
 import type { Logger } from '../observability/logger.ts';
-import { createBatcher } from '../queue/batcher.ts';
+import { type Batcher, createBatcher } from '../queue/batcher.ts';
 import { DELIVERY_JOB_NAME, type DeliveryJobData } from '../queue/types.ts';
 import type { Db } from '../store/db.ts';
 import { startDeliveryDeadlines, type DeadlineStart } from '../store/deliveriesRepo.ts';
@@ -101,236 +101,295 @@ type MemoryWaiter = { id: string; sequence: number; on: string; wake(why: Memory
 /** A job that passed the gate: its key (whose head to wake), its id and sequence (who waits on it in memory). */
 type Passed = { key: OrderingKey; id: string; sequence: number };
 
+/** One admit's wait: when it started, its deadline, and whether a wait in memory started that clock (not stored yet). */
+type AdmitWait = { startedMs: number; deadline: number | undefined; clockInMemory: boolean };
+/** How a wait for the turn ended: the gate's answer (`done`), or the answer to park with. */
+type TurnOutcome = { done: OrderingAdmission } | { park: Exclude<OrderingAnswer, { kind: 'go' }> };
+
 export function createOrderingGate(options: OrderingOptions): OrderingGate {
-  const run = options.run ?? (<T>(work: () => Promise<T>) => work());
-  const parkMs = options.parkMs ?? ORDERING_PARK_MS;
+  return new PostgresOrderingGate(options);
+}
+
+const keyOf = (job: Job<DeliveryJobData>, token: string | undefined) => `${job.id}:${token ?? ''}`;
+
+/** The ordering gate over Postgres (see the module comment), with its in-memory waits. */
+class PostgresOrderingGate implements OrderingGate {
+  private readonly run: <T>(work: () => Promise<T>) => Promise<T>;
+  private readonly parkMs: number;
+  private readonly allowance: number;
   // Concurrent jobs ask together: one statement (one index probe each) per flush.
-  const questions = createBatcher<OrderingQuestion, OrderingAnswer>({
-    maxBatch: 500,
-    maxConcurrent: 2,
-    run: (items) => firstOpenPredecessors(options.db, items),
-  });
-  const clocks = createBatcher<DeadlineStart, Date | undefined>({
-    maxBatch: 500,
-    maxConcurrent: 1,
-    run: (starts) => startDeliveryDeadlines(options.db, starts),
-  });
-  const wakes = createBatcher<OrderingKey, undefined>({
-    maxBatch: 500,
-    maxConcurrent: 2,
-    async run(keys) {
-      const unique = [...new Map(keys.map((k) => [`${k.operationId}\u0000${k.hookId}`, k])).values()];
-      const heads = await orderingHeads(options.db, unique);
-      await Promise.all(heads.map((id) => promote(id)));
-      return keys.map(() => undefined);
-    },
-  });
+  private readonly questions: Batcher<OrderingQuestion, OrderingAnswer>;
+  private readonly clocks: Batcher<DeadlineStart, Date | undefined>;
+  private readonly wakes: Batcher<OrderingKey, undefined>;
   /** Jobs that passed (or expired at) the gate and are running: whose successor to wake when they end. */
-  const passed = new Map<string, Passed>();
-  const allowance = options.waitAllowance ?? 0;
+  private readonly passed = new Map<string, Passed>();
   /** Delivery ids running here past the gate or waiting here in memory: a successor may wait for them in memory. */
-  const local = new Set<string>();
+  private readonly local = new Set<string>();
   /** Jobs waiting in memory, by the delivery id they wait for (its end wakes them to ask again). */
-  const memoryWaiters = new Map<string, MemoryWaiter[]>();
-  let waitingTotal = 0;
-  let closed = false;
+  private readonly memoryWaiters = new Map<string, MemoryWaiter[]>();
+  private waitingTotal = 0;
+  private closed = false;
+
+  constructor(private readonly options: OrderingOptions) {
+    this.run = options.run ?? (<T>(work: () => Promise<T>) => work());
+    this.parkMs = options.parkMs ?? ORDERING_PARK_MS;
+    this.allowance = options.waitAllowance ?? 0;
+    this.questions = createBatcher<OrderingQuestion, OrderingAnswer>({
+      maxBatch: 500,
+      maxConcurrent: 2,
+      run: (items) => firstOpenPredecessors(options.db, items),
+    });
+    this.clocks = createBatcher<DeadlineStart, Date | undefined>({
+      maxBatch: 500,
+      maxConcurrent: 1,
+      run: (starts) => startDeliveryDeadlines(options.db, starts),
+    });
+    this.wakes = createBatcher<OrderingKey, undefined>({
+      maxBatch: 500,
+      maxConcurrent: 2,
+      run: async (keys) => {
+        const unique = [...new Map(keys.map((k) => [`${k.operationId}\u0000${k.hookId}`, k])).values()];
+        const heads = await orderingHeads(options.db, unique);
+        await Promise.all(heads.map((id) => this.promote(id)));
+        return keys.map(() => undefined);
+      },
+    });
+  }
+
+  async admit(job: Job<DeliveryJobData>, token: string | undefined, target: OrderedTarget): Promise<OrderingAdmission> {
+    // Sequences start at 1: the first of an (operation, hook) has nothing before it to ask about.
+    const answer: OrderingAnswer = target.sequence === 1 ? { kind: 'go' } : await this.ask(target);
+    const wait: AdmitWait = { startedMs: Date.now(), deadline: target.deadlineAtMs, clockInMemory: false };
+    const turn = await this.waitForTurn(job, token, target, wait, answer);
+    if ('done' in turn) return turn.done;
+    // Leaving memory without going: whoever waited here behind this job asks again (and parks).
+    this.leave(target.id);
+    return this.park(job, token, target, wait, turn.park);
+  }
+
+  wrap(processor: Processor): Processor {
+    return async (job, token) => {
+      const k = keyOf(job, token);
+      try {
+        await processor(job, token);
+      } catch (error) {
+        // Parked or retrying later: nothing settled. Anything else (failed, critical) settled the row.
+        if (this.passed.has(k)) await this.settle(k, !(error instanceof DelayedError));
+        throw error;
+      }
+      if (this.passed.has(k)) await this.settle(k, true);
+    };
+  }
+
+  waiting(): number {
+    return this.waitingTotal;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const list of [...this.memoryWaiters.values()]) for (const w of [...list]) w.wake('stop');
+  }
+
+  /**
+   * Go, or wait in memory while the predecessor runs (or waits) here, asking Postgres again each
+   * time it ends; `park` when the job must leave memory (elsewhere, blocked, no room, too long).
+   */
+  private async waitForTurn(
+    job: Job<DeliveryJobData>,
+    token: string | undefined,
+    target: OrderedTarget,
+    wait: AdmitWait,
+    first: OrderingAnswer,
+  ): Promise<TurnOutcome> {
+    let answer = first;
+    for (;;) {
+      if (answer.kind === 'go') {
+        this.pass(job, token, target);
+        return { done: { kind: 'go', deadlineAtMs: wait.clockInMemory ? wait.deadline : undefined } };
+      }
+      const now = Date.now();
+      if (target.onFailure === 'continue') {
+        if (wait.deadline === undefined) {
+          wait.deadline = now + this.options.budgetMs;
+          wait.clockInMemory = true;
+        }
+        if (now >= wait.deadline) {
+          this.pass(job, token, target);
+          return { done: { kind: 'expired' } };
+        }
+      }
+      if (answer.kind !== 'wait' || !this.mayWaitInMemory(answer.id, now - wait.startedMs)) return { park: answer };
+      const until = Math.min(
+        wait.startedMs + MAX_ORDERING_MEMORY_WAIT_MS,
+        wait.deadline !== undefined && target.onFailure === 'continue' ? wait.deadline : Number.POSITIVE_INFINITY,
+      );
+      // Local while it waits and asks again: a successor may wait behind it here too.
+      this.local.add(target.id);
+      const why = await this.waitInMemory(target.id, answer.id, target.sequence, until);
+      if (why === 'stop') {
+        this.leave(target.id);
+        // The worker is stopping: the job goes back to the queue at once (another worker takes it; its clock restarts there).
+        if (!token) throw new Error('delivery job has no lock token; cannot give it back');
+        await job.moveToDelayed(Date.now(), token);
+        throw new DelayedError();
+      }
+      // Its predecessor ended here (or the wait's bound or deadline came): Postgres says what now.
+      answer = await this.ask(target).catch((error: unknown) => {
+        this.leave(target.id);
+        throw error;
+      });
+    }
+  }
+
+  /** Parks the job (BullMQ delayed) after storing a clock started in memory; throws DelayedError once parked. */
+  private async park(
+    job: Job<DeliveryJobData>,
+    token: string | undefined,
+    target: OrderedTarget,
+    wait: AdmitWait,
+    answer: Exclude<OrderingAnswer, { kind: 'go' }>,
+  ): Promise<OrderingAdmission> {
+    const now = Date.now();
+    let deadline = wait.deadline;
+    if (target.onFailure === 'continue' && wait.clockInMemory) {
+      // First stored wait of this generation: its clock (started in memory, or now) is kept in the ledger (restarts, Redis loss) and the job.
+      const stored = await this.run(() =>
+        this.clocks.submit({ id: target.id, generation: target.generation, deadlineAt: new Date(deadline ?? now + this.options.budgetMs) }),
+      );
+      if (stored === undefined) {
+        this.pass(job, token, target);
+        return { kind: 'go', deadlineAtMs: undefined }; // no longer waiting (finished or replayed meanwhile): the next step finds out
+      }
+      deadline = stored.getTime();
+      await job.updateData({ ...job.data, deliveryId: target.id, generation: target.generation, deadlineAt: deadline });
+      if (now >= deadline) {
+        this.pass(job, token, target);
+        return { kind: 'expired' };
+      }
+    }
+    if (answer.kind === 'blocked') await this.markBlocked(target, answer);
+    if (!token) throw new Error('delivery job has no lock token; cannot park it');
+    const until = deadline !== undefined && target.onFailure === 'continue' ? Math.min(deadline, now + this.parkMs) : now + this.parkMs;
+    await job.moveToDelayed(Math.round(until), token);
+    // The predecessor may have settled (and tried to wake this job) before it was parked: look once more.
+    const again = await this.ask(target).catch(() => answer);
+    if (again.kind === 'go') await job.promote().catch(() => undefined);
+    throw new DelayedError();
+  }
+
+  /** Past the gate: its end wakes its successor (`settle`), and a successor may wait for it in memory. */
+  private pass(job: Job<DeliveryJobData>, token: string | undefined, target: OrderedTarget): void {
+    this.passed.set(keyOf(job, token), { key: { operationId: target.operationId, hookId: target.hookId }, id: target.id, sequence: target.sequence });
+    this.local.add(target.id);
+  }
+
+  /** Not waiting here any more (parked, given back): off the local set, and who waited behind it asks again. */
+  private leave(id: string): void {
+    this.local.delete(id);
+    this.ended(id);
+  }
+
+  /** A job that passed the gate ended; `settledRow`: its row settled, so the next waiting head is woken. */
+  private async settle(k: string, settledRow: boolean): Promise<void> {
+    const entry = this.passed.get(k);
+    if (entry === undefined) return;
+    this.passed.delete(k);
+    this.local.delete(entry.id);
+    // The next one waiting here in memory starts without a wake: the head to promote is that job itself.
+    const nextInMemory = settledRow && (this.memoryWaiters.get(entry.id) ?? []).some((w) => w.sequence === entry.sequence + 1);
+    this.ended(entry.id);
+    if (!settledRow || nextInMemory) return;
+    // Best effort: a wake lost here is repaired by the waiter's own timer and the reconciler.
+    await this.run(() => this.wakes.submit(entry.key)).catch((error: unknown) =>
+      this.options.logger.warn({ err: error }, 'could not wake the next ordered delivery; it wakes by itself'),
+    );
+  }
 
   /**
    * The delivery `id` ended here (settled, retrying later, parked): the first waiter behind it asks
    * Postgres again; the others now wait for that one (one question per ended delivery, not one per waiter).
    */
-  const ended = (id: string): void => {
-    const list = memoryWaiters.get(id);
+  private ended(id: string): void {
+    const list = this.memoryWaiters.get(id);
     if (list === undefined) return;
-    memoryWaiters.delete(id);
+    this.memoryWaiters.delete(id);
     const [first, ...rest] = list.sort((a, b) => a.sequence - b.sequence);
     if (first === undefined) return;
     if (rest.length > 0) {
-      const behind = memoryWaiters.get(first.id) ?? [];
+      const behind = this.memoryWaiters.get(first.id) ?? [];
       for (const w of rest) {
         w.on = first.id;
         behind.push(w);
       }
-      memoryWaiters.set(first.id, behind);
+      this.memoryWaiters.set(first.id, behind);
     }
     first.wake('ended');
-  };
+  }
+
   /** Wait in memory until `on` ends here, `untilMs`, or stop. */
-  const waitInMemory = (id: string, on: string, sequence: number, untilMs: number): Promise<MemoryWake> =>
-    new Promise<MemoryWake>((resolve) => {
+  private waitInMemory(id: string, on: string, sequence: number, untilMs: number): Promise<MemoryWake> {
+    return new Promise<MemoryWake>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       let done = false;
       const waiter: MemoryWaiter = {
         id,
         on,
         sequence,
-        wake(why) {
+        wake: (why) => {
           if (done) return;
           done = true;
-          const list = memoryWaiters.get(waiter.on);
+          const list = this.memoryWaiters.get(waiter.on);
           const at = list?.indexOf(waiter) ?? -1;
           if (list !== undefined && at >= 0) {
             list.splice(at, 1);
-            if (list.length === 0) memoryWaiters.delete(waiter.on);
+            if (list.length === 0) this.memoryWaiters.delete(waiter.on);
           }
-          waitingTotal -= 1;
+          this.waitingTotal -= 1;
           clearTimeout(timer);
           resolve(why);
         },
       };
-      const list = memoryWaiters.get(on) ?? [];
+      const list = this.memoryWaiters.get(on) ?? [];
       list.push(waiter);
-      memoryWaiters.set(on, list);
-      waitingTotal += 1;
+      this.memoryWaiters.set(on, list);
+      this.waitingTotal += 1;
       timer = setTimeout(() => waiter.wake('timer'), Math.max(0, untilMs - Date.now()));
     });
+  }
+
   /** Its predecessor runs (or waits) here and there is room: wait in memory rather than park. */
-  const mayWaitInMemory = (predecessor: string, waitedMs: number): boolean =>
-    !closed &&
-    local.has(predecessor) &&
-    waitingTotal < allowance &&
-    (memoryWaiters.get(predecessor)?.length ?? 0) < MEMORY_WAITERS_PER_PREDECESSOR &&
-    waitedMs < MAX_ORDERING_MEMORY_WAIT_MS;
+  private mayWaitInMemory(predecessor: string, waitedMs: number): boolean {
+    return (
+      !this.closed &&
+      this.local.has(predecessor) &&
+      this.waitingTotal < this.allowance &&
+      (this.memoryWaiters.get(predecessor)?.length ?? 0) < MEMORY_WAITERS_PER_PREDECESSOR &&
+      waitedMs < MAX_ORDERING_MEMORY_WAIT_MS
+    );
+  }
 
-  const promote = async (id: string): Promise<void> => {
-    if (!options.queue) return;
+  private async promote(id: string): Promise<void> {
+    if (!this.options.queue) return;
     // One round trip; refused when the job is not delayed (running, waiting already, or gone: the reconciler re-adds it).
-    await new Job<DeliveryJobData>(options.queue, DELIVERY_JOB_NAME, { deliveryId: id, generation: 0 }, {}, id).promote().catch(() => undefined);
-  };
+    await new Job<DeliveryJobData>(this.options.queue, DELIVERY_JOB_NAME, { deliveryId: id, generation: 0 }, {}, id).promote().catch(() => undefined);
+  }
 
-  const ask = (target: OrderedTarget) => run(() => questions.submit({ operationId: target.operationId, hookId: target.hookId, sequence: target.sequence }));
-
-  const keyOf = (job: Job<DeliveryJobData>, token: string | undefined) => `${job.id}:${token ?? ''}`;
+  private ask(target: OrderedTarget): Promise<OrderingAnswer> {
+    return this.run(() => this.questions.submit({ operationId: target.operationId, hookId: target.hookId, sequence: target.sequence }));
+  }
 
   /** SEC-H7: blocked is visible on the rows (reason ordering_blocked), in a metric and the log, once per delivery. */
-  const markBlocked = async (target: OrderedTarget, answer: { id: string; sequence: number }): Promise<void> => {
+  private async markBlocked(target: OrderedTarget, answer: { id: string; sequence: number }): Promise<void> {
     const blocked = { operationId: target.operationId, hookId: target.hookId, afterSequence: answer.sequence };
-    const marked = await run(() => markOrderingBlocked(options.db, blocked)).catch((error: unknown) => {
-      options.logger.debug({ err: error, deliveryId: target.id }, 'could not mark ordered deliveries blocked');
+    const marked = await this.run(() => markOrderingBlocked(this.options.db, blocked)).catch((error: unknown) => {
+      this.options.logger.debug({ err: error, deliveryId: target.id }, 'could not mark ordered deliveries blocked');
       return 0;
     });
     if (marked === 0) return;
-    options.blocked?.inc(marked);
-    options.logger.warn(
+    this.options.blocked?.inc(marked);
+    this.options.logger.warn(
       { operationId: target.operationId, hookId: target.hookId, blockedBy: answer.id, blockedSequence: answer.sequence, deliveries: marked },
       "ordered deliveries blocked: an earlier delivery of their hook failed with onFailure 'block'; replay or skip that one",
     );
-  };
-
-  return {
-    async admit(job, token, target) {
-      // Sequences start at 1: the first of an (operation, hook) has nothing before it to ask about.
-      let answer: OrderingAnswer = target.sequence === 1 ? { kind: 'go' } : await ask(target);
-      const key = { operationId: target.operationId, hookId: target.hookId };
-      const pass = () => {
-        passed.set(keyOf(job, token), { key, id: target.id, sequence: target.sequence });
-        local.add(target.id);
-      };
-      /** Not waiting here any more (parked, given back): off the local set, and who waited behind it asks again. */
-      const leave = () => {
-        local.delete(target.id);
-        ended(target.id);
-      };
-      const waitStarted = Date.now();
-      let deadline = target.deadlineAtMs;
-      /** A wait in memory started the clock (not stored yet: the outcome stores it, or parking does). */
-      let clockInMemory = false;
-      for (;;) {
-        if (answer.kind === 'go') {
-          pass();
-          return { kind: 'go', deadlineAtMs: clockInMemory ? deadline : undefined };
-        }
-        const now = Date.now();
-        if (target.onFailure === 'continue') {
-          if (deadline === undefined) {
-            deadline = now + options.budgetMs;
-            clockInMemory = true;
-          }
-          if (now >= deadline) {
-            pass();
-            return { kind: 'expired' };
-          }
-        }
-        if (answer.kind !== 'wait' || !mayWaitInMemory(answer.id, now - waitStarted)) break;
-        const until = Math.min(
-          waitStarted + MAX_ORDERING_MEMORY_WAIT_MS,
-          deadline !== undefined && target.onFailure === 'continue' ? deadline : Number.POSITIVE_INFINITY,
-        );
-        // Local while it waits and asks again: a successor may wait behind it here too.
-        local.add(target.id);
-        const why = await waitInMemory(target.id, answer.id, target.sequence, until);
-        if (why === 'stop') {
-          leave();
-          // The worker is stopping: the job goes back to the queue at once (another worker takes it; its clock restarts there).
-          if (!token) throw new Error('delivery job has no lock token; cannot give it back');
-          await job.moveToDelayed(Date.now(), token);
-          throw new DelayedError();
-        }
-        // Its predecessor ended here (or the wait's bound or deadline came): Postgres says what now.
-        answer = await ask(target).catch((error: unknown) => {
-          leave();
-          throw error;
-        });
-      }
-      // Leaving memory without going: whoever waited here behind this job asks again (and parks).
-      leave();
-      const now = Date.now();
-      if (target.onFailure === 'continue' && clockInMemory) {
-        // First stored wait of this generation: its clock (started in memory, or now) is kept in the ledger (restarts, Redis loss) and the job.
-        const stored = await run(() =>
-          clocks.submit({ id: target.id, generation: target.generation, deadlineAt: new Date(deadline ?? now + options.budgetMs) }),
-        );
-        if (stored === undefined) {
-          pass();
-          return { kind: 'go', deadlineAtMs: undefined }; // no longer waiting (finished or replayed meanwhile): the next step finds out
-        }
-        deadline = stored.getTime();
-        await job.updateData({ ...job.data, deliveryId: target.id, generation: target.generation, deadlineAt: deadline });
-        if (now >= deadline) {
-          pass();
-          return { kind: 'expired' };
-        }
-      }
-      if (answer.kind === 'blocked') await markBlocked(target, answer);
-      if (!token) throw new Error('delivery job has no lock token; cannot park it');
-      const until = deadline !== undefined && target.onFailure === 'continue' ? Math.min(deadline, now + parkMs) : now + parkMs;
-      await job.moveToDelayed(Math.round(until), token);
-      // The predecessor may have settled (and tried to wake this job) before it was parked: look once more.
-      const again = await ask(target).catch(() => answer);
-      if (again.kind === 'go') await job.promote().catch(() => undefined);
-      throw new DelayedError();
-    },
-    wrap(processor) {
-      const settle = async (k: string, settledRow: boolean): Promise<void> => {
-        const entry = passed.get(k);
-        if (entry === undefined) return;
-        passed.delete(k);
-        local.delete(entry.id);
-        // The next one waiting here in memory starts without a wake: the head to promote is that job itself.
-        const nextInMemory = settledRow && (memoryWaiters.get(entry.id) ?? []).some((w) => w.sequence === entry.sequence + 1);
-        ended(entry.id);
-        if (!settledRow || nextInMemory) return;
-        // Best effort: a wake lost here is repaired by the waiter's own timer and the reconciler.
-        await run(() => wakes.submit(entry.key)).catch((error: unknown) =>
-          options.logger.warn({ err: error }, 'could not wake the next ordered delivery; it wakes by itself'),
-        );
-      };
-      return async (job, token) => {
-        const k = keyOf(job, token);
-        try {
-          await processor(job, token);
-        } catch (error) {
-          // Parked or retrying later: nothing settled. Anything else (failed, critical) settled the row.
-          if (passed.has(k)) await settle(k, !(error instanceof DelayedError));
-          throw error;
-        }
-        if (passed.has(k)) await settle(k, true);
-      };
-    },
-    waiting: () => waitingTotal,
-    close() {
-      closed = true;
-      for (const list of [...memoryWaiters.values()]) for (const w of [...list]) w.wake('stop');
-    },
-  };
+  }
 }

@@ -40,8 +40,8 @@ import { deadlineBudgetMs } from '../delivery/retryPolicy.ts';
 import { clearCriticalFlagIfAllDelivered, flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
 import type { DeferReason } from '../isolation/endpointGate.ts';
 import type { EndpointIsolation } from '../isolation/endpointIsolation.ts';
-import { createAdmission, type Admission } from './admission.ts';
-import { createOrderingGate, type OrderedTarget, type OrderingGate } from './ordering.ts';
+import type { Admission } from './admission.ts';
+import type { OrderedTarget, OrderingGate } from './ordering.ts';
 import { createHookCache, type HookCache } from './hookCache.ts';
 import type { InFlightTracker } from './inFlightTracker.ts';
 import type { LedgerWriter } from './ledgerWriter.ts';
@@ -85,13 +85,10 @@ export type ProcessorDeps = {
   leaseMarginMs?: number;
   /** Per-endpoint adaptive limit, rate limit, breaker and disable; none → every job is attempted at once. */
   isolation?: EndpointIsolation;
-  /**
-   * The worker's slots and the in-memory endpoint waits (admission.ts); none → no worker limit
-   * beyond BullMQ's and no waiting in memory (a busy endpoint defers the job, moved to delayed).
-   */
-  admission?: Admission;
-  /** The ordering gate (SEC-H7; its wakes need the queue); none → one without wakes (parked jobs re-check on their timer). */
-  ordering?: OrderingGate;
+  /** The worker's slots and the in-memory endpoint waits (admission.ts), built once by the service. */
+  admission: Admission;
+  /** The ordering gate (SEC-H7), built once by the service (its wakes need the queue). */
+  ordering: OrderingGate;
 };
 
 /** One attempt's subject, from the job (hot path) or from the ledger row. */
@@ -132,9 +129,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps): DeliveryProcessor 
     maxConcurrent: 2,
     run: (starts) => startDeliveryDeadlines(deps.db, starts),
   });
-  const admission =
-    deps.admission ?? createAdmission({ concurrency: Number.MAX_SAFE_INTEGER, waitAllowance: 0, ...(deps.isolation ? { isolation: deps.isolation } : {}) });
-  const ordering = deps.ordering ?? createOrderingGate({ db: deps.db, run: deps.gate.run, budgetMs, logger: deps.logger });
+  const { admission, ordering } = deps;
   return ordering.wrap(async (job, token) => {
     const data = job.data;
     const deliveryId = data?.deliveryId ?? job.id;
