@@ -3,7 +3,7 @@ import { InterceptionBlocked, InterceptionBlockedError } from '../interception/e
 import { type AiSdkMiddlewareOptions, AiSdkModelRuns, type ModelRunRegistry, wrapRegistryTools } from './aiSdkMiddleware.ts';
 import { AiSdkRun } from './aiSdkRun.ts';
 import { ToolCallDeniedError } from './errors.ts';
-import { type IntegrationOptions, type IntegrationRunOptions, RunBridge } from './runBridge.ts';
+import { checkIntegrationOptions, type IntegrationOptions, type IntegrationRunOptions, RunBridge } from './runBridge.ts';
 
 /**
  * `hookrelay/ai-sdk`: the Vercel AI SDK (v7) under AGENT-HOOKS-0.1 and the operation's lifecycle
@@ -23,8 +23,7 @@ export class AiSdkHooks {
   /** The open runs of every middleware of this bundle, by the tool call ids they asked for (what `wrapTools` looks up). */
   readonly #registry: ModelRunRegistry = new Map();
   constructor(options: IntegrationOptions) {
-    if (options === null || typeof options !== 'object' || typeof options.hooks?.startRun !== 'function')
-      throw new TypeError('createAiSdkHooks({ hooks }): hooks must be an AGENT-HOOKS-0.1 bundle (createAgentHooks)');
+    checkIntegrationOptions(options, 'createAiSdkHooks');
     this.#options = options;
   }
 

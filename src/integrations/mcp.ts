@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import type { AdmittedInput, AgentRun, RunEnd } from '../interception/run/agentRun.ts';
 import { InterceptionBlocked, InterceptionBlockedError, ToolError } from '../interception/errors.ts';
-import { type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
+import { checkIntegrationOptions, type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 
 /**
  * `hookrelay/mcp`: the tools of an MCP server under AGENT-HOOKS-0.1, whatever runtime calls them.
@@ -148,8 +148,7 @@ export class McpRun {
 export class McpHooks {
   readonly #options: IntegrationOptions;
   constructor(options: IntegrationOptions) {
-    if (options === null || typeof options !== 'object' || typeof options.hooks?.startRun !== 'function')
-      throw new TypeError('createMcpHooks({ hooks }): hooks must be an AGENT-HOOKS-0.1 bundle (createAgentHooks)');
+    checkIntegrationOptions(options, 'createMcpHooks');
     this.#options = options;
   }
 

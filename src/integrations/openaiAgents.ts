@@ -25,7 +25,14 @@ import { AgentGraph, type AnyAgent, newClones } from './openaiAgentsGraph.ts';
 import { messagesOf, parseArgs, rebuiltOutput, requestOf, responseOf, type StreamEvent, withDeniedHandoffs } from './openaiAgentsItems.ts';
 import { defaultModelProvider, loadSdk } from './openaiAgentsSdk.ts';
 import { inHookrelaySpan } from './openaiAgentsTracing.ts';
-import { type BridgedToolResult, type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
+import {
+  type BridgedToolResult,
+  checkIntegrationOptions,
+  type IntegrationOptions,
+  type IntegrationRunOptions,
+  RunBridge,
+  type RunFinish,
+} from './runBridge.ts';
 
 /**
  * `hookrelay/openai-agents`: the OpenAI Agents SDK under AGENT-HOOKS-0.1 and the operation's
@@ -509,8 +516,7 @@ export class OpenAIAgentsRun {
 export class OpenAIAgentsHooks {
   readonly #options: IntegrationOptions;
   constructor(options: IntegrationOptions) {
-    if (options === null || typeof options !== 'object' || typeof options.hooks?.startRun !== 'function')
-      throw new TypeError('createOpenAIAgentsHooks({ hooks }): hooks must be an AGENT-HOOKS-0.1 bundle (createAgentHooks)');
+    checkIntegrationOptions(options, 'createOpenAIAgentsHooks');
     this.#options = options;
   }
 

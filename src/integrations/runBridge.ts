@@ -84,6 +84,12 @@ function errorText(value: unknown): string {
 }
 
 /** One framework run under AGENT-HOOKS-0.1, with the operation's lifecycle events. */
+/** Every integration's factory refuses options without an AGENT-HOOKS-0.1 bundle, naming itself. */
+export function checkIntegrationOptions(options: IntegrationOptions, caller: string): void {
+  if (options === null || typeof options !== 'object' || typeof options.hooks?.startRun !== 'function')
+    throw new TypeError(`${caller === 'options' ? 'options.hooks' : `${caller}({ hooks }): hooks`} must be an AGENT-HOOKS-0.1 bundle (createAgentHooks)`);
+}
+
 export class RunBridge {
   readonly operationId: string;
   readonly run: AgentRun;
@@ -100,8 +106,7 @@ export class RunBridge {
   #finished: Promise<RunEnd> | undefined;
 
   constructor(options: IntegrationOptions, run: IntegrationRunOptions) {
-    if (options === null || typeof options !== 'object' || typeof options.hooks?.startRun !== 'function')
-      throw new TypeError('options.hooks must be an AGENT-HOOKS-0.1 bundle (createAgentHooks)');
+    checkIntegrationOptions(options, 'options');
     if (run === null || typeof run !== 'object') throw new TypeError('startRun(options): options must be an object with `input`');
     if (run.operationId !== undefined && (typeof run.operationId !== 'string' || run.operationId === ''))
       throw new TypeError('operationId must be a non-empty string');
