@@ -9,12 +9,10 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestStore, type TestStore } from '../support/db.ts';
-import { type HookrelayProcess, ROOT, spawnWorker } from '../support/hookrelayProcess.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { deleteKeys, queueKeys } from '../support/redisKeys.ts';
-
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+import type { TestStore } from '../support/db.ts';
+import { REDIS_URL, startExampleWorker, stopExampleWorker } from '../support/exampleWorker.ts';
+import { type HookrelayProcess, ROOT } from '../support/hookrelayProcess.ts';
+import type { Receiver } from '../support/receiver.ts';
 
 let t: TestStore;
 let receiver: Receiver;
@@ -22,24 +20,11 @@ let worker: HookrelayProcess;
 const queueName = `integ-examples-${randomBytes(4).toString('hex')}`;
 
 beforeAll(async () => {
-  t = await createTestStore('integ_examples');
-  receiver = await startReceiver({ status: 204 });
-  worker = spawnWorker({
-    DATABASE_URL: t.url,
-    REDIS_URL,
-    HOOKRELAY_QUEUE: queueName,
-    HOOKRELAY_HTTP_PORT: '0',
-    HOOKRELAY_ALLOWED_CIDRS: '127.0.0.1/32',
-    HOOKRELAY_SHUTDOWN_TIMEOUT_MS: '1000',
-  });
-  await worker.ready();
+  ({ t, receiver, worker } = await startExampleWorker('integ_examples', queueName));
 }, 60_000);
 
 afterAll(async () => {
-  await worker?.stop();
-  await receiver?.close();
-  await deleteKeys(queueKeys(queueName));
-  await t?.cleanup();
+  await stopExampleWorker({ t, receiver, worker }, queueName);
 }, 60_000);
 
 /** Runs an example as a user would (`node --import tsx examples/<file>`), with only these settings. */
