@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { brandHookrelayError, HookrelayError } from './hookrelayError.ts';
+export { CriticalHookDeliveryError, WebhookDeliveryError } from './criticalError.ts';
 
 export type ConfigIssue = { path: string; message: string };
 

@@ -26,7 +26,7 @@ import { timeoutMs } from '../contract/webhook.ts';
 import { deliverNotification, type NotificationFailure, type NotificationResult } from '../delivery/deliver.ts';
 import type { FetchTransport } from '../delivery/fetchTransport.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
-import { CriticalHookDeliveryError, WebhookDeliveryError } from '../contract/criticalError.ts';
+import { CriticalHookDeliveryError, WebhookDeliveryError } from '../contract/errors.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
