@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { DELIVERY_STATUSES, ORDERING_BLOCKED_REASON, type Delivery } from '../contract/delivery.ts';
 import type { DeliveryFilter } from '../store/deliveriesRepo.ts';
-import { FilterInputError, deliveryFilterFrom } from '../store/deliveryFilterInput.ts';
+import { deliveryFilterFrom } from '../store/deliveryFilterInput.ts';
+import { FilterInputError } from '../store/errors.ts';
 import { failureText } from '../operator/failureText.ts';
 import { CliUsageError } from './errors.ts';
 import { formatTable, iso, printJson, printJsonArray } from './output.ts';

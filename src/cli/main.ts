@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Argument, Command, CommanderError, Option } from 'commander';
-import { loadSettings, SettingsError } from '../config/settings.ts';
+import { loadSettings } from '../config/settings.ts';
+import { SettingsError } from '../config/errors.ts';
 import { RedisUnavailableError } from '../queue/errors.ts';
 import { EmbeddedStoreUnavailableError, StoreNotFoundError } from '../store/errors.ts';
 import { isStoreUnreachable, storeUnavailable } from '../store/unreachable.ts';

@@ -5,6 +5,7 @@
  */
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
+import { ReplayStatusError } from '../operator/errors.ts';
 import type { ReplayResult, ReplaySkip } from '../operator/replay.ts';
 import type { CliContext } from './context.ts';
 import { addFilterOptions, type FilterFlags, toFilter } from './deliveriesCommand.ts';
@@ -51,7 +52,7 @@ async function byFilter(ops: OperatorReplay, ctx: CliContext, flags: ReplayFlags
   try {
     return await ops.replayCandidatesByFilter(ctx.store.db, toFilter(flags), flags.includeAccepted === true);
   } catch (err) {
-    if (err instanceof ops.ReplayStatusError) {
+    if (err instanceof ReplayStatusError) {
       const accepted = err.includeAccepted ? ' and accepted_by_qstash ones' : '';
       throw new CliUsageError(`only failed and held deliveries${accepted} can be replayed (got --status ${err.status})`);
     }

@@ -2,7 +2,7 @@ import { ENV_HOOK_ID_PREFIX, HOOK_TYPES, isControlHookType, type HookType } from
 import { checkWebhookUrl } from '../contract/webhook.ts';
 import type { ParsedSerializedHook } from '../contract/hook.ts';
 import { parseSerializedHooks } from '../contract/validate.ts';
-import { HookrelayError } from '../contract/hookrelayError.ts';
+import { EnvHookConfigError } from './errors.ts';
 
 export const ENV_HOOK_VARIABLES = {
   url: 'AGENT_HOOK_WEBHOOK_URL',
@@ -11,18 +11,6 @@ export const ENV_HOOK_VARIABLES = {
   responseHandling: 'AGENT_HOOK_WEBHOOK_RESPONSE_HANDLING',
   onError: 'AGENT_HOOK_WEBHOOK_ON_ERROR',
 } as const;
-
-/** E2/§14: names the variables at fault, never their values. */
-export class EnvHookConfigError extends HookrelayError {
-  readonly code = 'HOOKRELAY_ENV_HOOK_CONFIG_INVALID' as const;
-  override readonly name = 'EnvHookConfigError';
-  constructor(
-    readonly variables: string[],
-    problem: string,
-  ) {
-    super(`Invalid environment hook configuration (${variables.join(', ')}): ${problem}`);
-  }
-}
 
 /** R7: values removed in favour of `toolCall`. */
 const REMOVED_RESPONSE_MODES = new Set(['toolResult', 'toolCallAndResult']);

@@ -3,7 +3,9 @@ import { z } from 'zod';
 import * as D from '../contract/defaults.ts';
 import { signingSecretsProblem } from '../contract/signingSecrets.ts';
 import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
-import { HookrelayError } from '../contract/hookrelayError.ts';
+import { SettingsError } from './errors.ts';
+
+export { SettingsError } from './errors.ts'; // moved to ./errors.ts (src/worker/service.ts still imports it from here)
 
 /** The largest whole number a setting takes: setTimeout's ceiling in ms, and Postgres `integer`. */
 const MAX_SETTING_INT = 2_147_483_647;
@@ -209,17 +211,6 @@ const SECRET_VARIABLES = new Set([
   'QSTASH_NEXT_SIGNING_KEY',
   'REDIS_URL',
 ]);
-
-export class SettingsError extends HookrelayError {
-  readonly code = 'HOOKRELAY_SETTINGS_INVALID' as const;
-  override readonly name = 'SettingsError';
-  constructor(
-    readonly variables: string[],
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 export type SettingName = keyof typeof SettingsSchema.shape;
 export const SETTING_NAMES = Object.keys(SettingsSchema.shape) as SettingName[];

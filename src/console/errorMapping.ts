@@ -8,8 +8,8 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../observability/logger.ts';
 import { BASE, messagePage } from './pages.ts';
-import { ConsoleInputError } from './queryInput.ts';
-import { HttpError, send, sendJson } from './respond.ts';
+import { ConsoleInputError, HttpError } from './errors.ts';
+import { send, sendJson } from './respond.ts';
 import { isStoreUnreachable } from '../store/unreachable.ts';
 
 export function answerError(caught: unknown, p: { res: ServerResponse; url: URL; csrf: string | undefined; logger: Logger }): void {

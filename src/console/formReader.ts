@@ -1,6 +1,6 @@
 /** A POSTed form (application/x-www-form-urlencoded), read with a size cap: more is 413. */
 import type { IncomingMessage } from 'node:http';
-import { HttpError } from './respond.ts';
+import { HttpError } from './errors.ts';
 
 const MAX_FORM_BYTES = 1024 * 1024;
 

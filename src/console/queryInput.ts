@@ -4,15 +4,7 @@
  * segment with well-formed %-escapes, bounded numbers. A bad value is a ConsoleInputError,
  * which the handler answers with 400 and the message — never a 500 from deeper down.
  */
-import { HookrelayError } from '../contract/hookrelayError.ts';
-
-export class ConsoleInputError extends HookrelayError {
-  readonly code = 'HOOKRELAY_CONSOLE_INPUT_INVALID' as const;
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConsoleInputError';
-  }
-}
+import { ConsoleInputError } from './errors.ts';
 
 /** Longest single query value accepted unless the caller says otherwise. */
 const MAX_QUERY_VALUE = 1_000;

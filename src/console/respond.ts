@@ -4,6 +4,8 @@
  */
 import type { ServerResponse } from 'node:http';
 
+export { HttpError } from './errors.ts'; // moved to ./errors.ts (src/console/access.ts still imports it from here)
+
 /** Every console response: nothing inline, nothing from elsewhere, never framed, never cached. */
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy':
@@ -15,16 +17,6 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
   'cross-origin-opener-policy': 'same-origin',
 };
-
-/** A refusal a handler means to give: its status and the one line the visitor reads. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 export function send(res: ServerResponse, status: number, body: string | Buffer, type = 'text/html; charset=utf-8', extra: Record<string, string> = {}): void {
   res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type, ...extra });

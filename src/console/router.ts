@@ -9,7 +9,8 @@ import type { ConsoleContext } from './context.ts';
 import { readForm } from './formReader.ts';
 import { BASE, loginPage } from './pages.ts';
 import { badTextProblem } from './queryInput.ts';
-import { HttpError, send, sendJson } from './respond.ts';
+import { send, sendJson } from './respond.ts';
+import { HttpError } from './errors.ts';
 
 type Call = { ctx: ConsoleContext; req: IncomingMessage; res: ServerResponse; url: URL; p: string; params: string[] };
 export type AuthedCall = Call & { caller: Exclude<Caller, { kind: 'anonymous' }>; csrf: string };

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { brandHookrelayError, HookrelayError } from './hookrelayError.ts';
-export { CriticalHookDeliveryError, WebhookDeliveryError } from './criticalError.ts';
+import { describeTemplateEnvProblem, TEMPLATE_ENV_VARIABLE, type TemplateEnvProblem } from './templateEnvProblem.ts';
 
 export type ConfigIssue = { path: string; message: string };
 
@@ -75,5 +75,90 @@ export class OperationIdMismatchError extends TypeError {
     this.operationId = operationId;
     this.eventOperationId = eventOperationId;
     brandHookrelayError(this);
+  }
+}
+
+/** One critical failure of a tier: the hook and its sanitized cause. */
+export type CriticalFailure = { hookId: string; cause: unknown };
+
+/**
+ * D6: webhooks with `fallback: 'none'` that failed, thrown after the rest of the tier ran. Names
+ * the first failing hook and lists every critical failure of the tier. Fatal in the worker (Q4).
+ */
+export class CriticalHookDeliveryError extends HookrelayError {
+  readonly code = 'HOOKRELAY_CRITICAL_DELIVERY_FAILED' as const;
+  override readonly name = 'CriticalHookDeliveryError';
+  readonly hookId: string;
+  override readonly cause: unknown;
+  readonly failures: CriticalFailure[];
+
+  constructor(failures: CriticalFailure[]) {
+    const first = failures[0];
+    if (!first) throw new TypeError('CriticalHookDeliveryError needs at least one failure');
+    const more =
+      failures.length > 1
+        ? ` (+${failures.length - 1} more: ${failures
+            .slice(1)
+            .map((f) => f.hookId)
+            .join(', ')})`
+        : '';
+    super(`Critical webhook delivery failed: ${first.hookId}${more}`);
+    this.hookId = first.hookId;
+    this.cause = first.cause;
+    this.failures = failures;
+  }
+}
+
+/**
+ * A sanitized delivery failure used as a critical cause: classes and statuses, never remote text.
+ * `name` stays `'WebhookDeliveryFailure'`: a critical failure's logged and reported cause shows it.
+ */
+export class WebhookDeliveryError extends HookrelayError {
+  readonly code = 'HOOKRELAY_WEBHOOK_DELIVERY_FAILED' as const;
+  override readonly name = 'WebhookDeliveryFailure';
+  constructor(
+    readonly errorClass: string,
+    readonly httpStatus?: number,
+  ) {
+    super(httpStatus !== undefined ? `${errorClass}: HTTP ${httpStatus}` : errorClass);
+  }
+}
+
+/**
+ * @deprecated use `WebhookDeliveryError` (the same class; kept so existing `instanceof` checks work).
+ * @alias
+ */
+export const WebhookDeliveryFailure = WebhookDeliveryError;
+/** @deprecated use `WebhookDeliveryError`. */
+export type WebhookDeliveryFailure = WebhookDeliveryError;
+
+/**
+ * A statement the store refused or could not run, with the Postgres SQLSTATE and primary message
+ * only (storageError.ts builds it from a driver error: drizzle's own carries every parameter of
+ * the statement, so it is never returned to a caller or logged).
+ */
+export class StorageError extends HookrelayError {
+  readonly code = 'HOOKRELAY_STORAGE_ERROR' as const;
+  override readonly name = 'StorageError';
+  /** The Postgres SQLSTATE (e.g. `22P05`), or the driver's error code (`ECONNREFUSED`), when known. */
+  readonly sqlState: string | undefined;
+
+  constructor(operation: string, sqlState: string | undefined, reason: string) {
+    super(`${operation} failed${sqlState ? ` (${sqlState})` : ''}: ${reason}`);
+    this.sqlState = sqlState;
+  }
+}
+
+/** An invalid HOOKRELAY_TEMPLATE_ENV: names the variable and the position of the entry at fault (never its text). */
+export class TemplateEnvPatternError extends HookrelayError {
+  readonly code = 'HOOKRELAY_TEMPLATE_ENV_INVALID' as const;
+  override readonly name = 'TemplateEnvPatternError';
+  readonly variables = [TEMPLATE_ENV_VARIABLE];
+  /** The rule broken (absent only when built from a message alone). */
+  readonly problem: TemplateEnvProblem | undefined;
+
+  constructor(problem: TemplateEnvProblem | string) {
+    super(typeof problem === 'string' ? problem : `${TEMPLATE_ENV_VARIABLE}: ${describeTemplateEnvProblem(problem)}`);
+    this.problem = typeof problem === 'string' ? undefined : problem;
   }
 }

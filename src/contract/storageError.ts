@@ -1,22 +1,10 @@
 /**
- * A statement the store refused or could not run, with the Postgres SQLSTATE and primary message
- * only. drizzle's own error ("Failed query: … params: …") carries every parameter of the
+ * Any error of a store call as a StorageError (errors.ts): the Postgres SQLSTATE and primary
+ * message only. drizzle's own error ("Failed query: … params: …") carries every parameter of the
  * statement: in a batched write those are other callers' payloads, so it must never be returned
  * to a caller or logged. Pure (no driver imports): the logger uses it too.
  */
-import { HookrelayError } from './hookrelayError.ts';
-
-export class StorageError extends HookrelayError {
-  readonly code = 'HOOKRELAY_STORAGE_ERROR' as const;
-  override readonly name = 'StorageError';
-  /** The Postgres SQLSTATE (e.g. `22P05`), or the driver's error code (`ECONNREFUSED`), when known. */
-  readonly sqlState: string | undefined;
-
-  constructor(operation: string, sqlState: string | undefined, reason: string) {
-    super(`${operation} failed${sqlState ? ` (${sqlState})` : ''}: ${reason}`);
-    this.sqlState = sqlState;
-  }
-}
+import { StorageError } from './errors.ts';
 
 type ErrorLike = { message?: unknown; code?: unknown; cause?: unknown; params?: unknown; query?: unknown };
 

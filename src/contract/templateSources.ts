@@ -10,7 +10,24 @@
  *   `*` for every other name) says which other names caller hooks may use. Default `none`:
  *   deny by default, an operator opts names in.
  */
-import { HookrelayError } from './hookrelayError.ts';
+import { TemplateEnvPatternError } from './errors.ts';
+import {
+  describeTemplateEnvProblem,
+  ENV_VAR_NAME_TOO_LONG_MESSAGE,
+  MAX_ENV_VAR_NAME_LENGTH,
+  RESERVED_TEMPLATE_SUMMARY,
+  TEMPLATE_ENV_VARIABLE,
+} from './templateEnvProblem.ts';
+
+// The wording of a bad HOOKRELAY_TEMPLATE_ENV and the names it quotes live in templateEnvProblem.ts (TemplateEnvPatternError, in errors.ts, words its message with them).
+export {
+  describeTemplateEnvProblem,
+  ENV_VAR_NAME_TOO_LONG_MESSAGE,
+  MAX_ENV_VAR_NAME_LENGTH,
+  RESERVED_TEMPLATE_SUMMARY,
+  TEMPLATE_ENV_VARIABLE,
+  type TemplateEnvProblem,
+} from './templateEnvProblem.ts';
 
 /**
  * Exact names never templatable: connection strings, the Node runtime's own options and the proxy
@@ -52,20 +69,10 @@ export const RESERVED_TEMPLATE_PREFIXES: readonly string[] = [
   'GOOGLE_',
   'AZURE_',
 ];
-/** The reserved names as an operator reads them (messages and docs). */
-export const RESERVED_TEMPLATE_SUMMARY =
-  'DATABASE_URL, NODE_OPTIONS, HTTP_PROXY, HTTPS_PROXY, NO_PROXY, ALL_PROXY, PG*, POSTGRES_*, REDIS*, QSTASH*, UPSTASH_*, HOOKRELAY_*, OTEL_*, OPENAI_*, AGENT_HOOK_WEBHOOK_*, AWS_*, GOOGLE_*, AZURE_*';
-/**
- * W2: the longest variable name accepted anywhere (allowedEnvVars entries, `${NAME}`
- * templates, each HOOKRELAY_TEMPLATE_ENV entry): real names are far shorter, and a bound keeps
- * every check on a name, and every message naming it, small.
- */
-export const MAX_ENV_VAR_NAME_LENGTH = 128;
-export const ENV_VAR_NAME_TOO_LONG_MESSAGE = `must be at most ${MAX_ENV_VAR_NAME_LENGTH} characters (a variable name)`;
+// RESERVED_TEMPLATE_SUMMARY (templateEnvProblem.ts) spells both lists for messages: keep it in step.
 /** The environment hooks' own variables (E1): a source for those hooks alone. */
 export const ENV_HOOK_VARIABLE_PREFIX = 'AGENT_HOOK_WEBHOOK_';
 
-export const TEMPLATE_ENV_VARIABLE = 'HOOKRELAY_TEMPLATE_ENV';
 /** Deny by default: no template resolves until the operator lists names or a pattern (`*` for every unreserved name). */
 export const DEFAULT_TEMPLATE_ENV = 'none';
 const NO_TEMPLATES = 'none';
@@ -85,33 +92,6 @@ export type TemplateEnvPattern = {
   /** Each glob as its literal pieces between the `*`s (`APP_*_TOKEN` → `['APP_', '_TOKEN']`). */
   readonly globs: readonly (readonly string[])[];
 };
-
-/** What is wrong with a HOOKRELAY_TEMPLATE_ENV value: the rule broken and, per entry, its position (never its text). */
-export type TemplateEnvProblem = { rule: 'no_entry' } | { rule: 'not_a_name' | 'only_reserved' | 'too_long'; entry: number; entries: number };
-
-/** The rule in words, without the variable's name (each edge puts it where it belongs). */
-export function describeTemplateEnvProblem(problem: TemplateEnvProblem): string {
-  if (problem.rule === 'no_entry') return "no entry; give names such as HOOK_*,BILLING_TOKEN, '*' or 'none'";
-  const which = `entry ${problem.entry} of ${problem.entries}`;
-  if (problem.rule === 'too_long') return `${which} ${ENV_VAR_NAME_TOO_LONG_MESSAGE}`;
-  return problem.rule === 'not_a_name'
-    ? `${which} must be an upper-case variable name (A-Z, 0-9, _) with optional * globs, or the whole value '*' or 'none'`
-    : `${which} names only reserved variables (${RESERVED_TEMPLATE_SUMMARY}), which are never template sources`;
-}
-
-/** An invalid HOOKRELAY_TEMPLATE_ENV: names the variable and the position of the entry at fault (never its text). */
-export class TemplateEnvPatternError extends HookrelayError {
-  readonly code = 'HOOKRELAY_TEMPLATE_ENV_INVALID' as const;
-  override readonly name = 'TemplateEnvPatternError';
-  readonly variables = [TEMPLATE_ENV_VARIABLE];
-  /** The rule broken (absent only when built from a message alone). */
-  readonly problem: TemplateEnvProblem | undefined;
-
-  constructor(problem: TemplateEnvProblem | string) {
-    super(typeof problem === 'string' ? problem : `${TEMPLATE_ENV_VARIABLE}: ${describeTemplateEnvProblem(problem)}`);
-    this.problem = typeof problem === 'string' ? undefined : problem;
-  }
-}
 
 /** The rule an entry of the pattern breaks, in words without the variable's name, or undefined. Used by the settings schema. */
 export function templateEnvPatternProblem(raw: string): string | undefined {

@@ -4,9 +4,7 @@
  * bundle of closures: it is created on every request (the hot path).
  */
 
-import { HookrelayError } from '../contract/hookrelayError.ts';
-
-export type DeadlineCause = 'timeout' | 'cancelled';
+import { DeadlineAbortError, type DeadlineCause } from './errors.ts';
 
 export class Deadline {
   readonly #endsAt: number;
@@ -106,15 +104,4 @@ function expire(deadline: Deadline): void {
 
 export function startDeadline(timeoutMs: number, callerSignal?: AbortSignal): Deadline {
   return new Deadline(timeoutMs, callerSignal);
-}
-
-/** The abort reason we use, so a destroyed body says why without quoting anything remote. */
-export class DeadlineAbortError extends HookrelayError {
-  override readonly name = 'DeadlineAbortError';
-  readonly code: 'HOOKRELAY_TIMEOUT' | 'HOOKRELAY_CANCELLED';
-
-  constructor(readonly why: DeadlineCause) {
-    super(why === 'timeout' ? 'delivery deadline passed' : 'delivery cancelled by the caller');
-    this.code = why === 'timeout' ? 'HOOKRELAY_TIMEOUT' : 'HOOKRELAY_CANCELLED';
-  }
 }

@@ -35,6 +35,51 @@ export class SsrfBlockedError extends HookrelayError {
   }
 }
 
+const RETRY_SCHEDULE_ENV = 'HOOKRELAY_RETRY_SCHEDULE';
+const ALLOWED_CIDRS_ENV = 'HOOKRELAY_ALLOWED_CIDRS';
+
+/** An entry of HOOKRELAY_RETRY_SCHEDULE that is not a non-negative number of seconds (`entry`, trimmed). */
+export class RetryScheduleError extends HookrelayError {
+  readonly code = 'HOOKRELAY_RETRY_SCHEDULE_INVALID' as const;
+  override readonly name = 'RetryScheduleError';
+  readonly variables = [RETRY_SCHEDULE_ENV];
+
+  constructor(readonly entry: string) {
+    super(`${RETRY_SCHEDULE_ENV}: ${JSON.stringify(entry)} is not a non-negative number of seconds`);
+  }
+}
+
+/** Why a delivery's deadline ended it (deadline.ts). */
+export type DeadlineCause = 'timeout' | 'cancelled';
+
+/** The abort reason we use, so a destroyed body says why without quoting anything remote. */
+export class DeadlineAbortError extends HookrelayError {
+  override readonly name = 'DeadlineAbortError';
+  readonly code: 'HOOKRELAY_TIMEOUT' | 'HOOKRELAY_CANCELLED';
+
+  constructor(readonly why: DeadlineCause) {
+    super(why === 'timeout' ? 'delivery deadline passed' : 'delivery cancelled by the caller');
+    this.code = why === 'timeout' ? 'HOOKRELAY_TIMEOUT' : 'HOOKRELAY_CANCELLED';
+  }
+}
+
+/** A transport or protocol failure; the emitter maps a throw to `host_error:interceptor_failed`. */
+export class RemoteInterceptorError extends HookrelayError {
+  readonly code = 'HOOKRELAY_REMOTE_INTERCEPTOR_FAILED' as const;
+  override readonly name = 'RemoteInterceptorError';
+}
+
+/** An entry of HOOKRELAY_ALLOWED_CIDRS (or `allowedCidrs`) that is not an IPv4/IPv6 CIDR; a CIDR is not a secret. */
+export class AllowedCidrsError extends HookrelayError {
+  readonly code = 'HOOKRELAY_ALLOWED_CIDRS_INVALID' as const;
+  override readonly name = 'AllowedCidrsError';
+  readonly variables = [ALLOWED_CIDRS_ENV];
+
+  constructor(readonly entry: string) {
+    super(`${ALLOWED_CIDRS_ENV}: ${JSON.stringify(entry)} is not an IPv4 or IPv6 CIDR (e.g. 127.0.0.1/32, fd00::/8)`);
+  }
+}
+
 export function isSsrfBlockedError(error: unknown): error is SsrfBlockedError {
   return error instanceof SsrfBlockedError || (hasStringProp(error, 'code') && error.code === 'HOOKRELAY_SSRF_BLOCKED');
 }

@@ -15,12 +15,11 @@ import {
 } from '../contract/webhook.ts';
 import type { Interceptor } from '../interception/interceptor.ts';
 import { DEFAULT_TIMEOUT_MS } from '../interception/timeouts.ts';
-import { DeliveryConfigError } from './errors.ts';
+import { DeliveryConfigError, RemoteInterceptorError } from './errors.ts';
 import { FetchTransport } from './fetchTransport.ts';
 import { resolveHeaderTemplates } from './headerTemplates.ts';
 import { resolveWebhookUrl } from './resolveUrl.ts';
 import { parseSigningSecrets, signatureHeaders } from './signing.ts';
-import { HookrelayError } from '../contract/hookrelayError.ts';
 import { HookConfigError } from '../contract/errors.ts';
 import { parseJsonLossless } from '../interception/json/losslessJson.ts';
 
@@ -79,12 +78,6 @@ export type RemoteInterceptorDeps = {
   /** Base for a relative `url`; default `env.APP_URL`. */
   appUrl?: string;
 };
-
-/** A transport or protocol failure; the emitter maps a throw to `host_error:interceptor_failed`. */
-export class RemoteInterceptorError extends HookrelayError {
-  readonly code = 'HOOKRELAY_REMOTE_INTERCEPTOR_FAILED' as const;
-  override readonly name = 'RemoteInterceptorError';
-}
 
 /**
  * I3: an interceptor that POSTs the AgentContext JSON to an endpoint through the delivery

@@ -1,19 +1,7 @@
 /** Q3: retry schedule, jitter, Retry-After and permanent statuses. Pure functions. */
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../contract/defaults.ts';
-import { HookrelayError } from '../contract/hookrelayError.ts';
+import { RetryScheduleError } from './errors.ts';
 
-const RETRY_SCHEDULE_ENV = 'HOOKRELAY_RETRY_SCHEDULE';
-
-/** An entry of HOOKRELAY_RETRY_SCHEDULE that is not a non-negative number of seconds (`entry`, trimmed). */
-class RetryScheduleError extends HookrelayError {
-  readonly code = 'HOOKRELAY_RETRY_SCHEDULE_INVALID' as const;
-  override readonly name = 'RetryScheduleError';
-  readonly variables = [RETRY_SCHEDULE_ENV];
-
-  constructor(readonly entry: string) {
-    super(`${RETRY_SCHEDULE_ENV}: ${JSON.stringify(entry)} is not a non-negative number of seconds`);
-  }
-}
 /** Delays (seconds) after the first immediate attempt: 8 attempts over ~27.5 h. */
 export { DEFAULT_RETRY_SCHEDULE_SECONDS };
 const JITTER_RATIO = 0.2;

@@ -10,21 +10,7 @@
 import dns from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { HookrelayError } from '../contract/hookrelayError.ts';
-import { SsrfBlockedError } from './errors.ts';
-
-const ALLOWED_CIDRS_ENV = 'HOOKRELAY_ALLOWED_CIDRS';
-
-/** An entry of HOOKRELAY_ALLOWED_CIDRS (or `allowedCidrs`) that is not an IPv4/IPv6 CIDR; a CIDR is not a secret. */
-export class AllowedCidrsError extends HookrelayError {
-  readonly code = 'HOOKRELAY_ALLOWED_CIDRS_INVALID' as const;
-  override readonly name = 'AllowedCidrsError';
-  readonly variables = [ALLOWED_CIDRS_ENV];
-
-  constructor(readonly entry: string) {
-    super(`${ALLOWED_CIDRS_ENV}: ${JSON.stringify(entry)} is not an IPv4 or IPv6 CIDR (e.g. 127.0.0.1/32, fd00::/8)`);
-  }
-}
+import { SsrfBlockedError, AllowedCidrsError } from './errors.ts';
 
 type IPv4 = ipaddr.IPv4;
 type IPv6 = ipaddr.IPv6;

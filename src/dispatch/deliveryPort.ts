@@ -1,4 +1,4 @@
-import type { CriticalFailure } from '../contract/criticalError.ts';
+import type { CriticalFailure } from '../contract/errors.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 import type { LooseHookEvent, RunnableHook } from './runnableHook.ts';
 

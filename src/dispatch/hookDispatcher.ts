@@ -1,4 +1,4 @@
-import { CriticalHookDeliveryError } from '../contract/criticalError.ts';
+import { CriticalHookDeliveryError } from '../contract/errors.ts';
 import type { EndpointGuard } from '../contract/endpoint.ts';
 import type { HookEventOf } from '../contract/events.ts';
 import { type AgentHook, isControlHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';

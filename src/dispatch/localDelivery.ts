@@ -1,6 +1,5 @@
-import { type CriticalFailure, WebhookDeliveryError } from '../contract/criticalError.ts';
 import { newDeliveryId } from '../contract/deliveryId.ts';
-import { EventValidationError } from '../contract/errors.ts';
+import { EventValidationError, type CriticalFailure, WebhookDeliveryError } from '../contract/errors.ts';
 import { serializeEventJson } from '../contract/events.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 import { deliverNotification } from '../delivery/deliver.ts';

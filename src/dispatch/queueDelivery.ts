@@ -1,4 +1,4 @@
-import type { CriticalFailure } from '../contract/criticalError.ts';
+import type { CriticalFailure } from '../contract/errors.ts';
 import { HookConfigError } from '../contract/errors.ts';
 import type { SerializedHook } from '../contract/hook.ts';
 import { markEnvironmentHook, type HookType } from '../contract/hookTypes.ts';

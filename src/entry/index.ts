@@ -24,7 +24,8 @@ export {
 export * from '../interception/index.ts';
 export { resolveHeaderTemplates } from '../delivery/headerTemplates.ts';
 export { createLogger, silentLogger, type Logger } from '../observability/logger.ts';
-export { loadSettings, SettingsError, type Settings } from '../config/settings.ts';
+export { loadSettings, type Settings } from '../config/settings.ts';
+export { SettingsError, EnvHookConfigError } from '../config/errors.ts';
 export type { HookDispatcherOptions, DispatchProducer, EvaluateOptions } from '../dispatch/hookDispatcher.ts';
 
 /**
@@ -36,23 +37,21 @@ export class HookDispatcher extends DispatcherCore {
     super(options, { createProducer: createHookProducer });
   }
 }
-export { CriticalHookDeliveryError, WebhookDeliveryError, WebhookDeliveryFailure, type CriticalFailure } from '../contract/criticalError.ts';
+export { CriticalHookDeliveryError, WebhookDeliveryError, WebhookDeliveryFailure, type CriticalFailure, StorageError } from '../contract/errors.ts';
 // Every error a public function throws on purpose: one base, a stable `code` on each (`HOOKRELAY_*`).
 export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from '../contract/hookrelayError.ts';
-export { DeliveryConfigError, SsrfBlockedError } from '../delivery/errors.ts';
-export { AllowedCidrsError } from '../delivery/ssrfGuard.ts';
-export { PayloadTooLargeError } from '../queue/payloadCap.ts';
+export { DeliveryConfigError, SsrfBlockedError, AllowedCidrsError, RemoteInterceptorError } from '../delivery/errors.ts';
+export { PayloadTooLargeError } from '../queue/errors.ts';
 export { IdempotencyConflictError, OutcomeNotStoredError, RedisUnavailableError } from '../queue/errors.ts';
-export { StorageError } from '../contract/storageError.ts';
-export { ToolCallContextError } from '../payload/toolCallContext.ts';
-export { WorkerPluginError } from '../worker/plugin.ts';
+export { ToolCallContextError } from '../payload/errors.ts';
+export { WorkerPluginError } from '../worker/errors.ts';
 export { parseToolCallHookResponse, MAX_DECISION_RESPONSE_BYTES, type ToolCallHookResponse } from '../control/parseDecisionResponse.ts';
 export type { ToolCallControlOutcome } from '../control/evaluateControls.ts';
 export { buildToolCallHookContext } from '../payload/toolCallContext.ts';
 export { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 export { redactResultForEvents } from '../payload/redactResult.ts';
-export { loadEnvHooks, EnvHookConfigError } from '../config/envHooks.ts';
-export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/operationErrors.ts';
+export { loadEnvHooks } from '../config/envHooks.ts';
+export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/errors.ts';
 export type {
   OperationStore,
   OperationStoreOptions,
@@ -62,7 +61,7 @@ export type {
 } from '../operations/operationStore.ts';
 export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, StoreUnavailableError } from '../store/errors.ts';
 export { createHookProducer, createOperationStore, createStoreRecordSink, startDeliveryWorker } from './lazy.ts';
-export { createRemoteInterceptor, RemoteInterceptorConfigSchema, RemoteInterceptorError, type RemoteInterceptorConfig } from '../delivery/remoteInterceptor.ts';
+export { createRemoteInterceptor, RemoteInterceptorConfigSchema, type RemoteInterceptorConfig } from '../delivery/remoteInterceptor.ts';
 export { FetchTransport } from '../delivery/fetchTransport.ts';
 export type { StoreRecordSink } from '../store/interceptionRecordSink.ts';
 export { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from '../dispatch/interceptionSeam.ts';

@@ -18,7 +18,7 @@ export type {
   PublishDeferredResultOutput,
   CreateOperationInput,
 } from '../operations/operationStoreTypes.ts';
-export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/operationErrors.ts';
+export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/errors.ts';
 export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, StoreUnavailableError } from '../store/errors.ts';
 export { createStoreRecordSink, type StoreRecordSink } from '../store/interceptionRecordSink.ts';
 export { MIGRATIONS_FOLDER } from '../store/migrationsFolder.ts';

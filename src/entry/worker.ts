@@ -10,4 +10,5 @@ export {
   type RunningDeliveryWorker,
 } from '../worker/startDeliveryWorker.ts';
 export { runDeliveryWorkerUntilSignal } from '../worker/runUntilSignal.ts';
-export { loadWorkerPlugin, WorkerPluginError, type WorkerPlugin } from '../worker/plugin.ts';
+export { loadWorkerPlugin, type WorkerPlugin } from '../worker/plugin.ts';
+export { WorkerPluginError } from '../worker/errors.ts';

@@ -9,8 +9,9 @@ import {
 } from '../contract/agentHooks.ts';
 import type { ResolvedIdentityProvider } from './identity.ts';
 import { validateEnvelope } from './envelope.ts';
-import { HostError, HostFailureError } from './reasons.ts';
-import { EmissionCancelledError, settleWithin } from './timeouts.ts';
+import { HostError } from './reasons.ts';
+import { HostFailureError, EmissionCancelledError } from './errors.ts';
+import { settleWithin } from './timeouts.ts';
 import { hostErrorVerdict, isLiftable, isPermit, parseWireVerdict } from './verdict.ts';
 
 export type ApprovalResolverFunction = (request: ApprovalRequest, options: { signal: AbortSignal }) => ApprovalResolution | Promise<ApprovalResolution>;

@@ -13,18 +13,18 @@ import { toResolverFunction, type ApprovalRedactor, type ApprovalResolver, type 
 import { resolveComposition, summarize } from './composition.ts';
 import { DEFAULT_MAX_DEPTH, findDomainViolation } from './json/canonicalJson.ts';
 import { validateEnvelope, type EnvelopeLimits } from './envelope.ts';
-import { InterceptionBlockedError } from './errors.ts';
+import { InterceptionBlockedError, HostFailureError, EmissionCancelledError } from './errors.ts';
 import type { DispatchEnv, DispatchOutcome } from './fold.ts';
 import { resolveIdentityProvider, type IdentityProviderOption, type ResolvedIdentityProvider } from './identity.ts';
 import { toRegistered, type Interceptor, type RegisteredInterceptor } from './interceptor.ts';
 import { jsonEqual } from './json/jsonEqual.ts';
 import { dispatchParallel } from './parallel.ts';
 import { isInterceptionPoint, writeTarget } from './points.ts';
-import { HostError, HostFailureError } from './reasons.ts';
+import { HostError } from './reasons.ts';
 import { buildRecord, proceeds } from './record.ts';
 import { dispatchFirstDeny, dispatchRunAll } from './sequential.ts';
 import { SessionSequencer, type SequenceProvider } from './sequence.ts';
-import { assertTimeout, DEFAULT_TIMEOUT_MS, EmissionCancelledError } from './timeouts.ts';
+import { assertTimeout, DEFAULT_TIMEOUT_MS } from './timeouts.ts';
 import { hostErrorVerdict, isPermit } from './verdict.ts';
 
 /** Receives exactly one record per emission. Its failures are counted, never propagated. */

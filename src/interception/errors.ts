@@ -1,4 +1,4 @@
-import type { InterceptionRecord, Verdict } from '../contract/agentHooks.ts';
+import type { HostErrorReason, InterceptionRecord, Verdict } from '../contract/agentHooks.ts';
 import { HookrelayError } from '../contract/hookrelayError.ts';
 
 /**
@@ -66,5 +66,57 @@ export class ToolError extends HookrelayError {
     super(message);
     this.name = 'ToolError';
     this.result = result;
+  }
+}
+
+/**
+ * A failure that maps to one reserved reason; `detail` names a path or constraint, never a value
+ * (§14). `name` stays `'HostErrorFailure'`: audit details quote an error's type name.
+ */
+export class HostFailureError extends HookrelayError {
+  readonly code = 'HOOKRELAY_HOST_ERROR' as const;
+  readonly reason: HostErrorReason;
+  readonly detail: string;
+  constructor(reason: HostErrorReason, detail: string) {
+    super(`${reason}: ${detail}`);
+    this.name = 'HostErrorFailure';
+    this.reason = reason;
+    this.detail = detail;
+  }
+}
+
+/**
+ * @deprecated use `HostFailureError` (the same class; kept so existing `instanceof` checks work).
+ * @alias
+ */
+export const HostErrorFailure = HostFailureError;
+/** @deprecated use `HostFailureError`. */
+export type HostErrorFailure = HostFailureError;
+
+/** Raised inside an emission when the caller's signal aborts; the emitter records it, then rethrows the reason. */
+export class EmissionCancelledError extends HookrelayError {
+  readonly code = 'HOOKRELAY_EMISSION_CANCELLED' as const;
+  override readonly cause: unknown;
+  constructor(cause: unknown) {
+    super('emission cancelled');
+    this.name = 'EmissionCancelledError';
+    this.cause = cause;
+  }
+}
+
+/** A value the run cannot project into a context (a cycle, nesting past any sane bound). */
+export class ProjectionError extends HookrelayError {
+  readonly code = 'HOOKRELAY_PROJECTION_INVALID' as const;
+  constructor(readonly detail: string) {
+    super(detail);
+    this.name = 'ProjectionError';
+  }
+}
+
+/** The abort reason settleWithin (timeouts.ts) gives a callee it stopped waiting for; named TimeoutError as the platform's. */
+export class InterceptionTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`timed out after ${ms} ms`);
+    this.name = 'TimeoutError';
   }
 }

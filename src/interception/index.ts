@@ -13,7 +13,15 @@ export {
   type VerdictOptions,
   type WireVerdictResult,
 } from './verdict.ts';
-export { InterceptionBlockedError, InterceptionBlocked, AgentHooksInstallError, AgentRunStateError, ToolError } from './errors.ts';
+export {
+  InterceptionBlockedError,
+  InterceptionBlocked,
+  AgentHooksInstallError,
+  AgentRunStateError,
+  ToolError,
+  HostFailureError,
+  HostErrorFailure,
+} from './errors.ts';
 export {
   AgentHooks,
   createAgentHooks,
@@ -56,7 +64,7 @@ export { resolveComposition, DEFAULT_COMPOSITION } from './composition.ts';
 export { proceeds } from './record.ts';
 export { createMemorySequenceProvider, type SequenceProvider } from './sequence.ts';
 export { DEFAULT_TIMEOUT_MS } from './timeouts.ts';
-export { HostError, HostFailureError, HostErrorFailure } from './reasons.ts';
+export { HostError } from './reasons.ts';
 export { INTERCEPTION_POINTS, transformPermitted } from './points.ts';
 export type { Interceptor, InterceptorFunction, InterceptOptions } from './interceptor.ts';
 export type { ApprovalResolver, ApprovalResolverFunction, ApprovalRedactor } from './approval.ts';

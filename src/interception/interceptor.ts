@@ -1,7 +1,8 @@
 import type { AgentContext, Verdict } from '../contract/agentHooks.ts';
 import { errorTypeName } from './identity.ts';
 import { HostError } from './reasons.ts';
-import { assertTimeout, EmissionCancelledError, settleWithin } from './timeouts.ts';
+import { assertTimeout, settleWithin } from './timeouts.ts';
+import { EmissionCancelledError } from './errors.ts';
 import { hostErrorVerdict, parseWireVerdict } from './verdict.ts';
 
 /** What an interceptor is handed beside its own copy of the context. */

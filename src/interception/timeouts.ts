@@ -1,17 +1,10 @@
-import { HookrelayError } from '../contract/hookrelayError.ts';
+import { InterceptionTimeoutError } from './errors.ts';
 
 /** §7 RECOMMENDED default for each interceptor call and each resolver call. */
 export const DEFAULT_TIMEOUT_MS = 5000;
 
 /** How one bounded call ended. */
 export type Settled<T> = { kind: 'value'; value: T } | { kind: 'error'; error: unknown } | { kind: 'timeout' } | { kind: 'cancelled'; reason: unknown };
-
-class InterceptionTimeoutError extends Error {
-  constructor(ms: number) {
-    super(`timed out after ${ms} ms`);
-    this.name = 'TimeoutError';
-  }
-}
 
 /** `null` disables the bound; anything else must be a positive finite number of milliseconds. */
 export function assertTimeout(name: string, ms: number | null): void {
@@ -62,16 +55,5 @@ export async function settleWithin<T>(call: (signal: AbortSignal) => T | Promise
   } finally {
     clearTimeout(timer);
     if (onAbort !== undefined) outer?.removeEventListener('abort', onAbort);
-  }
-}
-
-/** Raised inside an emission when the caller's signal aborts; the emitter records it, then rethrows the reason. */
-export class EmissionCancelledError extends HookrelayError {
-  readonly code = 'HOOKRELAY_EMISSION_CANCELLED' as const;
-  override readonly cause: unknown;
-  constructor(cause: unknown) {
-    super('emission cancelled');
-    this.name = 'EmissionCancelledError';
-    this.cause = cause;
   }
 }

@@ -1,5 +1,5 @@
 import { isControlHook, type AgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
-import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './operationErrors.ts';
+import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './errors.ts';
 import { serializeHook } from '../contract/hook.ts';
 import { blockedAfterResult, HOOK_CONTROL_ERROR } from '../control/blockedResult.ts';
 import { withReadableError } from '../contract/errorMessage.ts';
@@ -8,7 +8,7 @@ import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../
 import { assertStorableEvent } from '../contract/storableText.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import { resolveConfig } from '../config/resolveConfig.ts';
-import { CriticalHookDeliveryError, type CriticalFailure } from '../contract/criticalError.ts';
+import { CriticalHookDeliveryError, type CriticalFailure } from '../contract/errors.ts';
 import { storeOf, type Store } from '../store/db.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { createOperationWithHooks, finishOperation, getOperation, loadOperationHooks } from '../store/operationsRepo.ts';

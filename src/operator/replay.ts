@@ -8,7 +8,7 @@
  * (`ReplaySkipCode`): each edge (CLI, console) words them itself.
  */
 import type { Queue } from 'bullmq';
-import { HookrelayError } from '../contract/hookrelayError.ts';
+import { ReplayStatusError } from './errors.ts';
 import type { Db } from '../store/db.ts';
 import { getDeliveryRow, listDeliveries, type DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { claimForReplay, replayableStatuses, traceContextsOf } from '../store/replayRepo.ts';
@@ -37,23 +37,6 @@ export type ReplayResult =
   | { id: string; result: 'would_replay'; status: string; hookId: string; eventType: string }
   | ({ result: 'skipped' } & ReplaySkip)
   | { id: string; result: 'unknown' };
-
-/**
- * A filter replay asked for a status that cannot be replayed (usage, nothing changed). The CLI
- * and the console word it from `status` and `includeAccepted`.
- */
-export class ReplayStatusError extends HookrelayError {
-  readonly code = 'HOOKRELAY_REPLAY_STATUS_INVALID' as const;
-  override readonly name = 'ReplayStatusError';
-  readonly status: string;
-  readonly includeAccepted: boolean;
-
-  constructor(status: string, includeAccepted: boolean) {
-    super(`only failed and held deliveries${includeAccepted ? ' and accepted_by_qstash ones' : ''} can be replayed (got status ${status})`);
-    this.status = status;
-    this.includeAccepted = includeAccepted;
-  }
-}
 
 /** The candidates of a replay by id: unknown ids and rows not replayable are reported, not fatal. */
 export async function replayCandidatesByIds(

@@ -1,5 +1,5 @@
 import { ToolCallHookContextSchema, type ToolCallHookContext } from '../contract/index.ts';
-import { HookrelayError } from '../contract/hookrelayError.ts';
+import { ToolCallContextError } from './errors.ts';
 
 /** The tool call as the model emitted it; `arguments` may still be the raw JSON string. */
 type ToolCallInput = {
@@ -56,17 +56,6 @@ export type FlatToolCallHookContextInput = Partial<Omit<ToolCallHookContext, 'ar
   runtime?: { userId?: string };
   origin?: { userId?: string };
 };
-
-export class ToolCallContextError extends HookrelayError {
-  readonly code = 'HOOKRELAY_TOOL_CALL_CONTEXT_INVALID' as const;
-  override readonly name = 'ToolCallContextError';
-  readonly fields: string[];
-
-  constructor(fields: string[], detail: string) {
-    super(`buildToolCallHookContext: ${detail}`);
-    this.fields = fields;
-  }
-}
 
 const CORRELATION_KEYS = [
   'agentId',

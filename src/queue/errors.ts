@@ -42,3 +42,18 @@ export class IdempotencyConflictError extends HookrelayError {
     );
   }
 }
+
+const MAX_PAYLOAD_BYTES_ENV = 'HOOKRELAY_MAX_PAYLOAD_BYTES';
+
+/** Q8: an event over the payload cap (payloadCap.ts), refused at enqueue before anything is stored. */
+export class PayloadTooLargeError extends HookrelayError {
+  readonly code = 'HOOKRELAY_PAYLOAD_TOO_LARGE' as const;
+  override readonly name = 'PayloadTooLargeError';
+  readonly errorClass = 'payload_too_large' as const;
+  constructor(
+    readonly sizeBytes: number,
+    readonly capBytes: number,
+  ) {
+    super(`event payload is ${sizeBytes} bytes, over the cap of ${capBytes} bytes (${MAX_PAYLOAD_BYTES_ENV}); nothing was stored`);
+  }
+}

@@ -3,29 +3,12 @@
  * `hookrelay deliveries list`, `hookrelay replay` and the console accept exactly the same input.
  * A bad field throws FilterInputError naming it (`label` is how the caller spells it).
  */
-import { HookrelayError } from '../contract/hookrelayError.ts';
+import { FilterInputError, type FilterField } from './errors.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../contract/delivery.ts';
 import { HOOK_TYPES } from '../contract/hookTypes.ts';
 import type { DeliveryFilter } from './deliveriesRepo.ts';
 
-export type FilterFields = { status?: string; operation?: string; hook?: string; event?: string; endpoint?: string; since?: string; until?: string };
-
-/**
- * A delivery filter field the ledger cannot use; `field` and `value` say which (absent when an
- * edge refused the text before parsing). Its message names the field as the caller spelled it.
- */
-export class FilterInputError extends HookrelayError {
-  readonly code = 'HOOKRELAY_FILTER_INVALID' as const;
-  override readonly name = 'FilterInputError';
-  readonly field: keyof FilterFields | undefined;
-  readonly value: string | undefined;
-
-  constructor(message: string, fields: { field?: keyof FilterFields; value?: string } = {}) {
-    super(message);
-    this.field = fields.field;
-    this.value = fields.value;
-  }
-}
+export type FilterFields = { [F in FilterField]?: string };
 
 const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

@@ -36,3 +36,23 @@ export class StoreUnavailableError extends HookrelayError {
   readonly code = 'HOOKRELAY_STORE_UNAVAILABLE' as const;
   override readonly name = 'StoreUnavailableError';
 }
+
+/** The text fields of a delivery filter (deliveryFilterInput.ts `FilterFields`), as a FilterInputError names them. */
+export type FilterField = 'status' | 'operation' | 'hook' | 'event' | 'endpoint' | 'since' | 'until';
+
+/**
+ * A delivery filter field the ledger cannot use; `field` and `value` say which (absent when an
+ * edge refused the text before parsing). Its message names the field as the caller spelled it.
+ */
+export class FilterInputError extends HookrelayError {
+  readonly code = 'HOOKRELAY_FILTER_INVALID' as const;
+  override readonly name = 'FilterInputError';
+  readonly field: FilterField | undefined;
+  readonly value: string | undefined;
+
+  constructor(message: string, fields: { field?: FilterField; value?: string } = {}) {
+    super(message);
+    this.field = fields.field;
+    this.value = fields.value;
+  }
+}

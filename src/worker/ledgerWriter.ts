@@ -9,7 +9,8 @@
  * gets an error. An outcome refused even alone is replaced by `failed` / `outcome_unwritable`
  * (bounded: never an endless re-send) and its caller gets an OutcomeNotStoredError.
  */
-import { isRowDataError, StorageError } from '../contract/storageError.ts';
+import { isRowDataError } from '../contract/storageError.ts';
+import { StorageError } from '../contract/errors.ts';
 import { type Logger, silentLogger } from '../observability/logger.ts';
 import type { Db } from '../store/db.ts';
 import {

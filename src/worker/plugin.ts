@@ -7,14 +7,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { EmailLookup } from '../payload/emailCache.ts';
-import { HookrelayError } from '../contract/hookrelayError.ts';
+import { WorkerPluginError } from './errors.ts';
 
 export type WorkerPlugin = { emailLookup: EmailLookup };
-
-export class WorkerPluginError extends HookrelayError {
-  readonly code = 'HOOKRELAY_WORKER_PLUGIN_INVALID' as const;
-  override readonly name = 'WorkerPluginError';
-}
 
 const USAGE = 'export async function emailLookup(userId) { … } (or a default export { emailLookup })';
 

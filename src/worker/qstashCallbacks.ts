@@ -6,7 +6,7 @@
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 import { sanitizeStorableText } from '../contract/storableText.ts';
 import { verifyQStashCallback } from './qstashCallbacksVerify.ts';
-import { CriticalHookDeliveryError, WebhookDeliveryError } from '../contract/criticalError.ts';
+import { CriticalHookDeliveryError, WebhookDeliveryError } from '../contract/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';

@@ -3,7 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type RunningReceiver, type VerifiedDelivery } from '../../examples/receiver.ts';
 import { loadSettings } from '../../src/config/settings.ts';
-import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../../src/contract/criticalError.ts';
+import { CriticalHookDeliveryError, WebhookDeliveryFailure } from '../../src/contract/errors.ts';
 import { HookDispatcher } from '../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { createHookProducer } from '../../src/queue/producer.ts';

@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { HttpError, send } from '../respond.ts';
+import { send } from '../respond.ts';
+import { HttpError } from '../errors.ts';
 import { type PublicRoute, underBase } from '../router.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));

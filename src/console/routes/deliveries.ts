@@ -1,7 +1,8 @@
 /** GET /console/deliveries: the filtered list, newest first, in keyset pages (`before`). */
 import { ledgerStats } from '../../operator/ledgerStats.ts';
 import { listDeliveries, type DeliveryFilter } from '../../store/deliveriesRepo.ts';
-import { FilterInputError, deliveryFilterFrom } from '../../store/deliveryFilterInput.ts';
+import { deliveryFilterFrom } from '../../store/deliveryFilterInput.ts';
+import { FilterInputError } from '../../store/errors.ts';
 import { filterFields, filterProblem, toFilterFields } from '../filterForm.ts';
 import { BASE, deliveriesPage } from '../pages.ts';
 import { textParam } from '../queryInput.ts';

@@ -4,7 +4,8 @@ import { replayableStatuses } from '../../store/replayRepo.ts';
 import type { Db } from '../../store/db.ts';
 import { type DeliveryDetail, deliveryPage, messagePage } from '../pages.ts';
 import { parseDeliveryIdSegment, textParam } from '../queryInput.ts';
-import { HttpError, send } from '../respond.ts';
+import { send } from '../respond.ts';
+import { HttpError } from '../errors.ts';
 import { type AuthedCall, type Route, underBase } from '../router.ts';
 
 async function deliveryDetail(db: Db, id: string): Promise<DeliveryDetail | undefined> {

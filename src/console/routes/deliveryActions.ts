@@ -4,7 +4,8 @@ import { skipAndRelease } from '../../operator/skip.ts';
 import { runReplay } from '../context.ts';
 import { BASE, messagePage, skipText } from '../pages.ts';
 import { parseDeliveryIdSegment } from '../queryInput.ts';
-import { HttpError, redirect, send } from '../respond.ts';
+import { redirect, send } from '../respond.ts';
+import { HttpError } from '../errors.ts';
 import { type PostCall, type Route, underBase } from '../router.ts';
 
 function idOf(segment: string): string {

@@ -9,7 +9,8 @@ import { runReplay } from '../context.ts';
 import { BASE, endpointsPage } from '../pages.ts';
 import { type NoticeCode, noticeFor, noticeQuery } from '../notices.ts';
 import { textParam } from '../queryInput.ts';
-import { HttpError, redirect, send } from '../respond.ts';
+import { redirect, send } from '../respond.ts';
+import { HttpError } from '../errors.ts';
 import type { AuthedCall, PostCall, Route } from '../router.ts';
 
 function endpointKey(form: URLSearchParams): string {

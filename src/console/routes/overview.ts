@@ -3,7 +3,8 @@ import { attemptsPerMinute, ledgerStats, oldestIncludingHeld } from '../../opera
 import type { ConsoleContext } from '../context.ts';
 import { BASE, overviewPage } from '../pages.ts';
 import { parseOverviewHours } from '../queryInput.ts';
-import { HttpError, send, sendJson } from '../respond.ts';
+import { send, sendJson } from '../respond.ts';
+import { HttpError } from '../errors.ts';
 import type { AuthedCall, Route } from '../router.ts';
 
 const OVERVIEW_HOURS = 3;

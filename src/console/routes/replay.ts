@@ -2,12 +2,15 @@
  * /console/replay: GET previews a filtered replay (a dry run: the matching ids, nothing changed);
  * POST replays exactly the previewed ids once the operator ticked the confirmation.
  */
-import { ReplayStatusError, previewReplay, replayCandidatesByFilter, replayCandidatesByIds, type ReplayResult } from '../../operator/replay.ts';
-import { FilterInputError, deliveryFilterFrom } from '../../store/deliveryFilterInput.ts';
+import { previewReplay, replayCandidatesByFilter, replayCandidatesByIds, type ReplayResult } from '../../operator/replay.ts';
+import { ReplayStatusError } from '../../operator/errors.ts';
+import { deliveryFilterFrom } from '../../store/deliveryFilterInput.ts';
+import { FilterInputError } from '../../store/errors.ts';
 import { runReplay } from '../context.ts';
 import { filterFields, filterProblem, toFilterFields } from '../filterForm.ts';
 import { BASE, messagePage, replayPreviewPage, replayResultPage } from '../pages.ts';
-import { HttpError, send } from '../respond.ts';
+import { send } from '../respond.ts';
+import { HttpError } from '../errors.ts';
 import type { AuthedCall, PostCall, Route } from '../router.ts';
 
 /** A filtered replay from the console covers at most this many deliveries; more is `hookrelay replay`'s job (it shows progress, paces with --rate). */

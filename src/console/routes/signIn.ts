@@ -3,7 +3,8 @@ import { safeNext } from '../access.ts';
 import { clearedCookie, sameOrigin, sameSecret, sessionCookie, sessionIdOf } from '../auth.ts';
 import { readForm } from '../formReader.ts';
 import { BASE, loginPage } from '../pages.ts';
-import { HttpError, redirect, send } from '../respond.ts';
+import { redirect, send } from '../respond.ts';
+import { HttpError } from '../errors.ts';
 import type { PostCall, PublicRoute, Route } from '../router.ts';
 
 export const loginRoute: PublicRoute = {

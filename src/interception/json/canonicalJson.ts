@@ -1,4 +1,5 @@
-import { HostError, HostFailureError } from '../reasons.ts';
+import { HostError } from '../reasons.ts';
+import { HostFailureError } from '../errors.ts';
 
 /**
  * RFC 8785 (JCS) canonical JSON for the §10.2 identity and the §5.3 evidence

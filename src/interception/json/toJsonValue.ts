@@ -1,14 +1,5 @@
 import type { JsonValue } from '../../contract/agentHooks.ts';
-import { HookrelayError } from '../../contract/hookrelayError.ts';
-
-/** A value the run cannot project into a context (a cycle, nesting past any sane bound). */
-export class ProjectionError extends HookrelayError {
-  readonly code = 'HOOKRELAY_PROJECTION_INVALID' as const;
-  constructor(readonly detail: string) {
-    super(detail);
-    this.name = 'ProjectionError';
-  }
-}
+import { ProjectionError } from '../errors.ts';
 
 const MAX_DEPTH = 256; // beyond the §12.3 bound (128): the envelope check names that limit, this only stops runaway recursion
 

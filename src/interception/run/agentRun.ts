@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AgentContext, InterceptionPoint, JsonObject, JsonValue } from '../../contract/agentHooks.ts';
 import type { AgentContextBuilder, Message } from '../builder.ts';
 import type { InterceptionEmitter } from '../emitter.ts';
-import { AgentHooksInstallError, AgentRunStateError, InterceptionBlockedError, ToolError } from '../errors.ts';
+import { AgentHooksInstallError, AgentRunStateError, InterceptionBlockedError, ToolError, ProjectionError } from '../errors.ts';
 import {
   isAsyncIterable,
   normalizePart,
@@ -14,7 +14,7 @@ import {
 } from './modelStream.ts';
 import { HostError, isReservedReason } from '../reasons.ts';
 import { refuseArgs, refuseInput, refuseMessages, refuseOutput, refuseResponse, refuseSegment, responseFromTarget } from './runTargets.ts';
-import { ProjectionError, toJsonValue } from '../json/toJsonValue.ts';
+import { toJsonValue } from '../json/toJsonValue.ts';
 
 /** The run's input after the `input` verdict (a transform may have rewritten it). */
 export type AdmittedInput = { content: JsonValue; role: 'user' | 'system' | 'external' };

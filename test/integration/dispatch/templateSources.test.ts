@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CriticalHookDeliveryError, HookConfigError, HookDispatcher, TemplateEnvPatternError } from '../../../src/entry/index.ts';
-import { WebhookDeliveryFailure } from '../../../src/contract/criticalError.ts';
+import { WebhookDeliveryFailure } from '../../../src/contract/errors.ts';
 import { deliverNotification } from '../../../src/delivery/deliver.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
 import { parseTemplateEnvPattern } from '../../../src/contract/templateSources.ts';

@@ -5,7 +5,8 @@
  * variables are warned about once with the closest known name.
  */
 import { describe, expect, it } from 'vitest';
-import { loadSettings, readSettings, SettingsError, unknownSettingWarnings } from '../../../src/config/settings.ts';
+import { loadSettings, readSettings, unknownSettingWarnings } from '../../../src/config/settings.ts';
+import { SettingsError } from '../../../src/config/errors.ts';
 
 function refusal(env: Record<string, string>): SettingsError {
   try {

@@ -2,12 +2,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CliUsageError } from '../../../src/cli/errors.ts';
-import { ConsoleInputError } from '../../../src/console/queryInput.ts';
+import { ConsoleInputError } from '../../../src/console/errors.ts';
 import { HookrelayError } from '../../../src/contract/hookrelayError.ts';
-import { DeadlineAbortError } from '../../../src/delivery/deadline.ts';
+import { DeadlineAbortError } from '../../../src/delivery/errors.ts';
 import { ToolCallDeniedError, UninterceptedToolError } from '../../../src/integrations/errors.ts';
-import { ProjectionError } from '../../../src/interception/json/toJsonValue.ts';
-import { EmissionCancelledError } from '../../../src/interception/timeouts.ts';
+import { ProjectionError, EmissionCancelledError } from '../../../src/interception/errors.ts';
 import { type AnyErrorClass, DEPRECATED_ALIAS, samples } from './errorSamples.ts';
 
 const root = path.resolve(import.meta.dirname, '../../..');
@@ -141,5 +140,90 @@ describe('the error catalogue: every exported error, its code, and docs/errors.m
     expect(error.name).toMatch(/Error$/);
     expect(error.constructor.name).toMatch(/Error$/);
     expect(errorsDoc).toContain(`\`${code}\``);
+  });
+});
+
+/** Where error classes may be declared: one errors.ts per folder of src/, and the base's own file. */
+const ERRORS_FILE = /^src\/[^/]+\/errors\.ts$/;
+const BASE_FILE = 'src/contract/hookrelayError.ts';
+/** Error classes of an errors.ts without a `HOOKRELAY_*` code, each with the reason. */
+const WITHOUT_CODE: Record<string, string> = {
+  HttpError: "the console's refusal: its HTTP status is what the handler answers with; it never leaves the console",
+  InterceptionTimeoutError:
+    'the abort reason settleWithin gives a callee it stopped waiting for (a TimeoutError, as the platform names it); never thrown to a caller',
+};
+
+type ErrorClassDeclaration = { file: string; name: string; base: string; codes: string[] };
+
+/** Source text with comments blanked (a comment may quote `class … extends …`). */
+function withoutComments(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' ')).replace(/(^|[^:'"`\\])\/\/[^\n]*/g, '$1');
+}
+
+/**
+ * Every class declared under src/ that extends an error class: a built-in `…Error`, or a class
+ * found here (followed to a fixed point, so `class X extends StorageError` counts too).
+ */
+function errorClassDeclarations(): ErrorClassDeclaration[] {
+  const all: ErrorClassDeclaration[] = [];
+  const walk = (dir: string): void => {
+    for (const d of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, d.name);
+      if (d.isDirectory()) walk(full);
+      else if (d.name.endsWith('.ts')) {
+        const text = withoutComments(readFileSync(full, 'utf8'));
+        for (const m of text.matchAll(/\bclass(?:\s+(\w+))?(?:\s*<[^>{]*>)?\s+extends\s+([\w.]+)/g)) {
+          const end = text.indexOf('\n}', m.index);
+          const body = text.slice(m.index, end === -1 ? undefined : end);
+          all.push({
+            file: path.relative(root, full),
+            name: m[1] ?? '(anonymous)',
+            base: m[2]!,
+            codes: [...body.matchAll(/'(HOOKRELAY_[A-Z_]+)'/g)].map((c) => c[1]!),
+          });
+        }
+      }
+    }
+  };
+  walk(path.join(root, 'src'));
+  const errorNames = new Set<string>(Object.keys(DEPRECATED_ALIAS));
+  const isError = (c: ErrorClassDeclaration): boolean => /Error$/.test(c.base.split('.').pop()!) || errorNames.has(c.base);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const c of all) {
+      if (!isError(c) || errorNames.has(c.name)) continue;
+      errorNames.add(c.name);
+      grew = true;
+    }
+  }
+  return all.filter(isError);
+}
+
+describe('ARCH-errors: one errors.ts per folder', () => {
+  const declarations = errorClassDeclarations();
+
+  it('ARCH-errors: no file under src/ but a folder’s errors.ts (and the base class file) declares an error class', () => {
+    expect(declarations.length, 'the scan finds the error classes').toBeGreaterThanOrEqual(
+      Object.keys(CATALOGUE).length - Object.keys(DEPRECATED_ALIAS).length,
+    );
+    const outside = declarations.filter((c) => !ERRORS_FILE.test(c.file) && c.file !== BASE_FILE).map((c) => `${c.file}: ${c.name} extends ${c.base}`);
+    expect(outside).toEqual([]);
+  });
+
+  it('ARCH-errors: every error class an entry exports is declared in an errors.ts', () => {
+    const fileOf = new Map(declarations.map((c) => [c.name, c.file]));
+    for (const [name, { cls }] of exported) expect(fileOf.get(cls.name), `${name} (class ${cls.name})`).toMatch(ERRORS_FILE);
+  });
+
+  it('ARCH-errors: every error class of an errors.ts has a HOOKRELAY_* code (inherited counts), each in docs/errors.md', () => {
+    const byName = new Map(declarations.map((c) => [c.name, c]));
+    const codesOf = (c: ErrorClassDeclaration | undefined): string[] => (c === undefined ? [] : c.codes.length > 0 ? c.codes : codesOf(byName.get(c.base)));
+    for (const c of declarations.filter((d) => ERRORS_FILE.test(d.file))) {
+      if (WITHOUT_CODE[c.name] !== undefined) continue;
+      const codes = codesOf(c);
+      expect(codes, `${c.file}: ${c.name} has a code`).not.toEqual([]);
+      for (const code of codes) expect(errorsDoc, `${c.name}'s ${code} is in docs/errors.md`).toContain(`\`${code}\``);
+    }
+    for (const name of Object.keys(WITHOUT_CODE)) expect(byName.has(name), `${name} (WITHOUT_CODE) still exists`).toBe(true);
   });
 });

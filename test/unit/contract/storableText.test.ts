@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { findUnstorableText, isStorableText, sanitizeStorableText } from '../../../src/contract/storableText.ts';
-import { StorageError, toStorageError } from '../../../src/contract/storageError.ts';
+import { toStorageError } from '../../../src/contract/storageError.ts';
+import { StorageError } from '../../../src/contract/errors.ts';
 import { safeErrorSerializer } from '../../../src/observability/logger.ts';
 
 describe('SEC-H3 storable text (pure checker)', () => {

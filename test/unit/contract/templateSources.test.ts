@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  isReservedTemplateVariable,
-  parseTemplateEnvPattern,
-  TemplateEnvPatternError,
-  templateEnvAllows,
-  templateSourceProblem,
-} from '../../../src/contract/templateSources.ts';
+import { isReservedTemplateVariable, parseTemplateEnvPattern, templateEnvAllows, templateSourceProblem } from '../../../src/contract/templateSources.ts';
+import { TemplateEnvPatternError } from '../../../src/contract/errors.ts';
 
 describe('W2 template sources: the reserved names', () => {
   it.each([

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EventSchemas, ToolCallHookContextSchema } from '../../../src/contract/index.ts';
-import { buildToolCallHookContext, ToolCallContextError, type ToolCallHookContextInput } from '../../../src/payload/toolCallContext.ts';
+import { buildToolCallHookContext, type ToolCallHookContextInput } from '../../../src/payload/toolCallContext.ts';
+import { ToolCallContextError } from '../../../src/payload/errors.ts';
 
 const input = (overrides: Partial<ToolCallHookContextInput> = {}): ToolCallHookContextInput => ({
   toolCall: { id: 'native-call-id', identifier: 'search-tool', apiName: 'search', arguments: '{"query":"original"}' },
