@@ -1,7 +1,7 @@
 /**
- * Reading (or not reading) a response body with hard bounds: a capped read that stops as soon
- * as the cap is passed, a short excerpt, and a bounded background discard whose failure is
- * never reported (W3, R5, Q8).
+ * Reading (or not reading) a response stream with hard bounds: a capped read that stops as soon
+ * as the cap is passed, and a bounded background discard whose failure is never reported (W3,
+ * R5). A notification's body never becomes a stream: see discardExchange.ts.
  */
 import type { Dispatcher } from 'undici';
 
@@ -47,30 +47,6 @@ export function readCapped(body: ResponseBody, maxBytes: number): Promise<Capped
       reject(Object.assign(new Error('response body closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
     };
     body.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
-  });
-}
-
-/**
- * Collects up to `maxBytes` of the body as it flows (started before `discardBody`, which makes
- * it flow), resolving on the cap, the end of the body, an error, or after `waitMs`.
- * Never rejects: an excerpt is best effort.
- */
-export function collectExcerpt(body: ResponseBody, maxBytes: number, waitMs: number): Promise<Uint8Array> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    const finish = () => {
-      clearTimeout(timer);
-      body.off('data', onData).off('end', finish).off('close', finish).off('error', finish);
-      resolve(new Uint8Array(Buffer.concat(chunks, total).subarray(0, maxBytes)));
-    };
-    const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
-      total += chunk.length;
-      if (total >= maxBytes) finish();
-    };
-    const timer = setTimeout(finish, waitMs);
-    body.on('data', onData).once('end', finish).once('close', finish).once('error', finish);
   });
 }
 

@@ -7,8 +7,9 @@
 import type { EventEmitter } from 'node:events';
 import { userAgent } from './userAgent.ts';
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
-import { collectExcerpt, discardBody, readCapped } from './bodyReader.ts';
+import { discardBody, readCapped } from './bodyReader.ts';
 import { startDeadline, type Deadline } from './deadline.ts';
+import { dispatchDiscarding, type DiscardLimits, type ResponseHeaders } from './discardExchange.ts';
 import { describeError, isSsrfBlockedError, SSRF_BLOCKED_HINT } from './errors.ts';
 import { createGuardedConnector, createTrustedConnector } from './guardedConnector.ts';
 import { checkDestination, ipLiteralHost, isAddressAllowed, parseAllowedCidrs, type Cidr, type DestinationCheck, type ResolveHost } from './ssrfGuard.ts';
@@ -54,8 +55,6 @@ export type SendRequest = {
   /** With 'discard': keep up to this many bytes (≤ 2048) of the body as an excerpt (Q8). */
   excerptBytes?: number;
 };
-
-type ResponseHeaders = Record<string, string | string[] | undefined>;
 
 export type SendOutcome =
   | {
@@ -118,21 +117,25 @@ export class FetchTransport {
     if (req.signal?.aborted) return failure('cancelled', startedAt);
 
     const deadline = startDeadline(req.timeoutMs, req.signal);
+    const dispatcher = req.trusted ? this.#trusted : this.#guarded;
+    const options = {
+      origin: target.origin,
+      path: target.path,
+      method: 'POST' as const,
+      // hookrelay's own user agent, always: a caller's header never replaces it.
+      headers: { ...req.headers, 'user-agent': userAgent() },
+      body: req.body,
+    };
+    if (req.read === 'discard') return this.#sendDiscarding(req, dispatcher, options, deadline, startedAt);
     try {
-      const response = await (req.trusted ? this.#trusted : this.#guarded).request({
-        origin: target.origin,
-        path: target.path,
-        method: 'POST',
-        // hookrelay's own user agent, always: a caller's header never replaces it.
-        headers: { ...req.headers, 'user-agent': userAgent() },
-        body: req.body,
+      const response = await dispatcher.request({
+        ...options,
         // The deadline is the signal (EventEmitter-shaped, which undici accepts): no AbortController per request.
         signal: deadline as unknown as EventEmitter,
       });
-      return await this.#readResponse(req, response, deadline, startedAt);
+      return await this.#readCapped(req.read, response, deadline, startedAt);
     } catch (error) {
-      const errorClass = classify(error, deadline);
-      return failure(errorClass, startedAt, errorClass === 'ssrf_blocked' ? SSRF_BLOCKED_HINT : describeError(error));
+      return thrown(error, deadline, startedAt);
     } finally {
       deadline.dispose();
     }
@@ -190,27 +193,54 @@ export class FetchTransport {
     return verdict;
   }
 
-  async #readResponse(req: SendRequest, response: Dispatcher.ResponseData, deadline: Deadline, startedAt: number): Promise<SendOutcome> {
+  /** W3: the body is not interpreted: one dispatch, no response stream (discardExchange.ts), which disposes the deadline. */
+  async #sendDiscarding(
+    req: SendRequest,
+    dispatcher: Dispatcher,
+    options: Dispatcher.DispatchOptions,
+    deadline: Deadline,
+    startedAt: number,
+  ): Promise<SendOutcome> {
+    const excerptBytes = Math.min(Math.max(0, Math.floor(req.excerptBytes ?? 0)), MAX_EXCERPT_BYTES);
+    try {
+      const { status, headers, excerpt } = await dispatchDiscarding(dispatcher, options, deadline, discardLimits(excerptBytes));
+      return excerpt
+        ? { kind: 'response', status, headers, excerpt, durationMs: performance.now() - startedAt }
+        : { kind: 'response', status, headers, durationMs: performance.now() - startedAt };
+    } catch (error) {
+      return thrown(error, deadline, startedAt);
+    }
+  }
+
+  async #readCapped(read: { maxBytes: number }, response: Dispatcher.ResponseData, deadline: Deadline, startedAt: number): Promise<SendOutcome> {
     const status = response.statusCode;
     const headers = response.headers as ResponseHeaders;
-    if (req.read === 'discard') {
-      const excerptBytes = Math.min(Math.max(0, Math.floor(req.excerptBytes ?? 0)), MAX_EXCERPT_BYTES);
-      const excerpt = excerptBytes > 0 ? collectExcerpt(response.body, excerptBytes, Math.min(EXCERPT_WAIT_MS, deadline.remainingMs())) : undefined;
-      discardBody(response.body, DISCARD_LIMIT_BYTES, deadline.remainingMs());
-      return excerpt
-        ? { kind: 'response', status, headers, excerpt: await excerpt, durationMs: performance.now() - startedAt }
-        : { kind: 'response', status, headers, durationMs: performance.now() - startedAt };
-    }
     if (status < 200 || status >= 300) {
       // R5-order: a non-2xx body is not read.
       discardBody(response.body, DISCARD_LIMIT_BYTES, deadline.remainingMs());
       return { kind: 'response', status, headers, durationMs: performance.now() - startedAt };
     }
-    const read = await readCapped(response.body, req.read.maxBytes);
-    return read.tooLarge
+    const body = await readCapped(response.body, read.maxBytes);
+    return body.tooLarge
       ? { kind: 'response', status, headers, tooLarge: true, durationMs: performance.now() - startedAt }
-      : { kind: 'response', status, headers, body: read.bytes, durationMs: performance.now() - startedAt };
+      : { kind: 'response', status, headers, body: body.bytes, durationMs: performance.now() - startedAt };
   }
+}
+
+/** The limits of a discarding exchange, one object per excerpt size (most senders use one or two). */
+const discardLimitsBySize = new Map<number, DiscardLimits>();
+function discardLimits(excerptBytes: number): DiscardLimits {
+  let limits = discardLimitsBySize.get(excerptBytes);
+  if (limits === undefined) {
+    limits = Object.freeze({ excerptBytes, excerptWaitMs: EXCERPT_WAIT_MS, discardLimitBytes: DISCARD_LIMIT_BYTES });
+    discardLimitsBySize.set(excerptBytes, limits);
+  }
+  return limits;
+}
+
+function thrown(error: unknown, deadline: Deadline, startedAt: number): SendOutcome {
+  const errorClass = classify(error, deadline);
+  return failure(errorClass, startedAt, errorClass === 'ssrf_blocked' ? SSRF_BLOCKED_HINT : describeError(error));
 }
 
 function failure(errorClass: TransportErrorClass, startedAt: number, detail?: string): SendOutcome {
