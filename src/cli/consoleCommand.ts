@@ -38,8 +38,18 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
       '\nNeeds HOOKRELAY_CONSOLE_TOKEN (at least 16 characters); sign in with it in the browser.\n\nExample:\n  HOOKRELAY_CONSOLE_TOKEN=$(openssl rand -hex 24) hookrelay console --port 8788',
     )
     .action(async (flags: { port?: number; host?: string }) => {
-      const [{ loadSettings }, { openCliStore }, { openOperatorQueue }, { createConsole }, { startHttpServer }, { createLogger }, { sql }] = await Promise.all([
+      const [
+        { loadSettings },
+        { resolveLoadedConfig },
+        { openCliStore },
+        { openOperatorQueue },
+        { createConsole },
+        { startHttpServer },
+        { createLogger },
+        { sql },
+      ] = await Promise.all([
         import('../config/settings.ts'),
+        import('../config/resolveConfig.ts'),
         import('./cliStore.ts'),
         import('../operator/operatorQueue.ts'),
         import('../console/consoleHandler.ts'),
@@ -47,12 +57,14 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
         import('../observability/logger.ts'),
         import('drizzle-orm'),
       ]);
-      const settings = loadSettings();
+      // Read and resolved once, at the console's start; its queue and sessions use this prefix.
+      const config = resolveLoadedConfig(loadSettings());
+      const { settings } = config;
       const token = settings.HOOKRELAY_CONSOLE_TOKEN;
       if (!token) throw new CliUsageError('set HOOKRELAY_CONSOLE_TOKEN (at least 16 characters, e.g. $(openssl rand -hex 24)) to turn the console on');
       const logger = createLogger({ level: settings.LOG_LEVEL });
       const store = await openCliStore(settings, { create: false });
-      const operator = openOperatorQueue(settings);
+      const operator = openOperatorQueue(config);
       const host = flags.host ?? DEFAULT_CONSOLE_HOST;
       let port: number | undefined;
       // Without HOOKRELAY_CONSOLE_ORIGIN, browser forms must come from the address it listens on.

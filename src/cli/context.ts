@@ -1,4 +1,5 @@
 import type { Queue } from 'bullmq';
+import { resolveLoadedConfig } from '../config/resolveConfig.ts';
 import { loadSettings, type Settings } from '../config/settings.ts';
 import { openOperatorQueue, type OperatorQueue } from '../operator/operatorQueue.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
@@ -16,9 +17,11 @@ export type CliContext = {
 };
 
 async function openCliContext(): Promise<CliContext> {
-  const settings = loadSettings();
+  // Read and resolved once: every command of this run works from this configuration.
+  const config = resolveLoadedConfig(loadSettings());
+  const { settings } = config;
   const store = await openCliStore(settings, { create: false });
-  const operator = openOperatorQueue(settings);
+  const operator = openOperatorQueue(config);
   return {
     settings,
     store,

@@ -7,7 +7,6 @@ import type { IncomingMessage } from 'node:http';
 import type { Settings } from '../config/settings.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorQueue } from '../operator/operatorQueue.ts';
-import { DEFAULT_QUEUE_PREFIX } from '../queue/types.ts';
 import { bearerOf, csrfValue, defaultConsoleOrigins, sameOrigin, sameSecret, sessionIdOf } from './auth.ts';
 import { BASE } from './pages.ts';
 import { HttpError } from './respond.ts';
@@ -47,7 +46,8 @@ export function createConsoleAccess(p: {
     p.sessions ??
     createSessionStore({
       redis: async () => (await p.operator.queue().client) as unknown as SessionRedis,
-      keyPrefix: `${settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX}:${settings.HOOKRELAY_QUEUE}:console:session:`,
+      // Next to the queue the console reads: the prefix its operator queue was opened with.
+      keyPrefix: `${p.operator.queuePrefix}:${settings.HOOKRELAY_QUEUE}:console:session:`,
       token,
       timeouts: { idleSeconds: settings.HOOKRELAY_CONSOLE_IDLE_TIMEOUT, maxAgeSeconds: settings.HOOKRELAY_CONSOLE_SESSION_MAX_AGE },
     });

@@ -2,10 +2,11 @@
  * The light package entry's factories for the heavy parts (BullMQ + ioredis, pg + drizzle, the
  * embedded PGlite store, the worker): each returns at once and imports its real module when it is
  * created, so `import 'hookrelay'` loads none of those packages and a local-mode server app never
- * pays for them. Options are validated here, synchronously, exactly as the real factories do.
+ * pays for them. Options are validated here, synchronously, exactly as the real factories do; the
+ * template setting (W2) is resolved here once and handed to the real factory with its options.
  * `hookrelay/queue`, `hookrelay/store` and `hookrelay/worker` export the real factories directly.
  */
-import { checkTemplateEnv } from '../config/resolveConfig.ts';
+import { withTemplateEnvResolved } from '../config/resolveConfig.ts';
 import type { OperationStore, OperationStoreOptions } from '../operations/operationStore.ts';
 import type { HookProducer, HookProducerOptions } from '../queue/types.ts';
 import type { StoreDb } from '../store/types.ts';
@@ -34,15 +35,15 @@ function deferred<T extends object, K extends AsyncMethods<T>>(load: Promise<T>,
 
 /** Q1/Q2: the durable-delivery producer (see `hookrelay/queue`); BullMQ and pg load now, in the background. */
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
-  checkTemplateEnv(options);
-  const load = import('../queue/producer.ts').then((m) => m.createHookProducer(options));
+  const resolved = withTemplateEnvResolved(options);
+  const load = import('../queue/producer.ts').then((m) => m.createHookProducer(resolved));
   return deferred<HookProducer, 'enqueue' | 'enqueueMany' | 'getDelivery' | 'close'>(load, ['enqueue', 'enqueueMany', 'getDelivery', 'close']);
 }
 
 /** The operation store (L2, P1–P6) (see `hookrelay/store`); pg and drizzle load now, in the background. */
 export function createOperationStore(options: OperationStoreOptions = {}): OperationStore {
-  checkTemplateEnv({ templateEnv: options.templateEnv });
-  const load = import('../operations/operationStore.ts').then((m) => m.createOperationStore(options));
+  const resolved = withTemplateEnvResolved(options);
+  const load = import('../operations/operationStore.ts').then((m) => m.createOperationStore(resolved));
   return deferred<OperationStore, AsyncMethods<OperationStore>>(load, [
     'createOperation',
     'getOperation',

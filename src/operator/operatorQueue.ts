@@ -4,16 +4,19 @@
  * instead of hanging a page or a command. One place, so both tools reach Redis the same way.
  */
 import { Queue } from 'bullmq';
+import { loadedConfigOf, type LoadedConfig } from '../config/resolveConfig.ts';
 import type { Settings } from '../config/settings.ts';
 import { createEndpointGate, type EndpointGate } from '../isolation/endpointGate.ts';
 import { endpointKeyPrefix, isolationSettings } from '../isolation/endpointIsolation.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
-import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from '../queue/types.ts';
+import type { DeliveryJobData } from '../queue/types.ts';
 
 /** How long an operator read waits for Redis before reporting it unknown. */
 const OPERATOR_REDIS_TIMEOUT_MS = 3_000;
 
 export type OperatorQueue = {
+  /** BullMQ key prefix of the queue (and of the endpoint gate and console sessions next to it). */
+  readonly queuePrefix: string;
   queue(): Queue<DeliveryJobData>;
   /** The workers' shared endpoint gate (breaker state, in-flight), on the queue's connection. */
   gate(): Promise<EndpointGate>;
@@ -22,13 +25,17 @@ export type OperatorQueue = {
   close(): Promise<void>;
 };
 
-export function openOperatorQueue(settings: Settings): OperatorQueue {
+/**
+ * `config`: the configuration resolved at the tool's start (the CLI's context, the console's
+ * start, the worker's start); settings alone are resolved with no explicit prefix.
+ */
+export function openOperatorQueue(config: LoadedConfig | Settings): OperatorQueue {
+  const { settings, queuePrefix: prefix, redisCluster } = loadedConfigOf(config);
   let queue: Queue<DeliveryJobData> | undefined;
   let redis: ReturnType<typeof createQueueRedis> | undefined;
-  const prefix = settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
   const open = (): Queue<DeliveryJobData> => {
     if (!queue) {
-      redis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true, {
+      redis = createQueueRedis(settings.REDIS_URL, redisCluster, {
         maxRetriesPerRequest: 3,
         enableOfflineQueue: false,
         lazyConnect: false,
@@ -46,6 +53,7 @@ export function openOperatorQueue(settings: Settings): OperatorQueue {
     });
   };
   return {
+    queuePrefix: prefix,
     queue: open,
     gate,
     async fromRedis(work) {

@@ -7,7 +7,6 @@ import type { Settings } from '../config/settings.ts';
 import { endpointKeyPrefix } from '../isolation/endpointIsolation.ts';
 import { confirmPolicyApplied, type PolicyConfirmation } from '../isolation/policyAcks.ts';
 import type { QueueRedis } from '../queue/redisConnection.ts';
-import { DEFAULT_QUEUE_PREFIX } from '../queue/types.ts';
 import type { OperatorQueue } from './operatorQueue.ts';
 
 /** How long `endpoints disable` and the console wait for the workers unless told otherwise. */
@@ -16,10 +15,11 @@ export const DEFAULT_CONFIRM_TIMEOUT_MS = 10_000;
 /** `undefined` when Redis did not answer (the change stands in Postgres; workers apply it within their refresh). */
 export async function confirmEndpointChange(
   operator: OperatorQueue,
-  settings: Pick<Settings, 'HOOKRELAY_QUEUE' | 'HOOKRELAY_QUEUE_PREFIX'>,
+  settings: Pick<Settings, 'HOOKRELAY_QUEUE'>,
   timeoutMs: number = DEFAULT_CONFIRM_TIMEOUT_MS,
 ): Promise<PolicyConfirmation | undefined> {
-  const keyPrefix = endpointKeyPrefix(settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX, settings.HOOKRELAY_QUEUE);
+  // The prefix the operator's queue was opened with (its resolved configuration), where the workers acknowledge.
+  const keyPrefix = endpointKeyPrefix(operator.queuePrefix, settings.HOOKRELAY_QUEUE);
   let timer: NodeJS.Timeout | undefined;
   try {
     const redis = (await operator.queue().client) as unknown as QueueRedis;

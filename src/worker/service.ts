@@ -6,8 +6,8 @@
 import { setMaxListeners } from 'node:events';
 import { Queue, type Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
+import { resolveLoadedConfig, type LoadedConfig } from '../config/resolveConfig.ts';
 import { SettingsError, signingSecrets, type Settings } from '../config/settings.ts';
-import { resolveTemplateEnv } from '../config/templateEnv.ts';
 import { FetchTransport } from '../delivery/fetchTransport.ts';
 import { isMissingPackage, QSTASH_PACKAGE } from '../delivery/lazyQStashPublisher.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
@@ -33,7 +33,7 @@ import { createReconciler, type Reconciler } from './reconciler.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
 import { createRetention, type Retention } from './retention.ts';
 import { QUEUE_STREAMS } from '../queue/jobs.ts';
-import { DEFAULT_QUEUE_PREFIX, type DeliveryJobData } from '../queue/types.ts';
+import type { DeliveryJobData } from '../queue/types.ts';
 import { closeDeliveryWorker, createDeliveryWorker } from './bullWorker.ts';
 
 /** Bound on each closing step (Redis, the HTTP server, the ledger flush) once the worker itself has stopped. */
@@ -41,14 +41,25 @@ const CLOSE_STEP_TIMEOUT_MS = 3_000;
 /** Q9: what a stop may take past HOOKRELAY_SHUTDOWN_TIMEOUT_MS, all closing steps together. */
 const CLOSE_BUDGET_MS = 5_000;
 
-export type DeliveryServiceOptions = {
-  settings: Settings;
+export type DeliveryServiceOptions = (
+  | {
+      /**
+       * The configuration resolved at the worker's start (startDeliveryWorker): the settings, the
+       * environment header templates resolve from at send time (W2), the queue prefix.
+       */
+      config: LoadedConfig;
+    }
+  | {
+      /** Settings alone: resolved here, with `env` and `queuePrefix`. */
+      settings: Settings;
+      /** Header templates resolve from this environment at send time (W2). Default: the live `process.env`. */
+      env?: Record<string, string | undefined>;
+      /** BullMQ key prefix. Default HOOKRELAY_QUEUE_PREFIX, else `bull`. */
+      queuePrefix?: string;
+    }
+) & {
   store: Store;
   logger: Logger;
-  /** Header templates resolve from this environment at send time (W2). Default: the live `process.env`. */
-  env?: Record<string, string | undefined>;
-  /** BullMQ key prefix. Default `bull`. */
-  queuePrefix?: string;
   /** Start the HTTP server (default true). */
   http?: boolean;
   /** Reconciler grace for freshly queued rows (tests shorten it). */
@@ -75,9 +86,10 @@ export type DeliveryService = {
 };
 
 export async function startDeliveryService(options: DeliveryServiceOptions): Promise<DeliveryService> {
-  const { settings, store, logger } = options;
-  const prefix = options.queuePrefix ?? settings.HOOKRELAY_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX;
-  const connection: QueueRedis = createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true);
+  const { store, logger } = options;
+  const config = 'config' in options ? options.config : resolveLoadedConfig(options.settings, { env: options.env, queuePrefix: options.queuePrefix });
+  const { settings, queuePrefix: prefix, redisCluster } = config;
+  const connection: QueueRedis = createQueueRedis(settings.REDIS_URL, redisCluster);
   connection.on('error', (err: Error) => logger.debug({ err: err }, 'redis connection error'));
   // Q13: one line when Redis or Postgres goes away and one when it is back; readiness, the stop and the metrics read it.
   const health = createDependencyHealth(logger);
@@ -106,7 +118,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   // Its own connection, auto-pipelined: the admits and releases of one tick go out as one write
   // (on the queue's connection each was a socket write of its own, ~20 % of a delivery's cost).
   const isolationRedis: QueueRedis | undefined = isolationConfig.enabled
-    ? createQueueRedis(settings.REDIS_URL, settings.HOOKRELAY_REDIS_CLUSTER === true, { enableAutoPipelining: true })
+    ? createQueueRedis(settings.REDIS_URL, redisCluster, { enableAutoPipelining: true })
     : undefined;
   isolationRedis?.on('error', (err: Error) => logger.debug({ err: err }, 'endpoint isolation redis connection error'));
   if (isolationConfig.enabled && isolationRedis) {
@@ -198,8 +210,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     payloadBuilder: options.payloadBuilder ?? createWebhookPayloadBuilder({ logger }),
     fetchTransport,
     ...(qstash ? { qstash } : {}),
-    env: options.env ?? process.env,
-    templateEnv: resolveTemplateEnv(undefined, settings),
+    env: config.env,
+    templateEnv: config.templateEnv,
     ...(settings.APP_URL !== undefined ? { appUrl: settings.APP_URL } : {}),
     signingSecrets: signingSecrets(settings),
     scheduleSeconds: settings.retryScheduleSeconds,

@@ -3,6 +3,7 @@
  * worker → HTTP server, with one ordered stop. `hookrelay start` / `hookrelay worker` run it until
  * a signal; applications that want their own worker file (with an email look-up, say) call it.
  */
+import { resolveLoadedConfig } from '../config/resolveConfig.ts';
 import { loadSettings, type Settings } from '../config/settings.ts';
 import type { RequestHandler } from '../observability/httpServer.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
@@ -135,7 +136,7 @@ export function withApplicationName(databaseUrl: string, name = WORKER_APPLICATI
 }
 
 export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = {}): Promise<RunningDeliveryWorker> {
-  const base = options.settings ?? loadSettings(options.env ?? process.env);
+  const base = options.settings ?? loadSettings(options.env);
   const settings: Settings = options.concurrency !== undefined ? { ...base, HOOKRELAY_CONCURRENCY: options.concurrency } : base;
   const logger = options.logger ?? createLogger({ level: settings.LOG_LEVEL });
   // Run in reverse order of start by stop(), and on a failed start, so nothing is left open. Each
@@ -163,6 +164,9 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
       ? await ensureRedis(settings.REDIS_URL, settings.HOOKRELAY_DATA_DIR, logger)
       : { url: settings.REDIS_URL, stop: async () => undefined };
     stops.push({ name: 'private redis-server', run: redis.stop });
+    // Resolved once, here: the delivery service and the console's queue share the prefix, the
+    // cluster flag, the template pattern and the environment templates resolve from (W2).
+    const config = resolveLoadedConfig({ ...settings, REDIS_URL: redis.url }, { env: options.env, queuePrefix: options.queuePrefix });
 
     const store = await openStore({
       databaseUrl: settings.DATABASE_URL ? withApplicationName(settings.DATABASE_URL) : undefined,
@@ -189,7 +193,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
     let httpPort: number | undefined;
     if (settings.HOOKRELAY_CONSOLE_TOKEN) {
       const [{ createConsole }, { openOperatorQueue }] = await Promise.all([import('../console/consoleHandler.ts'), import('../operator/operatorQueue.ts')]);
-      const operator = openOperatorQueue({ ...settings, REDIS_URL: redis.url });
+      const operator = openOperatorQueue(config);
       const consoleApp = createConsole({
         db: store.db,
         settings,
@@ -209,11 +213,9 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
     }
 
     const service = await startDeliveryService({
-      settings: { ...settings, REDIS_URL: redis.url },
+      config,
       store,
       logger,
-      ...(options.env ? { env: options.env } : {}),
-      ...(options.queuePrefix !== undefined ? { queuePrefix: options.queuePrefix } : {}),
       // One builder per worker: its email cache (B4) is shared by this worker's deliveries only.
       payloadBuilder: createWebhookPayloadBuilder({ logger, ...(options.emailLookup ? { emailLookup: options.emailLookup } : {}) }),
       ...(consoleHandler ? { httpHandlers: [consoleHandler] } : {}),
