@@ -14,11 +14,13 @@ import { startDeliveryWorker, type StartDeliveryWorkerOptions } from './startDel
  */
 export async function runDeliveryWorkerUntilSignal(options: StartDeliveryWorkerOptions = {}): Promise<boolean> {
   const env = options.env ?? process.env;
-  const logger = options.logger ?? createLogger({ level: (options.settings ?? loadSettings(env)).LOG_LEVEL });
+  // Read once: the same settings choose the log level and start the worker.
+  const settings = options.settings ?? loadSettings(env);
+  const logger = options.logger ?? createLogger({ level: settings.LOG_LEVEL });
   const otel = await startOtelSdkFromEnv(env, logger);
   let signals: ReturnType<typeof onStopSignals> | undefined;
   try {
-    const running = await startDeliveryWorker({ ...options, logger });
+    const running = await startDeliveryWorker({ ...options, settings, logger });
     signals = onStopSignals((signal) => logger.info({ signal }, 'already stopping; signal ignored'));
     const signal = await signals.first;
     logger.info({ signal }, 'stopping');
