@@ -10,6 +10,7 @@ import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printJson, printJsonArray } from './output.ts';
 import { runReplay } from './replayCommand.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 type JsonFlag = { json?: boolean };
 
@@ -245,8 +246,7 @@ async function limitEndpointCommand(
     import('../isolation/endpointIsolation.ts'),
   ]);
   await setEndpointLimits(ctx.store.db, key, {
-    ...(limits.concurrency !== undefined ? { concurrency: limits.concurrency } : {}),
-    ...(limits.rateLimit !== undefined ? { rateLimit: limits.rateLimit } : {}),
+    ...withDefined({ concurrency: limits.concurrency, rateLimit: limits.rateLimit }),
   });
   const policy = await getEndpointPolicy(ctx.store.db, key);
   const cap = policy?.concurrency ?? isolationSettings(ctx.settings).defaultCap;

@@ -18,6 +18,7 @@ import { registerStatsCommand } from './statsCommand.ts';
 import { registerEndpointsCommand } from './endpointsCommand.ts';
 import { registerRecordsCommand } from './recordsCommand.ts';
 import { registerConsoleCommand } from './consoleCommand.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 /** The package version, for `--version`. */
 function packageVersion(): string {
@@ -47,10 +48,10 @@ function addWorkerOptions(cmd: Command): Command {
 function workerOptions(flags: WorkerFlags, allowPrivateRedis: boolean): Parameters<WorkerRunner>[0] {
   return {
     allowPrivateRedis,
-    ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+    ...withDefined({ concurrency: flags.concurrency }),
     // Commander sets `migrate: true` by default; only an explicit --no-migrate overrides the setting.
     ...(flags.migrate === false ? { migrate: false as const } : {}),
-    ...(flags.plugin !== undefined ? { plugin: flags.plugin } : {}),
+    ...withDefined({ plugin: flags.plugin }),
   };
 }
 

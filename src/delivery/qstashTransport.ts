@@ -25,6 +25,7 @@ import { Client, QstashError } from '@upstash/qstash';
 import { canonicalQStashDestination } from '../contract/qstashDestination.ts';
 import { startDeadline } from './deadline.ts';
 import type { QStashPublisher, QStashPublishRequest, QStashPublishResult } from './types.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 export type { QStashPublisher, QStashPublishRequest, QStashPublishResult } from './types.ts';
 
@@ -83,8 +84,7 @@ export function createQStashPublisher(options: QStashPublisherOptions = {}): QSt
         deduplicationId: req.deduplicationId,
         retries: prepared.retries,
         timeout: prepared.timeoutSeconds,
-        ...(req.callbackUrl !== undefined ? { callback: req.callbackUrl } : {}),
-        ...(req.failureCallbackUrl !== undefined ? { failureCallback: req.failureCallbackUrl } : {}),
+        ...withDefined({ callback: req.callbackUrl, failureCallback: req.failureCallbackUrl }),
       });
       const aborted = new Promise<'aborted'>((resolve) => {
         deadline.signal.addEventListener('abort', () => resolve('aborted'), { once: true });

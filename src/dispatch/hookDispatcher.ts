@@ -31,6 +31,7 @@ import { assertStorableEvent } from '../contract/storableText.ts';
 import { SendContext } from './sendContext.ts';
 import { shutdownReasonFor } from './shutdownReason.ts';
 import type { ToolSeam } from './toolSeam.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 export type { DispatchProducer } from './queueDelivery.ts';
 /** What the package entry injects (not options a caller sets). */
@@ -151,7 +152,7 @@ export class HookDispatcher {
       // owned (and closed) by this dispatcher; it connects on its first enqueue.
       const owned: OwnedProducer | undefined = options.producer
         ? undefined
-        : defaults.createProducer!({ env, ...(options.templateEnv !== undefined ? { templateEnv: options.templateEnv } : {}) });
+        : defaults.createProducer!({ env, ...withDefined({ templateEnv: options.templateEnv }) });
       this.#delivery = createQueueDelivery(options.producer ?? owned!, this.#logger, owned);
     } else {
       this.#delivery = createLocalDelivery(this.#send, payloads);

@@ -5,6 +5,7 @@ import { markEnvironmentHook, type HookType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryPort } from './deliveryPort.ts';
 import type { LooseHookEvent } from './runnableHook.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 /** What queue mode needs from a producer (`createHookProducer` provides it). */
 export type DispatchProducer = {
@@ -43,7 +44,7 @@ export function createQueueDelivery(producer: DispatchProducer, logger: Logger, 
       const webhooks = hooks.filter((h) => h.webhook !== undefined);
       if (webhooks.length === 0) return [];
       const serialized = webhooks.map((h) => {
-        const hook = { id: h.id, type: h.type, ...(h.matcher !== undefined ? { matcher: h.matcher } : {}), webhook: h.webhook! };
+        const hook = { id: h.id, type: h.type, ...withDefined({ matcher: h.matcher }), webhook: h.webhook! };
         // E4: only hookrelay's own environment hooks may carry a reserved id into the producer.
         return h.env === true ? markEnvironmentHook(hook) : hook;
       });

@@ -6,6 +6,7 @@ import type { ModelToolCall } from '../interception/run/modelStream.ts';
 import { type ContentPart, isClientToolCall, judgedNonText, membersOf, parseArgs, type StreamPart } from './aiSdkParts.ts';
 import { ToolCallDeniedError } from './errors.ts';
 import type { RunBridge, RunFinish } from './runBridge.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 /**
  * One run of the AI SDK integration (`hookrelay/ai-sdk`) under AGENT-HOOKS-0.1 and the operation's lifecycle
@@ -55,7 +56,7 @@ function responseOf(content: readonly (ContentPart | StreamPart)[], finishReason
     content: text.length === 0 ? null : text.join(''),
     toolCalls,
     finishReason: finishReason.unified,
-    ...(members !== undefined ? { members } : {}),
+    ...withDefined({ members }),
   };
 }
 
@@ -297,7 +298,7 @@ export class AiSdkRun {
     return {
       model: this.wrapModel(options.model),
       tools: this.wrapTools(options.tools ?? ({} as TOOLS)),
-      ...(options.abortSignal !== undefined ? { abortSignal: options.abortSignal } : {}),
+      ...withDefined({ abortSignal: options.abortSignal }),
       ...prompt,
       onStepStart: (event) => this.#bridge.beforeStep(event.stepNumber),
       onStepEnd: (step) =>
@@ -305,7 +306,7 @@ export class AiSdkRun {
           content: step.text,
           toolCalls: [...step.toolCalls],
           toolResults: [...step.toolResults],
-          ...(step.usage !== undefined ? { usage: step.usage } : {}),
+          ...withDefined({ usage: step.usage }),
         }),
       onEnd: (event) => this.complete(event.text).then(() => undefined),
       onError: ({ error }) => this.end({ status: 'error', error }).then(() => undefined),

@@ -33,6 +33,7 @@ import {
   RunBridge,
   type RunFinish,
 } from './runBridge.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 /**
  * `hookrelay/openai-agents`: the OpenAI Agents SDK under AGENT-HOOKS-0.1 and the operation's
@@ -269,7 +270,7 @@ export class OpenAIAgentsRun {
   #nextCall(name: string): { id?: string; stepIndex?: number } {
     const id = this.#pendingCalls.get(name)?.shift();
     const stepIndex = id === undefined ? undefined : this.#callSteps.get(id);
-    return { ...(id !== undefined ? { id } : {}), ...(stepIndex !== undefined ? { stepIndex } : {}) };
+    return withDefined({ id, stepIndex });
   }
 
   /**
@@ -330,7 +331,7 @@ export class OpenAIAgentsRun {
       this.#sdk,
       'hookrelay.tool_call',
       { ...this.#spanIds(), tool: name, tool_call_id: id ?? null },
-      () => this.#bridge.toolCall({ id, name, args, ...(stepIndex !== undefined ? { stepIndex } : {}) }, exec),
+      () => this.#bridge.toolCall({ id, name, args, ...withDefined({ stepIndex }) }, exec),
       spanOutcome,
     );
   }
@@ -350,7 +351,7 @@ export class OpenAIAgentsRun {
     const invoke: FunctionToolLike['invoke'] = async (ctx, input, details) => {
       const id = details?.toolCall?.callId;
       const stepIndex = id === undefined ? undefined : this.#callSteps.get(id);
-      const call = { id, name: fn.name, args: parseArgs(input), ...(stepIndex !== undefined ? { stepIndex } : {}) };
+      const call = { id, name: fn.name, args: parseArgs(input), ...withDefined({ stepIndex }) };
       const r = await inHookrelaySpan(
         this.#sdk,
         'hookrelay.tool_call',
@@ -403,7 +404,7 @@ export class OpenAIAgentsRun {
       sdk,
       provider,
       allow: new Set(allow),
-      wrapModel: (model, role, modelId) => this.wrapModel(model, { nested: role === 'nested', ...(modelId !== undefined ? { modelId } : {}) }),
+      wrapModel: (model, role, modelId) => this.wrapModel(model, { nested: role === 'nested', ...withDefined({ modelId }) }),
       wrapFunctionTool: (t) => this.#wrapFunctionTool(t),
       wrapLocalTool: (t) => this.#wrapLocalTool(t),
       isOurs: (t) => this.#builtAgentTools.has(t) || this.#ourTools.has(t),
@@ -424,7 +425,7 @@ export class OpenAIAgentsRun {
       'hookrelay.handoff',
       { ...this.#spanIds(), tool: h.toolName, tool_call_id: id ?? null },
       () =>
-        this.#bridge.toolCall({ id, name: h.toolName, args: parsed, ...(stepIndex !== undefined ? { stepIndex } : {}) }, async (judged) => {
+        this.#bridge.toolCall({ id, name: h.toolName, args: parsed, ...withDefined({ stepIndex }) }, async (judged) => {
           const input = JSON.stringify(judged) === JSON.stringify(parsed) ? args : JSON.stringify(judged);
           try {
             const produced = await h.onInvokeHandoff(ctx as never, input);

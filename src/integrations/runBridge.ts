@@ -6,6 +6,7 @@ import type { ToolCallResult } from '../contract/toolContext.ts';
 import type { AgentHooks, StartRunOptions } from '../interception/run/bundle.ts';
 import type { AdmittedInput, AgentRun, ModelCaller, ModelCallResult, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
 import { InterceptionBlockedError, ToolError } from '../interception/errors.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 /**
  * The framework-neutral half of the integrations (`hookrelay/ai-sdk`, `hookrelay/openai-agents`):
@@ -120,8 +121,7 @@ export class RunBridge {
       input: run.input,
       // Minted per run like the run adapter's (`<operationId>/<uuid>`): a second run of the operation, in this process or another, never reuses a session (no sequence clash in a record store).
       sessionId: run.sessionId ?? `${this.operationId}/${randomUUID()}`,
-      ...(run.tools !== undefined ? { tools: run.tools } : {}),
-      ...(run.signal !== undefined ? { signal: run.signal } : {}),
+      ...withDefined({ tools: run.tools, signal: run.signal }),
       onRelease: async (text) => {
         this.#sink?.(text);
         await onRelease?.(text);
@@ -187,7 +187,7 @@ export class RunBridge {
     options: { modelId?: string; holdOutputDeny?: boolean; mayBeFinal?: boolean } = {},
   ): Promise<BridgedModelCall> {
     try {
-      const result = await this.run.modelCall(messages, call, options.modelId !== undefined ? { modelId: options.modelId } : {});
+      const result = await this.run.modelCall(messages, call, withDefined({ modelId: options.modelId }));
       // `mayBeFinal: false`: a nested agent's answer (an agent used as a tool) is a tool result, never the run's final answer.
       if (result.toolCalls.length > 0 || this.#outputDone || options.mayBeFinal === false) return { result, final: false };
       try {
@@ -268,7 +268,7 @@ export class RunBridge {
         decision: 'deny',
         interceptionPoint: outcome.at,
         reason: outcome.reason,
-        ...(outcome.message !== undefined ? { message: outcome.message } : {}),
+        ...withDefined({ message: outcome.message }),
       };
       await this.#dispatch('afterToolCall', { ...context, args: call.args, result: { content: outcome.content, success: false }, mocked, verdict });
       return { kind: 'error', content: outcome.content, message: JSON.stringify(outcome.content), reason: outcome.reason };

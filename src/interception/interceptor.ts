@@ -4,6 +4,7 @@ import { HostError } from './reasons.ts';
 import { assertTimeout, settleWithin } from './timeouts.ts';
 import { EmissionCancelledError } from './errors.ts';
 import { hostErrorVerdict, parseWireVerdict } from './verdict.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 /** What an interceptor is handed beside its own copy of the context. */
 export type InterceptOptions = { signal: AbortSignal };
@@ -27,7 +28,7 @@ export function toRegistered(interceptor: Interceptor, name?: string): Registere
   if (interceptor !== null && typeof interceptor === 'object' && typeof interceptor.intercept === 'function') {
     const own = interceptor.timeoutMs;
     if (own !== undefined) assertTimeout('interceptor timeoutMs', own);
-    return { name: name ?? interceptor.name, intercept: interceptor.intercept.bind(interceptor), ...(own !== undefined ? { timeoutMs: own } : {}) };
+    return { name: name ?? interceptor.name, intercept: interceptor.intercept.bind(interceptor), ...withDefined({ timeoutMs: own }) };
   }
   throw new TypeError('an interceptor is a function or an object with an intercept(context) method');
 }

@@ -2,6 +2,7 @@ import { WireVerdictSchema, type Evidence, type HostErrorReason, type JsonValue,
 import { canonicalizeJcs, findDomainViolation } from './json/canonicalJson.ts';
 import { parseTransformPath } from './path.ts';
 import { HostError, isReservedReason } from './reasons.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 /** §5.3 cap on the UTF-8 length of the canonical `evidence` member. */
 export const EVIDENCE_MAX_BYTES = 10240;
@@ -22,7 +23,7 @@ type ReasonArg = string | VerdictOptions | undefined;
 
 function options(reasonOrOptions: ReasonArg, message?: string): VerdictOptions {
   if (typeof reasonOrOptions === 'string') return { reason: reasonOrOptions, message };
-  return { ...(reasonOrOptions ?? {}), ...(message !== undefined ? { message } : {}) };
+  return { ...(reasonOrOptions ?? {}), ...withDefined({ message }) };
 }
 
 function build(decision: Verdict['decision'], opts: VerdictOptions): Verdict {

@@ -31,6 +31,7 @@ import type {
   PublishDeferredResultInput,
   PublishDeferredResultOutput,
 } from './operationStoreTypes.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 export type {
   OperationStoreOptions,
@@ -308,7 +309,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
         }
       };
       // §1: the run's error (any shape) becomes a readable errorMessage + raw errorDetail (errorMessage.ts).
-      const failed = { ...base, ...(input.error !== undefined ? { error: input.error } : {}) };
+      const failed = { ...base, ...withDefined({ error: input.error }) };
       const hasError = input.error !== undefined || ['error', 'errorMessage', 'errorDetail'].some((k) => base[k as keyof typeof base] !== undefined);
       try {
         await run('onComplete', { ...(input.reason === 'error' && hasError ? withReadableError(failed) : base), reason: input.reason });

@@ -11,6 +11,7 @@ import { openStore, type Store } from './db.ts';
 import { lookupEmbeddedSocket } from './embedded.ts';
 import { StoreNotFoundError } from './errors.ts';
 import { migrateStore } from './migrate.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 export type ConfiguredStoreOptions = {
   /** Postgres connection string (DATABASE_URL). */
@@ -27,8 +28,7 @@ export type ConfiguredStoreOptions = {
 };
 
 export async function openConfiguredStore(options: ConfiguredStoreOptions): Promise<Store> {
-  if (options.databaseUrl)
-    return openStore({ databaseUrl: options.databaseUrl, ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}) });
+  if (options.databaseUrl) return openStore({ databaseUrl: options.databaseUrl, ...withDefined({ maxConnections: options.maxConnections }) });
   const dataDir = options.dataDir ?? DEFAULT_DATA_DIR;
   // PGlite serves one connection at a time over its socket.
   const served = lookupEmbeddedSocket(dataDir);

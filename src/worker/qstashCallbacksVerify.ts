@@ -13,6 +13,7 @@
  */
 import { Receiver } from '@upstash/qstash';
 import { sanitizeStorableText } from '../contract/storableText.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 /** What a verified callback tells about the source message's delivery attempt. */
 type QStashCallback = {
@@ -74,7 +75,7 @@ export async function verifyQStashCallback(input: VerifyQStashCallbackInput): Pr
       signature,
       body: input.body,
       url: input.url,
-      ...(input.clockToleranceSeconds !== undefined ? { clockTolerance: input.clockToleranceSeconds } : {}),
+      ...withDefined({ clockTolerance: input.clockToleranceSeconds }),
     });
   } catch {
     return { valid: false, reason: 'invalid_signature' };

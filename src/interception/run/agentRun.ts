@@ -15,6 +15,7 @@ import {
 import { HostError, isReservedReason } from '../reasons.ts';
 import { refuseArgs, refuseInput, refuseMessages, refuseOutput, refuseResponse, refuseSegment, responseFromTarget } from './runTargets.ts';
 import { toJsonValue } from '../json/toJsonValue.ts';
+import { withDefined } from '../../contract/withDefined.ts';
 
 /** The run's input after the `input` verdict (a transform may have rewritten it). */
 export type AdmittedInput = { content: JsonValue; role: 'user' | 'system' | 'external' };
@@ -204,7 +205,7 @@ export class AgentRun {
       const raw = normalizeResponse(produced);
       const projectedResponse = await this.#project<JsonObject>(
         'post_model_call',
-        { content: raw.content, toolCalls: raw.toolCalls, ...(raw.members !== undefined ? { members: raw.members } : {}) },
+        { content: raw.content, toolCalls: raw.toolCalls, ...withDefined({ members: raw.members }) },
         true,
       );
       const post = b.postModelCall({
@@ -212,7 +213,7 @@ export class AgentRun {
         content: projectedResponse.content ?? null,
         toolCalls: projectedResponse.toolCalls as unknown as ModelResponse['toolCalls'],
         finishReason: raw.finishReason,
-        ...(projectedResponse.members !== undefined ? { members: projectedResponse.members as JsonObject } : {}),
+        ...withDefined({ members: projectedResponse.members as JsonObject | undefined }),
       });
       response = responseFromTarget(await this.#emitGuarded(post, refuseResponse));
     }
