@@ -5,8 +5,6 @@ import { signingSecretsProblem } from '../contract/signingSecrets.ts';
 import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
 import { SettingsError } from './errors.ts';
 
-export { SettingsError } from './errors.ts'; // moved to ./errors.ts (src/worker/service.ts still imports it from here)
-
 /** The largest whole number a setting takes: setTimeout's ceiling in ms, and Postgres `integer`. */
 const MAX_SETTING_INT = 2_147_483_647;
 /**

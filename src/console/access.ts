@@ -9,7 +9,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { OperatorQueue } from '../operator/operatorQueue.ts';
 import { bearerOf, csrfValue, defaultConsoleOrigins, sameOrigin, sameSecret, sessionIdOf } from './auth.ts';
 import { BASE } from './pages.ts';
-import { HttpError } from './respond.ts';
+import { HttpError } from './errors.ts';
 import { createSessionStore, type Session, type SessionRedis, type SessionStore } from './sessions.ts';
 
 /** Who is asking: the bearer token, a signed-in browser (its live session), or nobody. */

@@ -4,8 +4,6 @@
  */
 import type { ServerResponse } from 'node:http';
 
-export { HttpError } from './errors.ts'; // moved to ./errors.ts (src/console/access.ts still imports it from here)
-
 /** Every console response: nothing inline, nothing from elsewhere, never framed, never cached. */
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy':
