@@ -7,7 +7,7 @@ import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import { assertStorableEvent } from '../contract/storableText.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
-import { resolveConfig } from '../config/resolveConfig.ts';
+import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
 import { CriticalHookDeliveryError, type CriticalFailure } from '../contract/errors.ts';
 import { storeOf, type Store } from '../store/db.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
@@ -76,7 +76,7 @@ function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string |
  */
 export function createOperationStore(options: OperationStoreOptions = {}): OperationStore {
   // Read once, with the settings schema; explicit options win.
-  const { settings, templateEnv } = resolveConfig(['DATABASE_URL', 'HOOKRELAY_DATA_DIR', 'HOOKRELAY_TEMPLATE_ENV'], { templateEnv: options.templateEnv });
+  const { settings, templateEnv } = resolveConfig(['DATABASE_URL', 'HOOKRELAY_DATA_DIR', 'HOOKRELAY_TEMPLATE_ENV'], { templateEnv: options.templateEnv, resolvedTemplateEnv: handedTemplateEnv(options) });
   let opened: Promise<Store> | undefined;
   const owned = options.store === undefined;
   const getStore = (): Promise<Store> => {
