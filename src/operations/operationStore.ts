@@ -76,7 +76,10 @@ function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string |
  */
 export function createOperationStore(options: OperationStoreOptions = {}): OperationStore {
   // Read once, with the settings schema; explicit options win.
-  const { settings, templateEnv } = resolveConfig(['DATABASE_URL', 'HOOKRELAY_DATA_DIR', 'HOOKRELAY_TEMPLATE_ENV'], { templateEnv: options.templateEnv, resolvedTemplateEnv: handedTemplateEnv(options) });
+  const { settings, templateEnv } = resolveConfig(['DATABASE_URL', 'HOOKRELAY_DATA_DIR', 'HOOKRELAY_TEMPLATE_ENV'], {
+    templateEnv: options.templateEnv,
+    resolvedTemplateEnv: handedTemplateEnv(options),
+  });
   let opened: Promise<Store> | undefined;
   const owned = options.store === undefined;
   const getStore = (): Promise<Store> => {
