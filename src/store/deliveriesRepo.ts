@@ -1,4 +1,5 @@
 import { and, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
+import pg from 'pg';
 import { rowsOf, type Db } from './db.ts';
 import { deliveries } from './schema.ts';
 import type { Delivery, DeliveryAttempt, DeliveryStatus } from '../contract/delivery.ts';
@@ -25,6 +26,10 @@ export type NewDelivery = {
   /** W3C trace context of the enqueueing span (`traceparent`[`\n`tracestate]), when tracing is on. */
   traceContext?: string | null;
   occurredAt: Date;
+  /** `JSON.stringify(payload)` when the caller has it already (the producer serialized the event once): stored as it is. */
+  payloadJson?: string;
+  /** `JSON.stringify(hook)`, likewise. */
+  hookJson?: string;
 };
 
 type Row = typeof deliveries.$inferSelect;
@@ -57,6 +62,29 @@ export function toDelivery(row: Row): Delivery {
   };
 }
 
+/** insertDeliveries' statement around its one parameter (the batch). */
+const INSERT_DELIVERIES = {
+  name: 'hookrelay_insert_deliveries',
+  before: `INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at)
+    SELECT r.id, r.operation_id, r.event_type, r.hook_id, r.hook, r.transport, r.payload, r.occurred_at, r.idempotency_key, r.endpoint_key, r.trace_context, 'queued', r.occurred_at
+      FROM json_to_recordset(`,
+  after: `::json)
+        AS r(id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text)
+    ON CONFLICT DO NOTHING
+    RETURNING id`,
+} as const;
+
+/**
+ * A statement of one parameter, as a named prepared statement on a node-postgres pool (parsed
+ * and planned once per connection: a single enqueue's INSERT costs Postgres less), else (PGlite,
+ * a transaction) through drizzle.
+ */
+async function executePrepared(db: Db, statement: { name: string; before: string; after: string }, value: string): Promise<unknown> {
+  const client = (db as { $client?: unknown }).$client;
+  if (client instanceof pg.Pool) return client.query({ name: statement.name, text: `${statement.before}$1${statement.after}`, values: [value] });
+  return db.execute(sql`${sql.raw(statement.before)}${value}${sql.raw(statement.after)}`);
+}
+
 /**
  * One multi-row INSERT. Rows whose (operation, hook, idempotency key) already exist are skipped (Q1a);
  * returns the ids actually inserted. A failure is a StorageError (never the statement's parameters).
@@ -64,32 +92,22 @@ export function toDelivery(row: Row): Delivery {
 export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Promise<string[]> {
   if (rows.length === 0) return [];
   // One JSON document for the whole batch, unpacked by Postgres (json_to_recordset): one
-  // serialization pass and one parameter, instead of a query builder over 11 parameters a row.
-  const batch = JSON.stringify(
-    rows.map((r) => ({
-      id: r.id,
-      operation_id: r.operationId,
-      event_type: r.eventType,
-      hook_id: r.hookId,
-      hook: r.hook,
-      transport: r.transport,
-      payload: r.payload ?? null,
-      occurred_at: r.occurredAt,
-      idempotency_key: r.idempotencyKey ?? null,
-      endpoint_key: r.endpointKey ?? null,
-      trace_context: r.traceContext ?? null,
-    })),
-  );
-  const result = await storageCall('insert deliveries', () =>
-    db.execute(sql`
-    INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at)
-    SELECT r.id, r.operation_id, r.event_type, r.hook_id, r.hook, r.transport, r.payload, r.occurred_at, r.idempotency_key, r.endpoint_key, r.trace_context, 'queued', r.occurred_at
-      FROM json_to_recordset(${batch}::json)
-        AS r(id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text)
-    ON CONFLICT DO NOTHING
-    RETURNING id`),
-  );
+  // parameter instead of a query builder over 11 parameters a row. Written by hand so the
+  // payload and hook JSON the producer already has are spliced in, not serialized again.
+  const batch = `[${rows.map(deliveryRowJson).join(',')}]`;
+  const result = await storageCall('insert deliveries', () => executePrepared(db, INSERT_DELIVERIES, batch));
   return rowsOf<{ id: string }>(result).map((r) => r.id);
+}
+
+/** One row of insertDeliveries' batch: the keys its json_to_recordset reads. */
+function deliveryRowJson(r: NewDelivery): string {
+  return (
+    `{"id":${JSON.stringify(r.id)},"operation_id":${JSON.stringify(r.operationId)},"event_type":${JSON.stringify(r.eventType)},` +
+    `"hook_id":${JSON.stringify(r.hookId)},"hook":${r.hookJson ?? JSON.stringify(r.hook) ?? 'null'},"transport":${JSON.stringify(r.transport)},` +
+    `"payload":${r.payloadJson ?? JSON.stringify(r.payload ?? null)},"occurred_at":${JSON.stringify(r.occurredAt)},` +
+    `"idempotency_key":${JSON.stringify(r.idempotencyKey ?? null)},"endpoint_key":${JSON.stringify(r.endpointKey ?? null)},` +
+    `"trace_context":${JSON.stringify(r.traceContext ?? null)}}`
+  );
 }
 
 /** What an idempotency key already stored for one row (same operation, hook and key): its id, and whether it is the same delivery. */

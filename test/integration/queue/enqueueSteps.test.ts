@@ -1,0 +1,91 @@
+/**
+ * PERF-38 (issue 38): what the faster enqueue path stores and queues is what the old one did. A
+ * single enqueue's INSERT runs as a prepared statement on the pool; the row's payload is the
+ * event (serialized once); the job's body, built while Postgres stored the row, is byte for byte
+ * what buildDeliveryBody makes of the event (as the producer built it before), and the same
+ * document the worker builds from the ledger row for a job that carries none (jsonb keeps its own
+ * key order, so that one is compared parsed).
+ */
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ParsedSerializedHook } from '../../../src/contract/hook.ts';
+import { buildDeliveryBody } from '../../../src/payload/deliveryBody.ts';
+import { createHookProducer } from '../../../src/queue/producer.ts';
+import type { DeliveryJobData, HookProducer } from '../../../src/queue/types.ts';
+import { openStore, type Store } from '../../../src/store/db.ts';
+import { getDeliveryRow } from '../../../src/store/deliveriesRepo.ts';
+import { createTestStore, type TestStore } from '../../support/db.ts';
+import { deleteKeys } from '../../support/redisKeys.ts';
+import { TEST_REDIS_URL } from './harness.ts';
+
+describe('PERF-38 enqueue steps store and queue what they did before', () => {
+  let test: TestStore;
+  let oneConnection: Store;
+  let producer: HookProducer;
+  let queue: Queue<DeliveryJobData>;
+  let redis: Redis;
+  const prefix = `hrtest_perf38_${randomBytes(4).toString('hex')}`;
+  const queueName = 'q-perf38';
+  const hooks = [
+    { id: 'plain', type: 'onComplete' as const, webhook: { url: 'https://hooks.example.com/a' } },
+    { id: 'shaped', type: 'onComplete' as const, webhook: { url: 'https://hooks.example.com/b', eventFields: ['text', 'userId'], body: { source: 'ci' } } },
+  ];
+
+  beforeAll(async () => {
+    test = await createTestStore('perf38');
+    // One connection, so the statement prepared by the producer's INSERT is visible to this session.
+    oneConnection = await openStore({ databaseUrl: test.url, maxConnections: 1 });
+    producer = createHookProducer({ store: oneConnection, redisUrl: TEST_REDIS_URL, queueName, queuePrefix: prefix, env: {} });
+    redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+    queue = new Queue<DeliveryJobData>(queueName, { connection: redis, prefix });
+  });
+  afterAll(async () => {
+    await producer.close();
+    await queue.close();
+    await deleteKeys(`${prefix}:*`, redis);
+    redis.disconnect();
+    await oneConnection.close();
+    await test.cleanup();
+  });
+
+  it('PERF-38 Q1: a single enqueue stores the event and queues the body the worker would build from the row', async () => {
+    const event = { text: 'ünïcödé — 中文 \ud83d\ude00 "quoted" \\ back', userId: 'u-1', big: 9007199254740991, nested: { list: [1, null, true] } };
+    const { deliveryIds, queued } = await producer.enqueue({ operationId: 'op-38', type: 'onComplete', event, hooks, occurredAt: '2026-12-06T10:00:00.123Z' });
+    expect(queued).toBe(true);
+    expect(deliveryIds).toHaveLength(2);
+
+    const prepared = await oneConnection.pool?.query<{ name: string }>('select name from pg_prepared_statements');
+    expect(prepared?.rows.map((r) => r.name)).toContain('hookrelay_insert_deliveries');
+
+    for (const id of deliveryIds) {
+      const row = await getDeliveryRow(oneConnection.db, id);
+      expect(row?.payload).toEqual({ ...event, operationId: 'op-38' });
+      const job = await queue.getJob(id);
+      const attempt = job?.data.attempt;
+      const hook = JSON.parse(attempt?.hook ?? 'null') as ParsedSerializedHook;
+      expect(hook).toEqual(row?.hook);
+      const occurredAt = row?.occurredAt as Date;
+      const fromEvent = buildDeliveryBody({ hook, event: { ...event, operationId: 'op-38' }, deliveryId: id, occurredAt });
+      expect(attempt?.body).toBe(fromEvent.body);
+      expect(attempt?.emailUserId).toBe(fromEvent.emailUserId);
+      const fromRow = buildDeliveryBody({
+        hook: row?.hook as ParsedSerializedHook,
+        event: row?.payload as Record<string, unknown>,
+        deliveryId: id,
+        occurredAt,
+      });
+      expect(JSON.parse(attempt?.body ?? '{}')).toEqual(JSON.parse(fromRow.body));
+      expect(JSON.parse(attempt?.body ?? '{}')).toMatchObject({ deliveryId: id, occurredAt: '2026-12-06T10:00:00.123Z' });
+    }
+  });
+
+  it('PERF-38 Q1a: a keyed call (one transaction, no prepared statement) returns the same ids when repeated', async () => {
+    const input = { operationId: 'op-38k', type: 'onComplete' as const, event: { n: 1 }, hooks, idempotencyKey: 'k-1' };
+    const first = await producer.enqueue(input);
+    const again = await producer.enqueue(input);
+    expect(again.deliveryIds).toEqual(first.deliveryIds);
+    for (const id of first.deliveryIds) expect((await queue.getJob(id))?.data.attempt?.body).toContain(`"deliveryId":"${id}"`);
+  });
+});
