@@ -81,6 +81,42 @@ export type ReleaseOutcome = LimitOutcome;
 export type ReleaseItem = { token: string; outcome: ReleaseOutcome };
 export type Release = { transition?: 'open' | 'closed'; autoDisable: boolean };
 
+/**
+ * A worker's slot lease on one endpoint (endpointLeases.ts): `held` members of the holders set,
+ * so every count of the endpoint's slots includes them. One call reports the outcomes of its
+ * slots since the last one (run-length, in order) and sets its size: what the worker `want`s,
+ * within the limit less the other holders' slots and a fair share among the workers leasing
+ * the endpoint, never below `keep` (the most it may have in use until the answer arrives), and
+ * nothing granted while the breaker is not closed.
+ */
+type LeaseCall = {
+  /** Unique per worker and endpoint; its members are `<id>#0 … <id>#<held - 1>`. */
+  id: string;
+  /** The size the last answer gave (0: none). */
+  held: number;
+  want: number;
+  keep: number;
+  /** A new or renewed lease expires this long after the call (a worker that dies frees it then). */
+  durationMs: number;
+  renew: boolean;
+  /** The adaptive limit's ceiling, as for an admit. */
+  cap: number;
+  outcomes: readonly (readonly [ReleaseOutcome, number])[];
+};
+export type LeaseAnswer = {
+  /** Members the lease has now (≥ keep). */
+  held: number;
+  /** How many of them the worker may have in use (0 while the breaker is not closed). */
+  allowed: number;
+  /** The endpoint's slots taken now, every worker's together (leased slots included). */
+  inFlight: number;
+  state: Exclude<EndpointState, 'disabled'>;
+  /** Until the lease lapses (from the call's Redis time); 0 with no lease. */
+  remainingMs: number;
+  /** Per outcome run: the transition it made, and whether the endpoint reached auto-disable. */
+  releases: Release[];
+};
+
 export type EndpointSnapshot = {
   key: string;
   state: Exclude<EndpointState, 'disabled'>;
@@ -105,8 +141,8 @@ const TOUCH_MS = 1_000;
 /**
  * The two scripts, as BullMQ keeps its own: `.lua` files beside this module (`commands/`, copied
  * into dist/ by the build), read once when the module loads. The policy travels in ARGV, so one
- * script serves every policy. `endpointExchange-3.lua`: one round trip for one endpoint, releases
- * then admits (the worker's batcher sends ~20 items a call under load; the state is read once,
+ * script serves every policy. `endpointExchange-3.lua`: one round trip for one endpoint, a slot
+ * lease's outcomes and size, releases, then admits (the worker's batchers send these; the state is read once,
  * decided on in Lua locals and written back once). `probeNow-1.lua`: an open breaker's cooldown
  * ends now. The number in a file's name is its KEYS count.
  */
@@ -114,7 +150,7 @@ const EXCHANGE_LUA = readFileSync(new URL('./commands/endpointExchange-3.lua', i
 const PROBE_NOW_LUA = readFileSync(new URL('./commands/probeNow-1.lua', import.meta.url), 'utf8');
 const EXCHANGE_COMMAND = 'hookrelayEndpointExchange';
 
-/** ARGV[1..10] of the exchange script, in the order its header lists. */
+/** ARGV[1..10] of the exchange script, in the order its header lists (ARGV[11..19]: the lease, if any). */
 function policyArgv(p: BreakerPolicy): number[] {
   return [
     p.cooldownMs,
@@ -155,12 +191,13 @@ export type EndpointGate = {
   release(key: string, token: string, outcome: ReleaseOutcome): Promise<Release>;
   /** Several releases for ONE endpoint in one round trip, applied in order. */
   releaseMany(key: string, items: readonly ReleaseItem[]): Promise<Release[]>;
-  /** Releases, then admits, for ONE endpoint in one round trip (the worker's batcher sends these). */
+  /** A lease's call (optional), releases, then admits, for ONE endpoint in one round trip (the worker's batchers send these). */
   exchange(
     key: string,
     releases: readonly ReleaseItem[],
     admits: readonly Omit<AdmitInput, 'key'>[],
-  ): Promise<{ releases: Release[]; admissions: Admission[] }>;
+    lease?: LeaseCall,
+  ): Promise<{ releases: Release[]; admissions: Admission[]; lease?: LeaseAnswer }>;
   /** Every endpoint seen in the last week, most recently used first (bounded by `limit`). */
   list(limit?: number): Promise<EndpointSnapshot[]>;
   snapshot(key: string): Promise<EndpointSnapshot | undefined>;
@@ -251,22 +288,34 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
     async releaseMany(key, items) {
       return (await gate.exchange(key, items, [])).releases;
     },
-    async exchange(key, releases, admits) {
+    async exchange(key, releases, admits, lease) {
       const keys = namesOf(key);
-      const argv: (string | number)[] = [...policyArgs, releases.length];
+      const argv: (string | number)[] = policyArgs.slice();
+      if (lease) {
+        argv.push(
+          lease.id,
+          lease.held,
+          lease.want,
+          lease.keep,
+          Math.max(1, Math.ceil(lease.durationMs)),
+          lease.renew ? 1 : 0,
+          lease.cap,
+          key,
+          lease.outcomes.length,
+        );
+        for (const [outcome, count] of lease.outcomes) argv.push(outcome, count);
+      } else argv.push(...NO_LEASE);
+      argv.push(releases.length);
       for (const item of releases) argv.push(item.token, item.outcome);
       for (const input of admits) {
         argv.push(input.token, key, Math.max(0, Math.floor(input.cap)), Math.max(1, Math.ceil(input.leaseMs)), input.rate > 0 ? input.rate : 0);
       }
       const flat = await exchangeCommand(keys.state, keys.holders, index, ...argv);
       const r = releases.length;
+      const leaseAt = 2 * r + 4 * admits.length;
       return {
-        releases: releases.map((_, i) => {
-          const transition = String(flat[2 * i] ?? '');
-          const release: Release = { autoDisable: Number(flat[2 * i + 1]) === 1 };
-          if (transition === 'open' || transition === 'closed') release.transition = transition;
-          return release;
-        }),
+        ...(lease ? { lease: toLeaseAnswer(flat, leaseAt, lease.outcomes.length) } : {}),
+        releases: releases.map((_, i) => toRelease(String(flat[2 * i] ?? ''), Number(flat[2 * i + 1]))),
         admissions: admits.map((_, i) => {
           const at = 2 * r + 4 * i;
           return toAdmission(Number(flat[at]), Number(flat[at + 1]), String(flat[at + 2] ?? ''), Number(flat[at + 3]));
@@ -292,6 +341,29 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
     },
   };
   return gate;
+}
+
+/** ARGV[11..19] when a call carries no lease. */
+const NO_LEASE: readonly (string | number)[] = ['', 0, 0, 0, 0, 0, 0, '', 0];
+const LEASE_STATES = ['closed', 'open', 'half_open'] as const;
+
+function toRelease(transition: string, autoDisable: number): Release {
+  const release: Release = { autoDisable: autoDisable === 1 };
+  if (transition === 'open' || transition === 'closed') release.transition = transition;
+  return release;
+}
+
+function toLeaseAnswer(flat: (number | string)[], at: number, runs: number): LeaseAnswer {
+  const releases: Release[] = [];
+  for (let i = 0; i < runs; i++) releases.push(toRelease(String(flat[at + 5 + 2 * i] ?? ''), Number(flat[at + 6 + 2 * i])));
+  return {
+    held: Number(flat[at]),
+    allowed: Number(flat[at + 1]),
+    inFlight: Number(flat[at + 2]),
+    state: LEASE_STATES[Number(flat[at + 3])] ?? 'closed',
+    remainingMs: Number(flat[at + 4]),
+    releases,
+  };
 }
 
 function toAdmission(code: number, retryAt: number, transition: string, inFlight: number): Admission {

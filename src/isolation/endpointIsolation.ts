@@ -3,6 +3,10 @@
  * endpoint now (cap, rate limit, breaker, disabled), and what did the attempt say about the
  * endpoint. The Redis state is the gate's; the durable policy (disabled, per-endpoint limits)
  * is Postgres's, read into memory every few seconds so the hot path never queries it.
+ *
+ * On a healthy endpoint an admit takes a slot the worker leased (endpointLeases.ts): synchronous,
+ * no Redis call. A rate limit, and anything while the breaker is not closed (open deferrals, the
+ * half-open probe), is decided per attempt in the gate, batched per endpoint (endpointExchange.ts).
  */
 import type { Settings } from '../config/settings.ts';
 import { DEFAULT_ENDPOINT_CONCURRENCY } from '../contract/defaults.ts';
@@ -14,7 +18,16 @@ import type { Db } from '../store/db.ts';
 import { disableEndpoint, listEndpointPolicies, type EndpointPolicy } from '../store/endpointsRepo.ts';
 import { isSlowAttempt, limitCeiling } from './adaptiveLimit.ts';
 import { createExchangeBatcher } from './endpointExchange.ts';
-import { DEFAULT_BREAKER_POLICY, type BreakerPolicy, type DeferReason, type EndpointGate, type ReleaseOutcome } from './endpointGate.ts';
+import {
+  DEFAULT_BREAKER_POLICY,
+  type Admission,
+  type BreakerPolicy,
+  type DeferReason,
+  type EndpointGate,
+  type Release,
+  type ReleaseOutcome,
+} from './endpointGate.ts';
+import { createEndpointLeases } from './endpointLeases.ts';
 import type { PolicyAcknowledger } from './policyAcks.ts';
 import { withTimeout } from '../queue/jobs.ts';
 
@@ -50,7 +63,13 @@ type AdmitRequest = {
 export type AdmitDecision = { kind: 'go' } | { kind: 'defer'; atMs: number; reason: DeferReason; inFlight: number } | { kind: 'hold' };
 
 export type EndpointIsolation = {
-  admit(request: AdmitRequest): Promise<AdmitDecision>;
+  /** Synchronous when a slot this worker leased is free (endpointLeases.ts). */
+  admit(request: AdmitRequest): AdmitDecision | Promise<AdmitDecision>;
+  /**
+   * The fast path alone, synchronous and allocating nothing: true when a slot this worker leased
+   * for `key` was free and is now `token`'s (the attempt goes; settle gives it back). False: ask `admit`.
+   */
+  admitNow(key: string, token: string, leaseMs: number, hookRate: number | undefined): boolean;
   /**
    * Frees the slot and feeds the breaker and the adaptive limit (a success slower than the
    * webhook's `timeoutMs` allows counts as slow); never throws (a lost release only holds a slot until its lease).
@@ -75,7 +94,12 @@ export type EndpointIsolationOptions = {
   refreshMs?: number;
   /** Acknowledges each read of the endpoints table (policyAcks.ts), so an operator's disable can wait for every live worker. */
   acks?: PolicyAcknowledger;
+  /** Slot leases (endpointLeases.ts; default on): false sends every admit and release to the gate. */
+  leases?: boolean;
 };
+
+const GO: AdmitDecision = Object.freeze({ kind: 'go' });
+const HOLD: AdmitDecision = Object.freeze({ kind: 'hold' });
 
 export function createEndpointIsolation(options: EndpointIsolationOptions): EndpointIsolation {
   const random = options.random ?? Math.random;
@@ -137,39 +161,90 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
     }
   };
 
+  const onRelease = async (key: string, released: Release): Promise<void> => {
+    if (released.transition) transition(key, released.transition);
+    if (released.autoDisable) await autoDisable(key);
+  };
+  const leases =
+    options.leases === false
+      ? undefined
+      : createEndpointLeases(options.gate, {
+          onRelease,
+          onError: (key, error) => options.logger.debug({ endpoint: key, err: error }, 'could not report an endpoint lease'),
+        });
+
+  /** Not now: when to ask again (backoff by starts, the limiter's time, or an open breaker's end). */
+  const defer = (request: AdmitRequest, reason: DeferReason, inFlight: number, retryAtMs: number | undefined): AdmitDecision => {
+    const now = Date.now();
+    const doublings = Math.min(Math.max(0, request.starts - 1), 6);
+    const [base, max] = reason === 'busy' ? [BUSY_BASE_MS, BUSY_MAX_MS] : [DEFER_BASE_MS, DEFER_MAX_MS];
+    const backoff = Math.min(max, base * 2 ** doublings) * (0.5 + random() / 2);
+    let atMs: number;
+    if (reason === 'rate') atMs = Math.max(now + 1, retryAtMs ?? now + backoff);
+    else if (reason === 'open' && retryAtMs !== undefined && retryAtMs - now > DEFER_BASE_MS) {
+      // Open: nothing goes out before its cooldown ends, so sleep until then (spread: one job probes first).
+      atMs = retryAtMs + random() * OPEN_JITTER_MS;
+    } else atMs = now + backoff;
+    options.metrics?.endpointDeferrals.inc({ reason });
+    return { kind: 'defer', atMs, reason, inFlight };
+  };
+
+  /** The per-attempt path: one admit in the gate (batched per endpoint), as for rate-limited endpoints and probes. */
+  const admitThroughGate = async (request: AdmitRequest, cap: number, rate: number | undefined): Promise<AdmitDecision> => {
+    const admission: Admission = await exchange.admit(request.key, { token: request.token, leaseMs: request.leaseMs, cap, rate: rate ?? 0 });
+    if (admission.admitted) {
+      if (admission.transition) transition(request.key, admission.transition);
+      return GO;
+    }
+    return defer(request, admission.reason, admission.inFlight, admission.retryAtMs);
+  };
+
+  const admitLeased = async (request: AdmitRequest, cap: number): Promise<AdmitDecision> => {
+    const leased = await leases!.acquire(request.key, request.token, cap, request.leaseMs);
+    if (leased.kind === 'go') return GO;
+    if (leased.kind === 'busy') return defer(request, 'busy', leased.inFlight, undefined);
+    // The breaker is not closed: its open deferral or half-open probe is the gate's per-attempt decision.
+    return admitThroughGate(request, cap, undefined);
+  };
+
+  /** The per-attempt release: frees the slot and feeds the breaker; never throws. */
+  const settleThroughGate = async (key: string, token: string, outcome: ReleaseOutcome): Promise<void> => {
+    try {
+      const released = await exchange.release(key, { token, outcome });
+      // A probe closed the breaker: this worker may lease the endpoint's slots again at once.
+      if (released.transition === 'closed') leases?.healthy(key);
+      await onRelease(key, released);
+    } catch (error) {
+      options.logger.debug({ endpoint: key, err: error }, 'could not release an endpoint slot');
+    }
+  };
+
   return {
-    async admit(request) {
+    admit(request) {
       const policy = policies.get(request.key);
-      if (policy?.disabledAt) return { kind: 'hold' };
+      if (policy?.disabledAt) return HOLD;
       // The adaptive limit, within the configured cap (none configured: LIMIT_MAX).
       const cap = limitCeiling(policy?.concurrency ?? options.defaultCap);
       const rate = lowest(request.hookRate, policy?.rateLimit ?? undefined);
-      const admission = await exchange.admit(request.key, { token: request.token, leaseMs: request.leaseMs, cap, rate: rate ?? 0 });
-      if (admission.admitted) {
-        if (admission.transition) transition(request.key, admission.transition);
-        return { kind: 'go' };
+      // A rate limit is decided per attempt in the gate; so is anything while the breaker is not closed.
+      if (leases && rate === undefined && leases.usable(request.key)) {
+        if (leases.take(request.key, request.token, cap, request.leaseMs)) return GO;
+        return admitLeased(request, cap);
       }
-      const now = Date.now();
-      const doublings = Math.min(Math.max(0, request.starts - 1), 6);
-      const [base, max] = admission.reason === 'busy' ? [BUSY_BASE_MS, BUSY_MAX_MS] : [DEFER_BASE_MS, DEFER_MAX_MS];
-      const backoff = Math.min(max, base * 2 ** doublings) * (0.5 + random() / 2);
-      let atMs: number;
-      if (admission.reason === 'rate') atMs = Math.max(now + 1, admission.retryAtMs ?? now + backoff);
-      else if (admission.reason === 'open' && admission.retryAtMs !== undefined && admission.retryAtMs - now > DEFER_BASE_MS) {
-        // Open: nothing goes out before its cooldown ends, so sleep until then (spread: one job probes first).
-        atMs = admission.retryAtMs + random() * OPEN_JITTER_MS;
-      } else atMs = now + backoff;
-      options.metrics?.endpointDeferrals.inc({ reason: admission.reason });
-      return { kind: 'defer', atMs, reason: admission.reason, inFlight: admission.inFlight };
+      return admitThroughGate(request, cap, rate);
     },
-    async settle(key, token, result, timeoutMs) {
-      try {
-        const released = await exchange.release(key, { token, outcome: breakerOutcome(result, timeoutMs) });
-        if (released.transition) transition(key, released.transition);
-        if (released.autoDisable) await autoDisable(key);
-      } catch (error) {
-        options.logger.debug({ endpoint: key, err: error }, 'could not release an endpoint slot');
-      }
+    admitNow(key, token, leaseMs, hookRate) {
+      if (!leases || hookRate !== undefined) return false;
+      const policy = policies.get(key);
+      if (policy !== undefined && (policy.disabledAt || policy.rateLimit !== null)) return false;
+      return leases.take(key, token, limitCeiling(policy?.concurrency ?? options.defaultCap), leaseMs);
+    },
+    settle(key, token, result, timeoutMs) {
+      const outcome = breakerOutcome(result, timeoutMs);
+      // A leased slot: given back here (a failure is awaited until the gate has it).
+      const given = leases?.give(token, outcome);
+      if (given !== undefined) return given;
+      return settleThroughGate(key, token, outcome);
     },
     async stateCounts() {
       const counts: Partial<Record<EndpointState, number>> = Object.fromEntries(ENDPOINT_STATES.map((s) => [s, 0]));
@@ -184,11 +259,13 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
     refresh,
     async start() {
       await refresh();
+      leases?.start();
       timer = setInterval(() => void refresh(), options.refreshMs ?? POLICY_REFRESH_MS);
       timer.unref();
     },
     stop() {
       clearInterval(timer);
+      leases?.stop();
       void options.acks?.leave().catch(() => undefined);
     },
   };

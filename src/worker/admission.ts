@@ -3,10 +3,13 @@
  *
  * Two limits apply. The worker's own: HOOKRELAY_CONCURRENCY attempts at once (a FIFO semaphore,
  * `deliverySlots`). The endpoint's: the shared gate in Redis (adaptive limit, rate limit,
- * breaker, disabled). BullMQ runs `concurrency + waitAllowance` jobs, so a job whose endpoint is
- * at its limit waits here, in memory, in that endpoint's FIFO — its BullMQ job stays active and
- * locked (lock renewal keeps it owned; a crashed worker's jobs are re-run by stall detection) —
- * and starts when an attempt of the same endpoint ends, with no `moveToDelayed` and no re-fetch.
+ * breaker, disabled). The fast path is synchronous: with nobody waiting for the endpoint, a free
+ * worker slot and a free slot the worker leased for the endpoint (isolation/endpointLeases.ts),
+ * the job goes at once — no Redis call, no promise, no timer. BullMQ runs
+ * `concurrency + waitAllowance` jobs, so a job whose endpoint is at its limit waits here, in
+ * memory, in that endpoint's FIFO — its BullMQ job stays active and locked (lock renewal keeps
+ * it owned; a crashed worker's jobs are re-run by stall detection) — and starts when an attempt
+ * of the same endpoint ends, with no `moveToDelayed` and no re-fetch.
  *
  * Bounded, so a stuck endpoint cannot take the worker: an endpoint's queue holds
  * max(MIN_ENDPOINT_QUEUE, its attempts in flight) jobs — more only while its attempts are quick
@@ -20,7 +23,7 @@
  * with the attempt's outcome otherwise); a waiter whose deadline passes is `expired`.
  */
 import type { DeferReason } from '../isolation/endpointGate.ts';
-import type { EndpointIsolation } from '../isolation/endpointIsolation.ts';
+import type { AdmitDecision, EndpointIsolation } from '../isolation/endpointIsolation.ts';
 import { createDeliverySlots, type DeliverySlots } from './deliverySlots.ts';
 
 /** Every endpoint may keep this many jobs waiting, however few attempts it has in flight. */
@@ -76,7 +79,8 @@ export type AdmissionResult =
   | { kind: 'requeue' };
 
 export type Admission = {
-  admit(request: AdmissionRequest): Promise<AdmissionResult>;
+  /** Synchronous on the fast path: a free worker slot and a free slot the worker leased for the endpoint, nobody waiting before it. */
+  admit(request: AdmissionRequest): AdmissionResult | Promise<AdmissionResult>;
   /** Jobs waiting in memory for their endpoint now. */
   waiting(): number;
   /** Stop: every waiter (endpoint or slot) is given back (`requeue`); later admits too. */
@@ -140,20 +144,36 @@ class EndpointAdmission implements Admission {
     this.random = options.random ?? Math.random;
   }
 
-  async admit(request: AdmissionRequest): Promise<AdmissionResult> {
+  admit(request: AdmissionRequest): AdmissionResult | Promise<AdmissionResult> {
     const isolation = this.options.isolation;
     const endpoint = request.endpoint;
     if (this.closed) return { kind: 'requeue' };
     if (endpoint === undefined || !isolation) return this.goWithoutGate();
     const q = this.queueOf(endpoint);
+    if (q.waiters.length > 0) return this.admitQueued(isolation, endpoint, q, request, undefined);
+    // The fast path, synchronous: a free worker slot, then a free slot the worker leased for this endpoint.
+    const slot = this.slots.acquire();
+    if (slot === true && isolation.admitNow(endpoint, request.token, request.leaseMs, request.hookRate))
+      return { kind: 'go', deadlineAtMs: undefined, done: (durationMs) => this.attemptEnded(endpoint, q, durationMs) };
+    return this.admitQueued(isolation, endpoint, q, request, slot);
+  }
+
+  /** The slow path: FIFO behind the endpoint's waiters, then the gate (`slot`: the worker slot already asked for, if any). */
+  private async admitQueued(
+    isolation: EndpointIsolation,
+    endpoint: string,
+    q: EndpointQueue,
+    request: AdmissionRequest,
+    slot: boolean | Promise<boolean> | undefined,
+  ): Promise<AdmissionResult> {
     const clock = new WaitClock(request.deadlineAtMs, request.budgetMs);
     const waitStarted = Date.now();
     // FIFO: behind the jobs already waiting for this endpoint, without asking the gate.
-    if (q.waiters.length > 0) {
+    if (q.waiters.length > 0 && slot === undefined) {
       const queued = await this.waitBehindQueue(q, request, clock, waitStarted);
       if (queued !== undefined) return queued;
     }
-    return this.admitThroughGate(isolation, endpoint, q, request, clock, waitStarted);
+    return this.admitThroughGate(isolation, endpoint, q, request, clock, waitStarted, slot);
   }
 
   waiting(): number {
@@ -189,17 +209,22 @@ class EndpointAdmission implements Admission {
     request: AdmissionRequest,
     clock: WaitClock,
     waitStarted: number,
+    firstSlot: boolean | Promise<boolean> | undefined,
   ): Promise<AdmissionResult> {
     let polls = 0;
+    let slot = firstSlot;
     for (;;) {
-      if (!(await this.slots.acquire())) return { kind: 'requeue' };
-      const decision = await isolation
-        .admit({ key: endpoint, token: request.token, leaseMs: request.leaseMs, hookRate: request.hookRate, starts: request.starts })
-        .catch((error: unknown) => {
-          this.slots.release();
-          wakeHead(q, 'timer');
-          throw error;
-        });
+      const acquired = slot ?? this.slots.acquire();
+      slot = undefined;
+      if (!(acquired === true || (acquired !== false && (await acquired)))) return { kind: 'requeue' };
+      let decision: AdmitDecision;
+      try {
+        decision = await isolation.admit({ key: endpoint, token: request.token, leaseMs: request.leaseMs, hookRate: request.hookRate, starts: request.starts });
+      } catch (error) {
+        this.slots.release();
+        wakeHead(q, 'timer');
+        throw error;
+      }
       if (decision.kind === 'go') {
         // Cascade: the limit may have grown; the next waiter asks too (it stays at the head if not).
         wakeHead(q, 'slot');
@@ -293,8 +318,12 @@ class EndpointAdmission implements Admission {
     return Math.max(atLeast, now + backoff);
   }
 
-  private async goWithoutGate(): Promise<AdmissionResult> {
-    if (!(await this.slots.acquire())) return { kind: 'requeue' };
-    return { kind: 'go', deadlineAtMs: undefined, done: () => this.slots.release() };
+  private goWithoutGate(): AdmissionResult | Promise<AdmissionResult> {
+    const slot = this.slots.acquire();
+    if (slot === true) return { kind: 'go', deadlineAtMs: undefined, done: this.releaseSlot };
+    if (slot === false) return { kind: 'requeue' };
+    return slot.then((ok): AdmissionResult => (ok ? { kind: 'go', deadlineAtMs: undefined, done: this.releaseSlot } : { kind: 'requeue' }));
   }
+
+  private readonly releaseSlot = (): void => this.slots.release();
 }

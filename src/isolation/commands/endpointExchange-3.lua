@@ -1,26 +1,36 @@
 --[[
-  One round trip for one endpoint of the endpoint gate (src/isolation/endpointGate.ts): first the
-  releases, then the admits, each in order.
+  One round trip for one endpoint of the endpoint gate (src/isolation/endpointGate.ts): first a
+  worker's slot lease (its outcomes, then its new size), then the releases, then the admits, each
+  in order.
   KEYS: [1] state hash, [2] holders zset, [3] index zset.
   ARGV: [1..10] the policy: cooldownMs, maxCooldownMs, autoDisableMs, initialLimit, windowMs,
         failureThreshold, minRequests, failureRatio, touchMs, stateTtlMs;
+        [11..19] the lease ('' = none): leaseId, held, want, keep, durationMs, renew, cap, key, m;
+        then (outcome, count) x m (the lease's outcomes since its last call, run-length, in order);
         then r, then (token, outcome) x r, then (token, key, cap, leaseMs, rate) x n.
   outcome: ok, slow (a success that took long), fail, none. cap: the adaptive limit's ceiling
   (workers pass the configured cap, or LIMIT_MAX when none is); 0 = no limit at all (a
   decision reporting its outcome).
   The adaptive limit mirrors src/isolation/adaptiveLimit.ts nextLimit: ok +1 up to the cap,
   slow x0.9 not below initialLimit, fail halved down to 1.
+  A lease is `held` members `<leaseId>#<i>` of the holders zset (so every count of the slots
+  in use, ZCARD, includes them), all scored with one expiry; it grows to what the worker wants,
+  within the limit less the other holders' slots and a fair share of it among the workers leasing
+  the endpoint (`leasers`), never below `keep` (the most the worker may have in use until this
+  answer arrives), and grants nothing while the breaker is not closed.
   Returns (transition, autoDisable) x r, then (code, retryAt, transition, inFlight) x n;
-  code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing.
+  code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing; then, with a lease: held, allowed,
+  inFlight, state (0 closed, 1 open, 2 half_open), the lease's remaining ms, then
+  (transition, autoDisable) x m.
 ]]
 local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local FIELDS = {'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'lastSuccessAt', 'lastFailureAt'}
+local FIELDS = {'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'lastSuccessAt', 'lastFailureAt', 'leasers'}
 local f = redis.call('HMGET', KEYS[1], unpack(FIELDS))
 local fresh = not f[7]
 local st = {}
 for i, name in ipairs(FIELDS) do
   local v = f[i]
-  if v and i ~= 1 and i ~= 3 then v = tonumber(v) end
+  if v and i ~= 1 and i ~= 3 and i ~= 17 then v = tonumber(v) end
   st[name] = v
 end
 st.state = st.state or 'closed'
@@ -37,15 +47,12 @@ local P = 10
 local dirty = false
 local out = {}
 
-local r = tonumber(ARGV[P + 1])
-local zrem = {}
-for i = P + 2, P + 1 + 2 * r, 2 do
-  local token, outcome = ARGV[i], ARGV[i + 1]
-  zrem[#zrem + 1] = token
+-- What one attempt's outcome does to the breaker and the adaptive limit (token: the attempt's, nil for a leased slot's).
+local function applyOutcome(outcome, token)
   local transition, disable = '', 0
   if outcome == 'none' then
     -- A probe that said nothing about the endpoint (cancelled, local error): the next admit probes.
-    if st.probe == token then st.probe = false; st.probeUntil = false; dirty = true end
+    if token and st.probe == token then st.probe = false; st.probeUntil = false; dirty = true end
   else
     dirty = true
     if st.cap > 0 then
@@ -74,7 +81,7 @@ for i = P + 2, P + 1 + 2 * r, 2 do
       st.lastFailureAt = now
       if AUTO > 0 and now - st.failingSince >= AUTO then disable = 1 end
       if st.state == 'half_open' then
-        if st.probe == token then
+        if token and st.probe == token then
           local cooldown = math.min((st.cooldown or BASE) * 2, MAXC)
           st.state, st.openUntil, st.cooldown, st.probe, st.probeUntil = 'open', now + cooldown, cooldown, false, false
           transition = 'open'
@@ -88,14 +95,92 @@ for i = P + 2, P + 1 + 2 * r, 2 do
       end
     end
   end
+  return transition, disable
+end
+
+-- The lease's outcomes, in order: a run of fast successes on a closed breaker at once (what as many single ones do).
+local LEASE = ARGV[11]
+local runOut = {}
+local m = tonumber(ARGV[19])
+for i = 20, 19 + 2 * m, 2 do
+  local outcome, count = ARGV[i], tonumber(ARGV[i + 1])
+  local transition, disable = '', 0
+  if outcome == 'ok' and st.state == 'closed' then
+    dirty = true
+    if st.cap > 0 then st.limit = math.min(st.cap, math.min(st.limit or INITIAL, st.cap) + count) end
+    if now - st.wStart > WINDOW then st.wStart, st.wTotal, st.wFail = now, 0, 0 end
+    st.failingSince, st.lastSuccessAt, st.fails, st.wTotal = false, now, 0, st.wTotal + count
+  elseif outcome ~= 'none' then
+    for _ = 1, count do
+      local t1, d1 = applyOutcome(outcome, nil)
+      if t1 ~= '' then transition = t1 end
+      if d1 == 1 then disable = 1 end
+    end
+  end
+  runOut[#runOut + 1] = transition
+  runOut[#runOut + 1] = disable
+end
+P = 19 + 2 * m
+
+local r = tonumber(ARGV[P + 1])
+local zrem = {}
+for i = P + 2, P + 1 + 2 * r, 2 do
+  local token = ARGV[i]
+  zrem[#zrem + 1] = token
+  local transition, disable = applyOutcome(ARGV[i + 1], token)
   out[#out + 1] = transition
   out[#out + 1] = disable
 end
 if #zrem > 0 then redis.call('ZREM', KEYS[2], unpack(zrem)) end
 
 local inflight = nil
-local zadd = {}
 local seen = nil
+local leaseOut = nil
+if LEASE ~= '' then
+  local held, want, keep, duration = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
+  local renew, cap, key = ARGV[16] == '1', tonumber(ARGV[17]), ARGV[18]
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  inflight = redis.call('ZCARD', KEYS[2])
+  -- Its members share one expiry: the first one's score says whether the lease is still there (a flush or a lapse removes them all).
+  local expiry = tonumber(redis.call('ZSCORE', KEYS[2], LEASE .. '#0') or '0')
+  local mine = expiry > 0 and held or 0
+  -- The other workers leasing this endpoint (named with their last call within LEASERS_MS): the limit is shared fairly.
+  local LEASERS_MS = 2000
+  local leasers, n = {}, 1
+  for id, at in string.gmatch(st.leasers or '', '([^ =]+)=(%d+)') do
+    if id ~= LEASE and now - tonumber(at) < LEASERS_MS then leasers[#leasers + 1] = id .. '=' .. at; n = n + 1 end
+  end
+  local grant = 0
+  if st.state == 'closed' and want > 0 then
+    local limit = math.min(cap, st.limit or INITIAL)
+    grant = math.max(0, math.min(want, limit - (inflight - mine), math.ceil(limit / n)))
+  end
+  local size = math.max(grant, keep)
+  -- Named while it asks or holds: a worker refused everything still counts for the next share.
+  if want > 0 or size > 0 then leasers[#leasers + 1] = LEASE .. '=' .. now end
+  local named = table.concat(leasers, ' ')
+  if named ~= (st.leasers or '') then st.leasers = named ~= '' and named or false; dirty = true end
+  if size < mine then
+    local gone = {}
+    for i = size, mine - 1 do gone[#gone + 1] = LEASE .. '#' .. i end
+    redis.call('ZREM', KEYS[2], unpack(gone))
+  end
+  if size > 0 then
+    local from = mine
+    if mine == 0 or renew then from, expiry = 0, now + duration end
+    if size > from then
+      local add = {}
+      for i = from, size - 1 do add[#add + 1] = expiry; add[#add + 1] = LEASE .. '#' .. i end
+      redis.call('ZADD', KEYS[2], unpack(add))
+    end
+    seen = { key = key, cap = cap, lease = duration }
+  end
+  inflight = inflight - mine + size
+  local code = st.state == 'open' and 1 or (st.state == 'half_open' and 2 or 0)
+  leaseOut = { size, grant, inflight, code, size > 0 and expiry - now or 0 }
+end
+
+local zadd = {}
 for i = P + 2 + 2 * r, #ARGV, 5 do
   local token, key, cap, lease, rate = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
   local code, retryAt, transition = 0, 0, ''
@@ -154,7 +239,7 @@ if seen and (not st.seenAt or now - st.seenAt >= TOUCH or (seen.cap > 0 and st.c
 end
 if dirty then
   local set, del = {}, {}
-  for _, name in ipairs({'key', 'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'lastSuccessAt', 'lastFailureAt'}) do
+  for _, name in ipairs({'key', 'state', 'openUntil', 'probe', 'probeUntil', 'tat', 'limit', 'seenAt', 'cap', 'fails', 'wStart', 'wTotal', 'wFail', 'cooldown', 'failingSince', 'lastSuccessAt', 'lastFailureAt', 'leasers'}) do
     local v = st[name]
     if v == false then del[#del + 1] = name
     elseif v ~= nil and not (name == 'cap' and v == 0) then set[#set + 1] = name; set[#set + 1] = tostring(v) end
@@ -163,5 +248,9 @@ if dirty then
   if #del > 0 then redis.call('HDEL', KEYS[1], unpack(del)) end
   -- HSET keeps a TTL: set it when the hash is new and with the once-a-second bookkeeping.
   if fresh or touched then redis.call('PEXPIRE', KEYS[1], TTL) end
+end
+if leaseOut then
+  for _, v in ipairs(leaseOut) do out[#out + 1] = v end
+  for _, v in ipairs(runOut) do out[#out + 1] = v end
 end
 return out

@@ -78,7 +78,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
     started.push(iso);
     return { iso, gate };
   };
-  const admit = (iso: EndpointIsolation, key: string, extra: { hookRate?: number; starts?: number; t?: string } = {}): Promise<AdmitDecision> =>
+  const admit = async (iso: EndpointIsolation, key: string, extra: { hookRate?: number; starts?: number; t?: string } = {}): Promise<AdmitDecision> =>
     iso.admit({ key, token: extra.t ?? token(), leaseMs: LEASE_MS, hookRate: extra.hookRate, starts: extra.starts ?? 1 });
   const admitMany = async (iso: EndpointIsolation, key: string, n: number, extra: { hookRate?: number } = {}) => {
     const out: AdmitDecision[] = [];
@@ -270,6 +270,8 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
     ])('a %s outcome frees the slot but never counts against the endpoint', async (_label, result) => {
       const { iso, gate } = await make({ defaultCap: 1, policy: { failureThreshold: 1, minRequests: 1_000, autoDisableMs: 1 } });
       for (let i = 0; i < 3; i++) await attempt(iso, 'neutral', result);
+      // The slot was leased (endpointLeases.ts): the idle lease goes back with the next report.
+      await waitFor(async () => (await gate.snapshot('neutral'))?.inFlight === 0, 2_000, 'the idle lease to be returned');
       expect(await gate.snapshot('neutral')).toMatchObject({ state: 'closed', inFlight: 0, consecutiveFailures: 0, lastFailureAt: null });
       expect(await counterValue(metrics.endpointTransitions)).toBe(0);
       expect(await getEndpointPolicy(db, 'neutral')).toBeUndefined();

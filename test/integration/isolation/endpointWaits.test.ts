@@ -145,7 +145,7 @@ describe('endpoint waits and the adaptive limit (issue 27)', () => {
       let waiter: { t: string; pending: Promise<AdmissionResult> } | undefined;
       while (held.length < 64) {
         const r = request(key);
-        const pending = admission.admit(r);
+        const pending = Promise.resolve(admission.admit(r));
         const answer = await answerOrWait(pending);
         if (answer === undefined) {
           waiter = { t: r.token, pending };
@@ -171,7 +171,7 @@ describe('endpoint waits and the adaptive limit (issue 27)', () => {
     expect(go.kind).toBe('go');
     const second = request('one-slot');
     let answer: AdmissionResult | undefined;
-    const waiting = admission.admit(second).then((a) => (answer = a));
+    const waiting = Promise.resolve(admission.admit(second)).then((a) => (answer = a));
     await waitFor(() => admission.waiting() === 1, 5_000, 'the second job waits in memory');
     expect(answer).toBeUndefined();
     await finish(iso, 'one-slot', first.token, go);
@@ -218,7 +218,7 @@ describe('endpoint waits and the adaptive limit (issue 27)', () => {
     const goA = await admission.admit(a);
     const goB = await admission.admit(b);
     let third: AdmissionResult | undefined;
-    const pending = admission.admit(request('e3')).then((r) => (third = r));
+    const pending = Promise.resolve(admission.admit(request('e3'))).then((r) => (third = r));
     await new Promise((r) => setTimeout(r, 50));
     expect(third).toBeUndefined();
     await finish(iso, 'e1', a.token, goA);

@@ -1,0 +1,284 @@
+/**
+ * Slot leases: a worker holds a block of an endpoint's slots in the gate, so most deliveries take
+ * a slot here, with no Redis call and no promise, and give it back here (docs/delivery.md, "Slot
+ * leases"). Their outcomes go to the gate in blocks, run-length (a healthy endpoint's are one
+ * "ok × n"), with the lease's next size; a failure goes at once and stops local admits until the
+ * gate answered, so the breaker and the adaptive limit see it as they see an admit's release.
+ *
+ * The gate counts a lease's slots as taken whether or not an attempt uses them (the cap stays
+ * honest across workers), grants none while the breaker is not closed (probes and open deferrals
+ * go through the per-attempt path), and shares a short limit fairly among the workers leasing
+ * the endpoint. A lease lapses `durationMs` after its last renewal: a worker that dies frees its
+ * slots then.
+ */
+import { randomBytes } from 'node:crypto';
+import type { EndpointGate, LeaseAnswer, Release, ReleaseOutcome } from './endpointGate.ts';
+
+/** A lease asks for twice the endpoint's demand here (room to grow), at least this, at most MAX_LEASE. */
+const MIN_LEASE = 4;
+const MAX_LEASE = 256;
+/** Outcomes, renewals and idle leases go to the gate at least this often. */
+const REPORT_MS = 100;
+/** After the gate said the breaker is not closed, admits take the per-attempt path for this long. */
+const UNHEALTHY_MS = 1_000;
+/**
+ * A lease lasts this many attempt leases (hook timeout + margin) after its last renewal; it is
+ * renewed once a quarter of that has passed, and a slot is taken locally only while an attempt
+ * started now would end before the lease could lapse.
+ */
+const LEASE_SPAN = 2;
+const RENEW_AFTER = 0.25;
+
+type Waiter = { resolve(): void; reject(error: unknown): void };
+
+type Lease = {
+  readonly key: string;
+  readonly id: string;
+  cap: number;
+  /** Slots the gate counts for this lease, and how many of them may be in use. */
+  held: number;
+  allowed: number;
+  inUse: number;
+  /** The endpoint's slots taken, all workers together, at the last answer. */
+  inFlight: number;
+  durationMs: number;
+  /** Local admits only while an attempt started now ends before this (conservative: from the call's send time). */
+  expiresAt: number;
+  renewAt: number;
+  /** The per-attempt path until then (the breaker was not closed). */
+  unhealthyUntil: number;
+  /** A failure since the last answer: no local admits until the gate has it. */
+  suspended: boolean;
+  failures: number;
+  /** Outcomes not yet reported, run-length, in order. */
+  runs: [ReleaseOutcome, number][];
+  /** Admits waiting for the next answer. */
+  asking: number;
+  waiters: Waiter[];
+  scheduled: boolean;
+  calling: boolean;
+};
+
+type LeaseDecision = { kind: 'go' } | { kind: 'busy'; inFlight: number } | { kind: 'unhealthy' };
+
+export type EndpointLeases = {
+  /** Takes a leased slot of `key` now for `token` (synchronous); false: ask `acquire`. */
+  take(key: string, token: string, cap: number, leaseMs: number): boolean;
+  /** Whether `key`'s admits should use the lease (false while its breaker was last seen not closed, and once stopped). */
+  usable(key: string): boolean;
+  /** Asks the gate for more of `key`'s slots, then takes one if it can. */
+  acquire(key: string, token: string, cap: number, leaseMs: number): Promise<LeaseDecision>;
+  /**
+   * Gives back `token`'s leased slot with its outcome; undefined when the token holds no leased
+   * slot. A failure resolves once the gate has it; other outcomes at once.
+   */
+  give(token: string, outcome: ReleaseOutcome): Promise<void> | undefined;
+  /** The breaker closed (a probe's release said so): leases may be asked for again at once. */
+  healthy(key: string): void;
+  start(): void;
+  /** Returns the leases (best effort; what is not returned lapses). */
+  stop(): void;
+};
+
+const DONE: Promise<void> = Promise.resolve();
+
+export function createEndpointLeases(
+  gate: EndpointGate,
+  options: { onRelease(key: string, release: Release): void | Promise<void>; onError(key: string, error: unknown): void },
+): EndpointLeases {
+  const prefix = `L:${randomBytes(5).toString('hex')}`;
+  const leases = new Map<string, Lease>();
+  // The lease each leased token's slot belongs to; a slot never given back (a bug upstream) is
+  // freed after two sweeps (each at least a lease long), so it cannot hold the lease forever.
+  let owners = new Map<string, Lease>();
+  let olderOwners = new Map<string, Lease>();
+  let sweptAt = Date.now();
+  let sequence = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  const leaseOf = (key: string, cap: number, leaseMs: number): Lease => {
+    let lease = leases.get(key);
+    if (!lease) {
+      lease = {
+        key,
+        id: `${prefix}:${(sequence++).toString(36)}`,
+        cap,
+        held: 0,
+        allowed: 0,
+        inUse: 0,
+        inFlight: 0,
+        durationMs: LEASE_SPAN * leaseMs,
+        expiresAt: 0,
+        renewAt: 0,
+        unhealthyUntil: 0,
+        suspended: false,
+        failures: 0,
+        runs: [],
+        asking: 0,
+        waiters: [],
+        scheduled: false,
+        calling: false,
+      };
+      leases.set(key, lease);
+    }
+    return lease;
+  };
+
+  const free = (lease: Lease, cap: number, leaseMs: number, now: number): boolean =>
+    lease.inUse < lease.allowed && !lease.suspended && lease.cap === cap && now + leaseMs <= lease.expiresAt;
+
+  const schedule = (lease: Lease): void => {
+    if (lease.scheduled || lease.calling) return;
+    lease.scheduled = true;
+    setImmediate(() => call(lease));
+  };
+
+  const call = (lease: Lease): void => {
+    lease.scheduled = false;
+    if (lease.calling) return;
+    lease.calling = true;
+    const waiters = lease.waiters;
+    lease.waiters = [];
+    const runs = lease.runs;
+    lease.runs = [];
+    const demand = stopped ? 0 : lease.inUse + lease.asking;
+    const want = demand === 0 ? 0 : Math.min(MAX_LEASE, Math.max(MIN_LEASE, 2 * demand));
+    // Giving the lease back: no local admits until the answer (they ask with the next call).
+    if (want === 0) lease.allowed = Math.min(lease.allowed, lease.inUse);
+    // Until the answer arrives the worker may have this many in use (after a failure: none more).
+    const keep = lease.suspended ? lease.inUse : Math.max(lease.inUse, lease.allowed);
+    const failures = lease.failures;
+    const sentAt = Date.now();
+    const renew = lease.held > 0 && sentAt >= lease.renewAt;
+    gate
+      .exchange(lease.key, [], [], { id: lease.id, held: lease.held, want, keep, durationMs: lease.durationMs, renew, cap: lease.cap, outcomes: runs })
+      .then(
+        async (answer) => {
+          apply(lease, answer.lease!, sentAt, failures);
+          for (const release of answer.lease!.releases) if (release.transition || release.autoDisable) await options.onRelease(lease.key, release);
+          for (const w of waiters) w.resolve();
+        },
+        (error: unknown) => {
+          // Not reported: the outcomes go with the next call (a failure keeps local admits stopped until then).
+          lease.runs = runs.concat(lease.runs);
+          options.onError(lease.key, error);
+          for (const w of waiters) w.reject(error);
+        },
+      )
+      .finally(() => {
+        lease.calling = false;
+        if (lease.waiters.length > 0 || (lease.suspended && lease.runs.length > 0)) schedule(lease);
+        else if (lease.held === 0 && lease.inUse === 0 && lease.runs.length === 0 && lease.asking === 0) leases.delete(lease.key);
+      });
+  };
+
+  const apply = (lease: Lease, answer: LeaseAnswer, sentAt: number, failures: number): void => {
+    lease.held = answer.held;
+    lease.allowed = answer.allowed;
+    lease.inFlight = answer.inFlight;
+    const expiresAt = answer.held > 0 ? sentAt + answer.remainingMs : 0;
+    if (expiresAt !== lease.expiresAt) {
+      lease.expiresAt = expiresAt;
+      lease.renewAt = expiresAt - lease.durationMs * (1 - RENEW_AFTER);
+    }
+    if (lease.failures === failures) lease.suspended = false;
+    if (answer.state !== 'closed') lease.unhealthyUntil = Date.now() + UNHEALTHY_MS;
+  };
+
+  /** Waits for the next answer of `lease`'s gate call. */
+  const nextAnswer = (lease: Lease): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      lease.waiters.push({ resolve, reject });
+      schedule(lease);
+    });
+
+  const sweep = (now: number): void => {
+    let longest = 0;
+    for (const lease of leases.values()) longest = Math.max(longest, lease.durationMs);
+    if (now - sweptAt < longest) return;
+    sweptAt = now;
+    for (const lease of olderOwners.values()) lease.inUse = Math.max(0, lease.inUse - 1);
+    olderOwners = owners;
+    owners = new Map();
+  };
+
+  const report = (): void => {
+    const now = Date.now();
+    sweep(now);
+    for (const lease of leases.values()) {
+      if (lease.calling || lease.scheduled) continue;
+      const idle = lease.inUse === 0 && lease.asking === 0;
+      if (lease.runs.length > 0 || (lease.held > 0 && (idle || now >= lease.renewAt))) schedule(lease);
+      else if (idle && lease.held === 0) leases.delete(lease.key);
+    }
+  };
+
+  return {
+    take(key, token, cap, leaseMs) {
+      const lease = leases.get(key);
+      if (lease === undefined || stopped || !free(lease, cap, leaseMs, Date.now())) return false;
+      lease.inUse += 1;
+      owners.set(token, lease);
+      return true;
+    },
+    usable(key) {
+      if (stopped) return false;
+      const lease = leases.get(key);
+      return lease === undefined || Date.now() >= lease.unhealthyUntil;
+    },
+    async acquire(key, token, cap, leaseMs) {
+      const lease = leaseOf(key, cap, leaseMs);
+      lease.durationMs = Math.max(lease.durationMs, LEASE_SPAN * leaseMs);
+      // An attempt with a longer lease than the lease has left: renew it with this call.
+      if (Date.now() + leaseMs > lease.expiresAt) lease.renewAt = 0;
+      if (lease.cap !== cap) {
+        // The endpoint's cap changed (a policy refresh): the next call asks with the new one.
+        lease.cap = cap;
+        lease.allowed = Math.min(lease.allowed, lease.inUse);
+      }
+      lease.asking += 1;
+      try {
+        await nextAnswer(lease);
+      } finally {
+        lease.asking -= 1;
+      }
+      if (Date.now() < lease.unhealthyUntil) return { kind: 'unhealthy' };
+      if (!free(lease, cap, leaseMs, Date.now())) return { kind: 'busy', inFlight: lease.inFlight };
+      lease.inUse += 1;
+      owners.set(token, lease);
+      return { kind: 'go' };
+    },
+    give(token, outcome) {
+      let lease = owners.get(token);
+      if (lease !== undefined) owners.delete(token);
+      else {
+        lease = olderOwners.get(token);
+        if (lease === undefined) return undefined;
+        olderOwners.delete(token);
+      }
+      lease.inUse -= 1;
+      if (outcome === 'none') return DONE;
+      const last = lease.runs[lease.runs.length - 1];
+      if (last !== undefined && last[0] === outcome) last[1] += 1;
+      else lease.runs.push([outcome, 1]);
+      if (outcome !== 'fail') return DONE;
+      lease.suspended = true;
+      lease.failures += 1;
+      return nextAnswer(lease).catch(() => undefined);
+    },
+    healthy(key) {
+      const lease = leases.get(key);
+      if (lease) lease.unhealthyUntil = 0;
+    },
+    start() {
+      timer = setInterval(report, REPORT_MS);
+      timer.unref();
+    },
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+      for (const lease of leases.values()) if (lease.held > 0 || lease.runs.length > 0) schedule(lease);
+    },
+  };
+}
