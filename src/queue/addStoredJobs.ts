@@ -1,22 +1,37 @@
 /**
  * Enqueue step 4, add jobs: one BullMQ job per row the commit inserted (job id = delivery id,
- * Q1), added in pipelined addBulk chunks (jobs.ts). Q2: once the rows are committed the call
- * answers whether or not Redis took the jobs in time (`queued: false`); the worker's reconciler
- * adds the missing ones.
+ * Q1), in pipelined addBulk chunks (jobs.ts). When every row of the group was expected to be
+ * inserted (nothing keyed or ordered), the jobs were staged while Postgres stored the rows
+ * (stageJobs) and are only sent now. Q2: once the rows are committed the call answers whether
+ * or not Redis took the jobs in time (`queued: false`); the worker's reconciler adds the missing ones.
  */
 import type { Queue } from 'bullmq';
 import type { Logger } from '../observability/logger.ts';
-import { addDeliveryJobs, withTimeout } from './jobs.ts';
+import { addDeliveryJobs, type DeliveryJob, stageDeliveryJobs, type StagedJobs, withTimeout } from './jobs.ts';
 import type { PreparedRow } from './prepareEnqueue.ts';
 import type { DeliveryJobData } from './types.ts';
 
-/** Adds the jobs of newly stored rows; false (never a throw) when Redis does not take them in time. */
-export async function addStoredJobs(queue: () => Queue<DeliveryJobData>, rows: readonly PreparedRow[], timeoutMs: number, logger: Logger): Promise<boolean> {
+const jobsOf = (rows: readonly PreparedRow[]): DeliveryJob[] => rows.map((r) => ({ deliveryId: r.id, generation: 0, ...(r.job ? { attempt: r.job } : {}) }));
+
+/** The rows' jobs built now, sent by addStoredJobs once the rows are committed (never a rejection: a failed stage is added the plain way). */
+export function stageJobs(queue: () => Queue<DeliveryJobData>, rows: readonly PreparedRow[]): Promise<StagedJobs | undefined> {
+  return stageDeliveryJobs(queue(), jobsOf(rows)).catch(() => undefined);
+}
+
+/**
+ * Adds the jobs of newly stored rows (the staged ones when they are exactly these rows); false
+ * (never a throw) when Redis does not take them in time.
+ */
+export async function addStoredJobs(
+  queue: () => Queue<DeliveryJobData>,
+  rows: readonly PreparedRow[],
+  timeoutMs: number,
+  logger: Logger,
+  staged?: Promise<StagedJobs | undefined>,
+): Promise<boolean> {
   if (rows.length === 0) return true;
-  const adding = addDeliveryJobs(
-    queue(),
-    rows.map((r) => ({ deliveryId: r.id, generation: 0, ...(r.job ? { attempt: r.job } : {}) })),
-  ).then(
+  const plain = () => addDeliveryJobs(queue(), jobsOf(rows));
+  const adding = (staged ? staged.then((s) => (s ? s.send() : plain())) : plain()).then(
     () => true,
     (err: unknown) => {
       logger.warn({ err: err, deliveries: rows.length }, 'could not add delivery jobs; the reconciler will');

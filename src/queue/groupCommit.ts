@@ -9,7 +9,7 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '../observability/logger.ts';
 import type { Db } from '../store/db.ts';
-import { addStoredJobs } from './addStoredJobs.ts';
+import { addStoredJobs, stageJobs } from './addStoredJobs.ts';
 import { answerCalls, type CallOutcome } from './answerCalls.ts';
 import { createBatcher } from './batcher.ts';
 import { numberOrderedRows, writeJobBodies } from './enqueueBodies.ts';
@@ -61,19 +61,17 @@ async function commitGroup(deps: GroupCommitDeps, calls: PreparedItem[][]): Prom
   // Store: one statement (one transaction beyond its size, or with ordered or keyed rows): all of these calls or none.
   const storing = storeGroup(db, calls, rows);
   storing.catch(() => undefined); // awaited below, once the bodies are built
-  // The unordered rows' job bodies are built while Postgres stores the rows (the statement is sent by then).
+  // While Postgres stores the rows (the statement is sent by then): the unordered rows' job
+  // bodies, and when every row is to be inserted (nothing keyed or ordered) their jobs, staged to be sent after the commit.
   await nextTurn();
   writeJobBodies(rows);
+  const staged = rows.every((r) => !r.ordered && r.idempotencyKey == null) ? stageJobs(deps.queue, rows) : undefined;
   const stored = await storing;
   // Number: ordered rows' bodies and jobs carry the sequences the commit gave them (SEC-H7).
   numberOrderedRows(rows, stored.sequences);
   // Add jobs: every stored row gets its job, whatever happens to a sibling call.
-  const queued = await addStoredJobs(
-    deps.queue,
-    rows.filter((r) => stored.inserted.has(r.id)),
-    deps.queueTimeoutMs,
-    deps.logger,
-  );
+  const inserted = rows.filter((r) => stored.inserted.has(r.id));
+  const queued = await addStoredJobs(deps.queue, inserted, deps.queueTimeoutMs, deps.logger, inserted.length === rows.length ? staged : undefined);
   // Answer: each call its own ids or its own error.
   return answerCalls(calls, stored, queued);
 }

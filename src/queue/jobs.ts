@@ -2,7 +2,7 @@
  * The BullMQ side of a delivery: one job per ledger row, job id = delivery id (Q1), data minimal,
  * removed on completion and on final failure (Q11: the ledger is the record).
  */
-import type { JobsOptions, Queue } from 'bullmq';
+import { Job, type JobsOptions, type Queue } from 'bullmq';
 import { DELIVERY_JOB_NAME, type DeliveryJobAttempt, type DeliveryJobData } from './types.ts';
 
 /**
@@ -27,20 +27,50 @@ function deliveryJobOptions(job: DeliveryJob): JobsOptions {
   };
 }
 
+function deliveryJobData(job: DeliveryJob): DeliveryJobData {
+  return job.attempt
+    ? { deliveryId: job.deliveryId, generation: job.generation, attempt: job.attempt }
+    : { deliveryId: job.deliveryId, generation: job.generation };
+}
+
 /** Adds the jobs (a job whose id already exists is left as it is, so a re-add is harmless). */
 export async function addDeliveryJobs(queue: Queue<DeliveryJobData>, jobs: readonly DeliveryJob[]): Promise<void> {
   for (let i = 0; i < jobs.length; i += ADD_BULK_CHUNK) {
     const chunk = jobs.slice(i, i + ADD_BULK_CHUNK);
-    await queue.addBulk(
-      chunk.map((job) => ({
-        name: DELIVERY_JOB_NAME,
-        data: job.attempt
-          ? { deliveryId: job.deliveryId, generation: job.generation, attempt: job.attempt }
-          : { deliveryId: job.deliveryId, generation: job.generation },
-        opts: deliveryJobOptions(job),
-      })),
-    );
+    await queue.addBulk(chunk.map((job) => ({ name: DELIVERY_JOB_NAME, data: deliveryJobData(job), opts: deliveryJobOptions(job) })));
   }
+}
+
+/** Jobs built and queued on Redis pipelines, not sent yet. */
+export type StagedJobs = {
+  /** Sends them (one round trip per chunk of ADD_BULK_CHUNK, all in flight at once); throws the first job's error. */
+  send(): Promise<void>;
+};
+
+/**
+ * An addBulk in two halves: the CPU now (each job's JSON and script arguments, BullMQ's own
+ * Job.addJob on a pipeline, as addBulk's createBulk does), the round trip when send() is called.
+ * The producer stages a group's jobs while Postgres stores their rows and sends them once the
+ * rows are committed (Q1: never a job before its row).
+ */
+export async function stageDeliveryJobs(queue: Queue<DeliveryJobData>, jobs: readonly DeliveryJob[]): Promise<StagedJobs> {
+  const client = await queue.client;
+  const pipelines: Array<ReturnType<typeof client.pipeline>> = [];
+  for (let i = 0; i < jobs.length; i += ADD_BULK_CHUNK) {
+    const pipeline = client.pipeline();
+    for (const job of jobs.slice(i, i + ADD_BULK_CHUNK)) {
+      const staged = new Job<DeliveryJobData>(queue, DELIVERY_JOB_NAME, deliveryJobData(job), deliveryJobOptions(job), job.deliveryId);
+      // Its outcome is read from the pipeline's results below.
+      staged.addJob(pipeline, { parentDependenciesKey: '' }).catch(() => undefined);
+    }
+    pipelines.push(pipeline);
+  }
+  return {
+    async send() {
+      const results = await Promise.all(pipelines.map((p) => p.exec()));
+      for (const chunk of results) for (const [err] of chunk ?? []) if (err) throw err;
+    },
+  };
 }
 
 /** Resolves `fallback` when `work` has not settled within `timeoutMs`; the late result is dropped. */

@@ -16,7 +16,7 @@ import { createHookProducer } from '../../../src/queue/producer.ts';
 import type { DeliveryJobData, HookProducer } from '../../../src/queue/types.ts';
 import { openStore, type Store } from '../../../src/store/db.ts';
 import { getDeliveryRow } from '../../../src/store/deliveriesRepo.ts';
-import { createTestStore, type TestStore } from '../../support/db.ts';
+import { createTestSchema, createTestStore, type TestStore } from '../../support/db.ts';
 import { deleteKeys } from '../../support/redisKeys.ts';
 import { TEST_REDIS_URL } from './harness.ts';
 
@@ -87,5 +87,26 @@ describe('PERF-38 enqueue steps store and queue what they did before', () => {
     const again = await producer.enqueue(input);
     expect(again.deliveryIds).toEqual(first.deliveryIds);
     for (const id of first.deliveryIds) expect((await queue.getJob(id))?.data.attempt?.body).toContain(`"deliveryId":"${id}"`);
+  });
+
+  it('PERF-38 Q1: jobs staged while the INSERT runs are sent only once it committed: a refused INSERT leaves Redis empty', async () => {
+    // A schema without the ledger tables: the INSERT fails after the jobs were staged.
+    const bare = await createTestSchema('perf38bare');
+    const store = await openStore({ databaseUrl: bare.url, maxConnections: 2 });
+    const name = 'q-perf38-bare';
+    const failing = createHookProducer({ store, redisUrl: TEST_REDIS_URL, queueName: name, queuePrefix: prefix, env: {} });
+    const bareQueue = new Queue<DeliveryJobData>(name, { connection: redis, prefix });
+    try {
+      const events = Array.from({ length: 20 }, (_, i) => ({ operationId: `op-bare-${i}`, type: 'onComplete' as const, event: { i }, hooks }));
+      await expect(failing.enqueueMany(events)).rejects.toThrow();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const counts = await bareQueue.getJobCounts('waiting', 'delayed', 'prioritized', 'active');
+      expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(0);
+    } finally {
+      await failing.close();
+      await bareQueue.close();
+      await store.close();
+      await bare.drop();
+    }
   });
 });
