@@ -13,12 +13,14 @@ import { redactSecrets, resolvedTemplateValues, sentHeadersAsConfigured } from '
 import { DeliveryConfigError, SSRF_BLOCKED_HINT } from './errors.ts';
 import type { FetchTransport, SendOutcome } from './fetchTransport.ts';
 import { resolveHeaderTemplates } from './headerTemplates.ts';
-import { resolveWebhookUrl } from './resolveUrl.ts';
+import { type ResolvedUrl, resolveWebhookUrl } from './resolveUrl.ts';
 import { isPermanentStatus, parseRetryAfter } from './retryPolicy.ts';
-import { signatureHeaders } from './signing.ts';
+import { addSignatureHeaders } from './signing.ts';
 import type { QStashPublisher, QStashPublishResult, TransportErrorClass } from './types.ts';
 
 const MS_PER_SECOND = 1000;
+/** Response excerpts are decoded with one decoder (U+FFFD for invalid UTF-8), not one per attempt. */
+const UTF8 = new TextDecoder();
 
 type NotificationErrorClass = TransportErrorClass | 'http_error';
 
@@ -99,7 +101,6 @@ export type NotificationResult = NotificationSuccess | NotificationFailure;
 
 export async function deliverNotification(input: DeliverNotificationInput): Promise<NotificationResult> {
   const startedAt = performance.now();
-  const elapsed = () => performance.now() - startedAt;
   const { webhook } = input;
   const critical = webhook.fallback === 'none';
   const now = input.nowMs ?? Date.now;
@@ -108,11 +109,12 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
   let trusted: boolean;
   let headers: Record<string, string>;
   try {
-    const resolved = resolveWebhookUrl(webhook.url, input.appUrl);
+    const resolved = resolveUrlCached(webhook.url, input.appUrl);
     url = resolved.url;
     trusted = input.trusted === true || resolved.trusted;
+    // A fresh object per call: the request's headers are added to it below.
     headers = resolveHeaderTemplates(webhook.headers, webhook.allowedEnvVars, input.env, {
-      ...(input.templateEnv ? { templateEnv: input.templateEnv } : {}),
+      templateEnv: input.templateEnv,
       environmentHook: input.environmentHook === true,
     });
   } catch (error) {
@@ -125,15 +127,9 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
       transport: webhook.delivery,
       fellBack: false,
       detail: error.message,
-      durationMs: elapsed(),
+      durationMs: performance.now() - startedAt,
     };
   }
-  const signed = (): Record<string, string> => ({
-    ...headers,
-    ...input.traceHeaders,
-    ...(input.sequence !== undefined ? { [SEQUENCE_HEADER]: String(input.sequence) } : {}),
-    ...signatureHeaders({ id: input.deliveryId, timestampSeconds: Math.floor(now() / MS_PER_SECOND), body: input.payload, secrets: input.signingSecrets }),
-  });
   const attemptTimeoutMs = timeoutMs(webhook);
 
   if (webhook.delivery === 'qstash') {
@@ -151,7 +147,7 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
         transport: 'qstash',
         fellBack: false,
         detail: destination.problem,
-        durationMs: elapsed(),
+        durationMs: performance.now() - startedAt,
       };
     }
     // The SSRF check sees the normalised destination: exactly the string QStash is given.
@@ -165,21 +161,22 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
         transport: 'qstash',
         fellBack: false,
         ...(check.errorClass === 'ssrf_blocked' ? { detail: SSRF_BLOCKED_HINT } : {}),
-        durationMs: elapsed(),
+        durationMs: performance.now() - startedAt,
       };
     }
     const published: QStashPublishResult = input.qstash
       ? await input.qstash.publish({
           destination: destination.destination,
           body: input.payload,
-          headers: signed(),
+          // A copy: a fallback fetch signs `headers` again with its own timestamp.
+          headers: requestHeaders({ ...headers }, input, now()),
           timeoutMs: attemptTimeoutMs,
           deduplicationId: `${input.deliveryId}-${input.generation}`,
           ...(input.qstashRetries !== undefined ? { retries: input.qstashRetries } : {}),
           ...(input.signal ? { signal: input.signal } : {}),
         })
       : { ok: false, errorClass: 'configuration' };
-    if (published.ok) return { ok: true, transport: 'qstash', messageId: published.messageId, fellBack: false, durationMs: elapsed() };
+    if (published.ok) return { ok: true, transport: 'qstash', messageId: published.messageId, fellBack: false, durationMs: performance.now() - startedAt };
     input.logger.warn(
       { hookId: input.hookId, deliveryId: input.deliveryId, errorClass: published.errorClass, httpStatus: published.httpStatus, fallback: webhook.fallback },
       critical ? 'qstash publish failed; fallback disabled' : 'qstash publish failed; falling back to one direct fetch',
@@ -193,12 +190,12 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
         critical,
         transport: 'qstash',
         fellBack: false,
-        durationMs: elapsed(),
+        durationMs: performance.now() - startedAt,
       };
     }
   }
 
-  const sent = signed();
+  const sent = requestHeaders(headers, input, now());
   const outcome = await input.fetchTransport.send({
     url,
     body: input.payload,
@@ -206,62 +203,101 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
     timeoutMs: attemptTimeoutMs,
     trusted,
     read: 'discard',
-    ...(input.excerptBytes ? { excerptBytes: input.excerptBytes } : {}),
-    ...(input.signal ? { signal: input.signal } : {}),
+    excerptBytes: input.excerptBytes,
+    signal: input.signal,
   });
-  return fromOutcome(outcome, {
-    critical,
-    fellBack: webhook.delivery === 'qstash',
-    nowMs: now(),
-    durationMs: elapsed(),
-    // Only computed when there is something to keep: the healthy path pays nothing.
-    evidence: () => ({
-      secrets: resolvedTemplateValues(webhook.headers, sent, input.env),
-      requestHeaders: sentHeadersAsConfigured(webhook.headers, sent),
-    }),
-  });
+  const evidence: EvidenceSource = { configured: webhook.headers, sent, env: input.env };
+  return fromOutcome(outcome, critical, webhook.delivery === 'qstash', now(), performance.now() - startedAt, evidence);
 }
 
-type OutcomeContext = {
-  critical: boolean;
-  fellBack: boolean;
-  nowMs: number;
-  durationMs: number;
-  evidence: () => { secrets: string[]; requestHeaders: Record<string, string> };
-};
+/**
+ * `headers` (the hook's, resolved) with the attempt's own added in place, in this order: trace
+ * context, the sequence (SEC-H7), then `webhook-id` / `webhook-timestamp` / `webhook-signature` (Q1/Q6).
+ */
+function requestHeaders(headers: Record<string, string>, input: DeliverNotificationInput, nowMs: number): Record<string, string> {
+  if (input.traceHeaders !== undefined) Object.assign(headers, input.traceHeaders);
+  if (input.sequence !== undefined) headers[SEQUENCE_HEADER] = String(input.sequence);
+  return addSignatureHeaders(headers, input.deliveryId, Math.floor(nowMs / MS_PER_SECOND), input.payload, input.signingSecrets);
+}
 
-function fromOutcome(outcome: SendOutcome, ctx: OutcomeContext): NotificationResult {
-  const common = { transport: 'fetch' as const, fellBack: ctx.fellBack, durationMs: ctx.durationMs };
+/** `resolveWebhookUrl` is pure in (url, appUrl): recent answers are remembered (errors are not). */
+const resolvedUrls = new Map<string, ResolvedUrl>();
+const RESOLVED_URL_CACHE_LIMIT = 512;
+
+function resolveUrlCached(url: string, appUrl: string | undefined): ResolvedUrl {
+  const key = appUrl === undefined ? url : `${url}\n${appUrl}`;
+  let resolved = resolvedUrls.get(key);
+  if (resolved === undefined) {
+    resolved = Object.freeze(resolveWebhookUrl(url, appUrl));
+    if (resolvedUrls.size >= RESOLVED_URL_CACHE_LIMIT) resolvedUrls.clear();
+    resolvedUrls.set(key, resolved);
+  }
+  return resolved;
+}
+
+/** What Q8's evidence is computed from, only when there is something to keep: the healthy path pays nothing. */
+type EvidenceSource = { configured: Record<string, string> | undefined; sent: Record<string, string>; env: Record<string, string | undefined> };
+
+function secretsOf(source: EvidenceSource): string[] {
+  return resolvedTemplateValues(source.configured, source.sent, source.env);
+}
+
+function headersAsConfigured(source: EvidenceSource): Record<string, string> {
+  return sentHeadersAsConfigured(source.configured, source.sent);
+}
+
+function fromOutcome(
+  outcome: SendOutcome,
+  critical: boolean,
+  fellBack: boolean,
+  nowMs: number,
+  durationMs: number,
+  evidence: EvidenceSource,
+): NotificationResult {
   if (outcome.kind === 'error') {
     const permanent = outcome.errorClass === 'ssrf_blocked' || outcome.errorClass === 'configuration';
     return {
       ok: false,
       errorClass: outcome.errorClass,
       permanent,
-      critical: ctx.critical,
+      critical,
       ...(outcome.detail ? { detail: outcome.detail } : {}),
-      ...(outcome.errorClass === 'configuration' || outcome.errorClass === 'ssrf_blocked' ? {} : { requestHeaders: ctx.evidence().requestHeaders }),
-      ...common,
+      ...(outcome.errorClass === 'configuration' || outcome.errorClass === 'ssrf_blocked' ? {} : { requestHeaders: headersAsConfigured(evidence) }),
+      transport: 'fetch',
+      fellBack,
+      durationMs,
     };
   }
-  const excerptOf = (secrets: readonly string[]) =>
-    outcome.excerpt && outcome.excerpt.length > 0
-      ? { responseExcerpt: redactSecrets(sanitizeStorableText(new TextDecoder().decode(outcome.excerpt)), secrets) }
-      : {};
+  const hasExcerpt = outcome.excerpt !== undefined && outcome.excerpt.length > 0;
   if (outcome.status >= 200 && outcome.status < 300) {
-    return { ok: true, httpStatus: outcome.status, ...(outcome.excerpt && outcome.excerpt.length > 0 ? excerptOf(ctx.evidence().secrets) : {}), ...common };
+    return hasExcerpt
+      ? {
+          ok: true,
+          httpStatus: outcome.status,
+          responseExcerpt: excerptText(outcome.excerpt as Uint8Array, secretsOf(evidence)),
+          transport: 'fetch',
+          fellBack,
+          durationMs,
+        }
+      : { ok: true, httpStatus: outcome.status, transport: 'fetch', fellBack, durationMs };
   }
-  const retryAfterMs = parseRetryAfter(outcome.headers['retry-after'], ctx.nowMs);
-  const evidence = ctx.evidence();
+  const retryAfterMs = parseRetryAfter(outcome.headers['retry-after'], nowMs);
   return {
     ok: false,
     errorClass: 'http_error',
     httpStatus: outcome.status,
     ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
     permanent: isPermanentStatus(outcome.status),
-    critical: ctx.critical,
-    ...excerptOf(evidence.secrets),
-    requestHeaders: evidence.requestHeaders,
-    ...common,
+    critical,
+    ...(hasExcerpt ? { responseExcerpt: excerptText(outcome.excerpt as Uint8Array, secretsOf(evidence)) } : {}),
+    requestHeaders: headersAsConfigured(evidence),
+    transport: 'fetch',
+    fellBack,
+    durationMs,
   };
+}
+
+/** Q8: an excerpt as stored: decoded, made storable, every resolved template value taken out. */
+function excerptText(excerpt: Uint8Array, secrets: readonly string[]): string {
+  return redactSecrets(sanitizeStorableText(UTF8.decode(excerpt)), secrets);
 }

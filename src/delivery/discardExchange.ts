@@ -82,8 +82,10 @@ class DiscardHandler implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
     this.#status = statusCode;
-    this.#headers = undiciUtil.parseHeaders(rawHeaders) as ResponseHeaders;
-    if (this.#limits.excerptBytes <= 0) this.#settle();
+    const headers = undiciUtil.parseHeaders(rawHeaders) as ResponseHeaders;
+    this.#headers = headers;
+    // No excerpt asked, or a response without a body (204, 304, content-length 0): settled at the status.
+    if (this.#limits.excerptBytes <= 0 || statusCode === 204 || statusCode === 304 || headers['content-length'] === '0') this.#settle();
     // A short body usually arrives with its status (same read): the wait timer only when it did not.
     else queueMicrotask(() => this.#waitForExcerpt());
     return true;

@@ -20,7 +20,19 @@ const toConfigError = (message: string) => new DeliveryConfigError(message);
 const keyCache = new Map<string, KeyObject[]>();
 const KEY_CACHE_MAX = 16;
 
+/** The same, by the list itself: a worker signs every delivery with one settings array. */
+const keysByList = new WeakMap<readonly string[], KeyObject[]>();
+
 function signingKeys(secrets: readonly string[]): KeyObject[] {
+  const known = keysByList.get(secrets);
+  if (known !== undefined) return known;
+  const keys = signingKeysOf(secrets);
+  // Frozen lists only: a list that may change later is looked up by its text each time.
+  if (Object.isFrozen(secrets)) keysByList.set(secrets, keys);
+  return keys;
+}
+
+function signingKeysOf(secrets: readonly string[]): KeyObject[] {
   const joined = secrets.join(' ');
   let keys = keyCache.get(joined);
   if (!keys) {
@@ -32,14 +44,30 @@ function signingKeys(secrets: readonly string[]): KeyObject[] {
 }
 
 export function signatureHeaders(input: SignatureInput): Record<string, string> {
-  const timestamp = String(Math.floor(input.timestampSeconds));
-  const headers: Record<string, string> = { 'webhook-id': input.id, 'webhook-timestamp': timestamp };
-  if (input.secrets.length === 0) return headers;
+  return addSignatureHeaders({}, input.id, input.timestampSeconds, input.body, input.secrets);
+}
+
+/** The same headers set on `headers` (in this order), which is returned: no object of their own per request. */
+export function addSignatureHeaders(
+  headers: Record<string, string>,
+  id: string,
+  timestampSeconds: number,
+  body: string,
+  secrets: readonly string[],
+): Record<string, string> {
+  const timestamp = String(Math.floor(timestampSeconds));
+  headers['webhook-id'] = id;
+  headers['webhook-timestamp'] = timestamp;
+  if (secrets.length === 0) return headers;
   // The signed content `id.timestamp.body` is fed in parts: no copy of the body per secret.
-  const prefix = `${input.id}.${timestamp}.`;
-  headers['webhook-signature'] = signingKeys(input.secrets)
-    .map((key) => `${SIGNATURE_VERSION},${createHmac('sha256', key).update(prefix).update(input.body).digest('base64')}`)
-    .join(' ');
+  const prefix = `${id}.${timestamp}.`;
+  const keys = signingKeys(secrets);
+  let signature = '';
+  for (const key of keys) {
+    const entry = `${SIGNATURE_VERSION},${createHmac('sha256', key).update(prefix).update(body).digest('base64')}`;
+    signature = signature === '' ? entry : `${signature} ${entry}`;
+  }
+  headers['webhook-signature'] = signature;
   return headers;
 }
 

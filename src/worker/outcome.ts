@@ -9,6 +9,7 @@ import { nextDelayMs } from '../delivery/retryPolicy.ts';
 import type { NotificationResult } from '../delivery/deliver.ts';
 import { SSRF_BLOCKED_HINT } from '../delivery/errors.ts';
 import { CRITICAL_ERROR_CLASS, type AttemptOutcome, type ClaimedDelivery } from '../store/deliveriesRepo.ts';
+import { withDefined } from '../contract/withDefined.ts';
 
 export { CRITICAL_ERROR_CLASS };
 
@@ -43,22 +44,22 @@ export function decideOutcome(input: DecideInput): AttemptDecision {
     // Q8: a failure keeps the receiver's answer and the headers sent too (why it said no).
     responseExcerpt: result.responseExcerpt ?? null,
     generation: claimed.generation,
-    ...(!result.ok && result.requestHeaders ? { requestHeaders: result.requestHeaders } : {}),
   };
+  if (!result.ok && result.requestHeaders) attempt.requestHeaders = result.requestHeaders;
   const deadlineAt = input.deadlineAtMs !== undefined ? new Date(input.deadlineAtMs) : null;
-  const base = { id: claimed.id, attempt, lastHttpStatus: result.httpStatus ?? null, deadlineAt };
+  const lastHttpStatus = result.httpStatus ?? null;
 
+  // One outcome object per attempt, written out whole (no base object spread into it).
   if (result.ok) {
     const kind = result.transport === 'qstash' ? 'accepted_by_qstash' : 'delivered';
-    return { kind, outcome: { ...base, status: kind, lastErrorClass: null, nextAttemptAt: null } };
+    return { kind, outcome: { id: claimed.id, attempt, lastHttpStatus, deadlineAt, status: kind, lastErrorClass: null, nextAttemptAt: null } };
   }
   let delayMs = result.permanent
     ? undefined
     : nextDelayMs({
         attempt: attemptNo,
         scheduleSeconds: input.scheduleSeconds,
-        ...(result.retryAfterMs !== undefined ? { retryAfterMs: result.retryAfterMs } : {}),
-        ...(input.random ? { random: input.random } : {}),
+        ...withDefined({ retryAfterMs: result.retryAfterMs, random: input.random }),
       });
   const deadline = input.deadlineAtMs;
   if (delayMs !== undefined && deadline !== undefined) {
@@ -71,7 +72,15 @@ export function decideOutcome(input: DecideInput): AttemptDecision {
     return {
       kind: 'retry',
       delayMs,
-      outcome: { ...base, status: 'retrying', lastErrorClass: result.errorClass, nextAttemptAt: new Date(input.nowMs + delayMs) },
+      outcome: {
+        id: claimed.id,
+        attempt,
+        lastHttpStatus,
+        deadlineAt,
+        status: 'retrying',
+        lastErrorClass: result.errorClass,
+        nextAttemptAt: new Date(input.nowMs + delayMs),
+      },
     };
   }
   // Q4: a fallback 'none' hook that failed for good is recorded as CriticalHookDeliveryError.
@@ -79,9 +88,12 @@ export function decideOutcome(input: DecideInput): AttemptDecision {
     kind: 'failed',
     critical: result.critical,
     errorClass: result.errorClass,
-    ...(result.httpStatus !== undefined ? { httpStatus: result.httpStatus } : {}),
+    ...withDefined({ httpStatus: result.httpStatus }),
     outcome: {
-      ...base,
+      id: claimed.id,
+      attempt,
+      lastHttpStatus,
+      deadlineAt,
       status: 'failed',
       lastErrorClass: result.critical ? CRITICAL_ERROR_CLASS : result.errorClass,
       nextAttemptAt: null,
