@@ -89,8 +89,11 @@ export type Admission = {
 
 type Wake = 'slot' | 'timer' | 'stop';
 type Waiter = { wake(why: Wake): void };
-/** An endpoint's waiters (FIFO), its attempts in flight as the gate last said, its attempts' moving average. */
-type EndpointQueue = { waiters: Waiter[]; inFlight: number; ewmaMs: number | undefined };
+/**
+ * An endpoint's waiters (FIFO), its attempts in flight as the gate last said, its attempts' moving
+ * average, and the `done` its admitted attempts call (made once per queue, not per attempt).
+ */
+type EndpointQueue = { waiters: Waiter[]; inFlight: number; ewmaMs: number | undefined; ended: (durationMs: number | undefined) => void };
 
 type AdmissionOptions = {
   /** HOOKRELAY_CONCURRENCY: attempts at once. */
@@ -154,7 +157,7 @@ class EndpointAdmission implements Admission {
     // The fast path, synchronous: a free worker slot, then a free slot the worker leased for this endpoint.
     const slot = this.slots.acquire();
     if (slot === true && isolation.admitNow(endpoint, request.token, request.leaseMs, request.hookRate))
-      return { kind: 'go', deadlineAtMs: undefined, done: (durationMs) => this.attemptEnded(endpoint, q, durationMs) };
+      return { kind: 'go', deadlineAtMs: undefined, done: q.ended };
     return this.admitQueued(isolation, endpoint, q, request, slot);
   }
 
@@ -228,7 +231,7 @@ class EndpointAdmission implements Admission {
       if (decision.kind === 'go') {
         // Cascade: the limit may have grown; the next waiter asks too (it stays at the head if not).
         wakeHead(q, 'slot');
-        return { kind: 'go', deadlineAtMs: clock.started(), done: (durationMs) => this.attemptEnded(endpoint, q, durationMs) };
+        return { kind: 'go', deadlineAtMs: clock.started(), done: q.ended };
       }
       this.slots.release();
       if (decision.kind === 'defer') q.inFlight = decision.inFlight;
@@ -268,14 +271,15 @@ class EndpointAdmission implements Admission {
   private queueOf(endpoint: string): EndpointQueue {
     let q = this.queues.get(endpoint);
     if (!q) {
-      q = { waiters: [], inFlight: 0, ewmaMs: undefined };
+      const made: EndpointQueue = { waiters: [], inFlight: 0, ewmaMs: undefined, ended: (durationMs) => this.attemptEnded(endpoint, made, durationMs) };
+      q = made;
       this.queues.set(endpoint, q);
     }
     return q;
   }
 
   private forget(endpoint: string, q: EndpointQueue): void {
-    if (q.waiters.length === 0 && q.ewmaMs === undefined) this.queues.delete(endpoint);
+    if (q.waiters.length === 0 && q.ewmaMs === undefined && this.queues.get(endpoint) === q) this.queues.delete(endpoint);
   }
 
   // An endpoint's queue: a round of its attempts, or more while its attempts are quick (a waiter
