@@ -62,10 +62,11 @@ async function commitGroup(deps: GroupCommitDeps, calls: PreparedItem[][]): Prom
   const storing = storeGroup(db, calls, rows);
   storing.catch(() => undefined); // awaited below, once the bodies are built
   // While Postgres stores the rows (the statement is sent by then): the unordered rows' job
-  // bodies, and when every row is to be inserted (nothing keyed or ordered) their jobs, staged to be sent after the commit.
+  // bodies, and when every row is to be inserted (nothing keyed or ordered) their jobs, staged to
+  // be sent after the commit (not one job alone: it is one script call, no pipeline to build).
   await nextTurn();
   writeJobBodies(rows);
-  const staged = rows.every((r) => !r.ordered && r.idempotencyKey == null) ? stageJobs(deps.queue, rows) : undefined;
+  const staged = rows.length > 1 && rows.every((r) => !r.ordered && r.idempotencyKey == null) ? stageJobs(deps.queue, rows) : undefined;
   const stored = await storing;
   // Number: ordered rows' bodies and jobs carry the sequences the commit gave them (SEC-H7).
   numberOrderedRows(rows, stored.sequences);

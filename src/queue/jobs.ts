@@ -35,6 +35,12 @@ function deliveryJobData(job: DeliveryJob): DeliveryJobData {
 
 /** Adds the jobs (a job whose id already exists is left as it is, so a re-add is harmless). */
 export async function addDeliveryJobs(queue: Queue<DeliveryJobData>, jobs: readonly DeliveryJob[]): Promise<void> {
+  // One job: one script call, without the pipeline addBulk builds (a request handler's enqueue).
+  const [only] = jobs;
+  if (jobs.length === 1 && only) {
+    await queue.add(DELIVERY_JOB_NAME, deliveryJobData(only), deliveryJobOptions(only));
+    return;
+  }
   for (let i = 0; i < jobs.length; i += ADD_BULK_CHUNK) {
     const chunk = jobs.slice(i, i + ADD_BULK_CHUNK);
     await queue.addBulk(chunk.map((job) => ({ name: DELIVERY_JOB_NAME, data: deliveryJobData(job), opts: deliveryJobOptions(job) })));

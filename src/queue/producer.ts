@@ -19,7 +19,7 @@ import { StoreUnavailableError } from '../store/errors.ts';
 import { resolveConfig } from '../config/resolveConfig.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
 import { activeTracer, inSpan, serializeTraceContext, SpanKind, type Span } from '../observability/tracing.ts';
-import { settleCall } from './answerCalls.ts';
+import { type CallOutcome, settleCall } from './answerCalls.ts';
 import { createGroupCommit, type GroupCommit } from './groupCommit.ts';
 import { prepareItems, type EnqueueRules, type PreparedItem } from './prepareEnqueue.ts';
 import type { DeliveryJobData, EnqueueInput, EnqueueManyResult, EnqueueResult, HookProducer, HookProducerOptions } from './types.ts';
@@ -40,6 +40,8 @@ const PRODUCER_SETTINGS = [
   'HOOKRELAY_QUEUE_PREFIX',
   'HOOKRELAY_REDIS_CLUSTER',
 ] as const;
+/** What commit's store timeout answers when it fired first. */
+const STORE_TIMED_OUT = Symbol('store timed out');
 /** How long close() waits for the queue connection before dropping it. */
 const CLOSE_TIMEOUT_MS = 2_000;
 
@@ -121,12 +123,17 @@ async function commit(group: GroupCommit, prepared: PreparedItem[], span: Span |
   // The worker's attempt spans continue this trace: its context travels with each row and job.
   const trace = serializeTraceContext(span);
   if (trace !== undefined) for (const p of prepared) for (const row of p.rows) row.traceContext = trace;
-  const outcome = await withTimeout(group.submit(prepared), storeTimeoutMs, {
-    error: new StoreUnavailableError(
-      `the ledger store (Postgres at DATABASE_URL) did not answer within ${storeTimeoutMs} ms (storeTimeoutMs): the event may or may not be stored; retry with the same idempotencyKey`,
-    ),
-  });
-  const result = settleCall(outcome);
+  const outcome = await withTimeout<CallOutcome | typeof STORE_TIMED_OUT>(group.submit(prepared), storeTimeoutMs, STORE_TIMED_OUT);
+  // The error is made only when the timeout fired (an Error captures a stack: not on every call).
+  const result = settleCall(
+    outcome === STORE_TIMED_OUT
+      ? {
+          error: new StoreUnavailableError(
+            `the ledger store (Postgres at DATABASE_URL) did not answer within ${storeTimeoutMs} ms (storeTimeoutMs): the event may or may not be stored; retry with the same idempotencyKey`,
+          ),
+        }
+      : outcome,
+  );
   span?.setAttribute('hookrelay.queued', result.queued);
   return result;
 }
