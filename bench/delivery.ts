@@ -10,7 +10,8 @@
  *   processes (scale-out), and the worker process's peak RSS with many queued. Beside each rate:
  *   CPU ms per delivery of the worker (or naive) process, its Postgres backends and redis-server
  *   (bench/cost.ts). Short run: BENCH_JOBS, BENCH_WARMUP, BENCH_ROUNDS.
- * `npx tsx bench/delivery.ts` runs this section alone.
+ * `npx tsx bench/delivery.ts` runs this section alone; `npx tsx bench/enqueueOnly.ts` its enqueue rows
+ * alone, in seconds (with ENQ_BASELINE for a before/after in one run).
  */
 import { pathToFileURL } from 'node:url';
 import { runNaive, runNoop } from './naive.ts';

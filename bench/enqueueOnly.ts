@@ -11,12 +11,25 @@
  * round (before/after in one run, same machine state). `node --cpu-prof --import tsx
  * bench/enqueueOnly.ts` writes a CPU profile of it (the producer's steps are named functions).
  */
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { createHookProducer } from '../src/queue/producer.ts';
 import type { HookProducer, HookProducerOptions } from '../src/queue/types.ts';
 import { openStore } from '../src/store/db.ts';
 import { migrateStore } from '../src/store/migrate.ts';
 import { ENQUEUE_BATCH, runPlainAddBulk } from './product.ts';
-import { BENCH_REDIS_URL, createBenchSchema, deleteBenchKeys, kibPayload, median, percentile, sleep, startReceiverProcess, uniqueName } from './support.ts';
+import {
+  BENCH_PREFIX,
+  BENCH_REDIS_URL,
+  createBenchSchema,
+  deleteBenchKeys,
+  kibPayload,
+  median,
+  percentile,
+  sleep,
+  startReceiverProcess,
+  uniqueName,
+} from './support.ts';
 import { startWorkerProcess } from './workerProcess.ts';
 import { cpuMeter, taggedUrl } from './cost.ts';
 
@@ -37,7 +50,8 @@ async function runEnqueueMany(jobs: number, create: ProducerFactory = createHook
   const pgTag = uniqueName('hrbench-enq');
   const store = await openStore({ databaseUrl: taggedUrl(schema.url, pgTag), maxConnections: 10 });
   await migrateStore(store);
-  const producer = create({ store, redisUrl: BENCH_REDIS_URL, queueName: uniqueName('enq'), env: {} });
+  // Under the bench prefix: its keys are deleted after the round, so every round starts from the same Redis.
+  const producer = create({ store, redisUrl: BENCH_REDIS_URL, queueName: uniqueName('enq'), queuePrefix: BENCH_PREFIX, env: {} });
   const batch = (from: number) =>
     Array.from({ length: ENQUEUE_BATCH }, (_, k) => ({ operationId: `op-${from + k}`, type: 'onComplete' as const, event: kibPayload(from + k), hooks }));
   try {
@@ -53,7 +67,17 @@ async function runEnqueueMany(jobs: number, create: ProducerFactory = createHook
     await producer.close();
     await store.close();
     await schema.drop();
+    await deleteBenchKeys();
   }
+}
+
+/** The worker process uses BullMQ's default prefix: its queue is removed by name afterwards. */
+async function obliterate(queueName: string): Promise<void> {
+  const connection = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: null });
+  const queue = new Queue(queueName, { connection });
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
+  connection.disconnect();
 }
 
 /**
@@ -84,6 +108,7 @@ async function runSingleEnqueues(create: ProducerFactory, receiverUrl: string, r
     return times;
   } finally {
     await worker.stop();
+    await obliterate(queueName);
     await producer.close();
     await store.close();
     await schema.drop();
