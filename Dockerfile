@@ -52,4 +52,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
 # Heap flags as in package.json's `start` and bin/hookrelay.mjs: they cap V8 heap growth
 # (peak RSS ~132 MB draining 100,000 queued deliveries). dist/workers/delivery.js is the compiled
 # workers/delivery.ts: the delivery worker from the environment (what `hookrelay worker` runs).
-CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=384", "dist/workers/delivery.js"]
+CMD ["node", "--max-semi-space-size=16", "--max-old-space-size=384", "dist/workers/delivery.js"]

@@ -11,7 +11,7 @@ import { runEmbeddedStartBench } from './embeddedStart.ts';
 import { BENCH_REDIS_URL, createBenchSchema } from './support.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const HEAP_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=384'];
+const HEAP_FLAGS = ['--max-semi-space-size=16', '--max-old-space-size=384'];
 const VARIANTS = {
   shipped: [...HEAP_FLAGS, path.join(root, 'bin/hookrelay.mjs')],
   tsx: [...HEAP_FLAGS, '--import', 'tsx', path.join(root, 'bench/tsxCli.mjs')],

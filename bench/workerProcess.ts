@@ -8,7 +8,7 @@ import path from 'node:path';
 import { BENCH_REDIS_URL, sleep } from './support.ts';
 
 /** The V8 flags of the bin's shebang, `npm start` and the Dockerfile. */
-export const WORKER_NODE_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=384'];
+export const WORKER_NODE_FLAGS = ['--max-semi-space-size=16', '--max-old-space-size=384'];
 const root = path.resolve(import.meta.dirname, '..');
 
 export type WorkerProcess = { pid: number; peakRssMb(): number; cpuMs(): number; stop(): Promise<void> };
