@@ -22,12 +22,14 @@ const REPORT_MS = 100;
 /** After the gate said the breaker is not closed, admits take the per-attempt path for this long. */
 const UNHEALTHY_MS = 1_000;
 /**
- * A lease lasts this many attempt leases (hook timeout + margin) after its last renewal; it is
- * renewed once a quarter of that has passed, and a slot is taken locally only while an attempt
- * started now would end before the lease could lapse.
+ * A lease lasts one attempt lease (hook timeout + margin) plus LEASE_SLACK_MS after its last
+ * renewal, and a slot is taken locally only while an attempt started now would end before the
+ * lease could lapse; so a held lease is renewed every RENEW_EVERY_MS. A worker that dies (or
+ * loses Redis) frees its slots no later than a per-attempt holder would, give or take the slack:
+ * the next worker is not kept waiting for a lease's idle slots (FAULT-stop-redis).
  */
-const LEASE_SPAN = 2;
-const RENEW_AFTER = 0.25;
+const LEASE_SLACK_MS = 2_000;
+const RENEW_EVERY_MS = 1_000;
 
 type Waiter = { resolve(): void; reject(error: unknown): void };
 
@@ -108,7 +110,7 @@ export function createEndpointLeases(
         allowed: 0,
         inUse: 0,
         inFlight: 0,
-        durationMs: LEASE_SPAN * leaseMs,
+        durationMs: leaseMs + LEASE_SLACK_MS,
         expiresAt: 0,
         renewAt: 0,
         unhealthyUntil: 0,
@@ -180,7 +182,7 @@ export function createEndpointLeases(
     const expiresAt = answer.held > 0 ? sentAt + answer.remainingMs : 0;
     if (expiresAt !== lease.expiresAt) {
       lease.expiresAt = expiresAt;
-      lease.renewAt = expiresAt - lease.durationMs * (1 - RENEW_AFTER);
+      lease.renewAt = expiresAt - lease.durationMs + RENEW_EVERY_MS;
     }
     if (lease.failures === failures) lease.suspended = false;
     if (answer.state !== 'closed') lease.unhealthyUntil = Date.now() + UNHEALTHY_MS;
@@ -229,7 +231,7 @@ export function createEndpointLeases(
     },
     async acquire(key, token, cap, leaseMs) {
       const lease = leaseOf(key, cap, leaseMs);
-      lease.durationMs = Math.max(lease.durationMs, LEASE_SPAN * leaseMs);
+      lease.durationMs = Math.max(lease.durationMs, leaseMs + LEASE_SLACK_MS);
       // An attempt with a longer lease than the lease has left: renew it with this call.
       if (Date.now() + leaseMs > lease.expiresAt) lease.renewAt = 0;
       if (lease.cap !== cap) {

@@ -246,7 +246,7 @@ describe('slot leases (issue 38)', () => {
     const { gate } = countingGate(redis);
     const live = await isolation(gate);
     expect(await admit(live, 'lapses', token(), shortLease)).toMatchObject({ kind: 'defer', reason: 'busy' });
-    // The lease lasts twice the attempt lease: then the slots are free again.
-    await waitFor(async () => (await admit(live, 'lapses', token(), shortLease)).kind === 'go', 3_000, 'the dead lease to lapse');
+    // The lease lasts one attempt lease + 2 s after its last renewal: then the slots are free again.
+    await waitFor(async () => (await admit(live, 'lapses', token(), shortLease)).kind === 'go', 5_000, 'the dead lease to lapse');
   });
 });
