@@ -5,7 +5,7 @@
  */
 import { isRowDataError, storageCall } from '../contract/storageError.ts';
 import type { Db } from '../store/db.ts';
-import { insertDeliveries, matchIdempotentDeliveries } from '../store/deliveriesRepo.ts';
+import { insertDeliveries, insertNumberedDeliveries, matchIdempotentDeliveries } from '../store/deliveriesRepo.ts';
 import { assignSequences } from '../store/orderingRepo.ts';
 import { IdempotencyConflictError } from './errors.ts';
 import type { PreparedItem, PreparedRow } from './prepareEnqueue.ts';
@@ -53,7 +53,7 @@ export async function storeGroup(db: Db, calls: readonly PreparedItem[][], rows:
 }
 
 /**
- * One statement when it fits and nothing is ordered or keyed, else one transaction: enqueue stores
+ * One statement when it fits and nothing is keyed (ordered rows numbered in it), else one transaction: enqueue stores
  * all of a call or nothing. A row its idempotency key already stored (same operation, hook and
  * key) is the same delivery when the event and hook config are the same, else the whole
  * transaction is rolled back with an IdempotencyConflictError (Q1a). Ordered rows that were
@@ -63,7 +63,12 @@ export async function storeGroup(db: Db, calls: readonly PreparedItem[][], rows:
 async function storeRows(db: Db, rows: readonly PreparedRow[]): Promise<Stored> {
   const ordered = rows.some((r) => r.ordered);
   const keyed = rows.some((r) => r.idempotencyKey != null);
-  if (rows.length <= INSERT_CHUNK_ROWS && !ordered && !keyed) return { ids: await insertDeliveries(db, rows), sequences: new Map(), existing: new Map() };
+  if (rows.length <= INSERT_CHUNK_ROWS && !keyed) {
+    if (!ordered) return { ids: await insertDeliveries(db, rows), sequences: new Map(), existing: new Map() };
+    // Ordered and unkeyed: inserted and numbered in one statement (one round trip, not BEGIN, INSERT, number, COMMIT).
+    const numbered = await insertNumberedDeliveries(db, rows);
+    return { ...numbered, existing: new Map() };
+  }
   const conflict: { error?: IdempotencyConflictError } = {};
   const stored = await storageCall('insert deliveries', () =>
     db.transaction(async (tx) => {

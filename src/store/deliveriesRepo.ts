@@ -99,6 +99,59 @@ export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Pr
   return rowsOf<{ id: string }>(result).map((r) => r.id);
 }
 
+/**
+ * SEC-H7 in one statement: the rows inserted and the ordered ones numbered within their
+ * (operation, hook), in the given order — what INSERT + assignSequences do in a transaction, for
+ * rows without an idempotency key (each row is inserted, so each number given is a row's). The
+ * counter rows the upsert bumps stay locked until the statement commits, so a concurrent
+ * producer's rows of the same operation and hook get the numbers after these. No ON CONFLICT: a
+ * row that cannot be inserted fails the statement, and no number is given out. Returns the ids
+ * and each ordered row's sequence.
+ */
+export async function insertNumberedDeliveries(
+  db: Db,
+  rows: readonly (NewDelivery & { ordered: boolean })[],
+): Promise<{ ids: string[]; sequences: Map<string, number> }> {
+  if (rows.length === 0) return { ids: [], sequences: new Map() };
+  if (rows.some((r) => r.idempotencyKey != null))
+    throw new Error('insertNumberedDeliveries: rows with an idempotency key may not be inserted; number them with assignSequences');
+  const batch = `[${rows.map((r) => `${deliveryRowJson(r).slice(0, -1)},"ordered":${r.ordered ? 'true' : 'false'}}`).join(',')}]`;
+  const result = await storageCall('insert deliveries', () => executePrepared(db, INSERT_NUMBERED_DELIVERIES, batch));
+  const ids: string[] = [];
+  const sequences = new Map<string, number>();
+  for (const r of rowsOf<{ id: string; sequence: number | null }>(result)) {
+    ids.push(r.id);
+    if (r.sequence !== null) sequences.set(r.id, Number(r.sequence));
+  }
+  return { ids, sequences };
+}
+
+/** insertNumberedDeliveries' statement (the numbering is assignSequences', over the batch's order). */
+const INSERT_NUMBERED_DELIVERIES = {
+  name: 'hookrelay_insert_numbered_deliveries',
+  before: `WITH v AS (
+      SELECT * FROM ROWS FROM (json_to_recordset(`,
+  after: `::json)
+        AS (id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text, ordered boolean))
+        WITH ORDINALITY AS v(id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, ordered, i)),
+    counts AS (SELECT operation_id AS op, hook_id AS ep, count(*)::int AS n FROM v WHERE ordered GROUP BY operation_id, hook_id),
+    bumped AS (
+      INSERT INTO delivery_sequences (operation_id, hook_id, last_sequence)
+      SELECT op, ep, n FROM counts ORDER BY op, ep
+      ON CONFLICT (operation_id, hook_id) DO UPDATE SET last_sequence = delivery_sequences.last_sequence + EXCLUDED.last_sequence
+      RETURNING operation_id, hook_id, last_sequence),
+    numbered AS (
+      SELECT v.id, (b.last_sequence - c.n + row_number() OVER (PARTITION BY v.operation_id, v.hook_id ORDER BY v.i))::int AS seq
+        FROM v JOIN counts AS c ON c.op = v.operation_id AND c.ep = v.hook_id
+               JOIN bumped AS b ON b.operation_id = v.operation_id AND b.hook_id = v.hook_id
+       WHERE v.ordered)
+    INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at, sequence)
+    SELECT v.id, v.operation_id, v.event_type, v.hook_id, v.hook, v.transport, v.payload, v.occurred_at, v.idempotency_key, v.endpoint_key, v.trace_context, 'queued', v.occurred_at, numbered.seq
+      FROM v LEFT JOIN numbered ON numbered.id = v.id
+     ORDER BY v.i
+    RETURNING id, sequence`,
+} as const;
+
 /** One row of insertDeliveries' batch: the keys its json_to_recordset reads. */
 function deliveryRowJson(r: NewDelivery): string {
   return (

@@ -109,4 +109,41 @@ describe('PERF-38 enqueue steps store and queue what they did before', () => {
       await bare.drop();
     }
   });
+
+  it('PERF-38 SEC-H7: ordered rows without a key are inserted and numbered in one statement: contiguous per (operation, hook) across concurrent producers, unordered rows unnumbered', async () => {
+    const ordered = [
+      { id: 'o1', type: 'onComplete' as const, webhook: { url: 'https://hooks.example.com/o1', ordering: 'operation' as const } },
+      { id: 'o2', type: 'onComplete' as const, webhook: { url: 'https://hooks.example.com/o2', ordering: 'operation' as const } },
+      { id: 'free', type: 'onComplete' as const, webhook: { url: 'https://hooks.example.com/free' } },
+    ];
+    const other = createHookProducer({ store: test.store, redisUrl: TEST_REDIS_URL, queueName, queuePrefix: prefix, env: {} });
+    try {
+      const calls = Array.from({ length: 40 }, (_, i) =>
+        (i % 2 ? other : producer).enqueue({ operationId: 'op-38o', type: 'onComplete', event: { i }, hooks: ordered }),
+      );
+      const results = await Promise.all(calls);
+      const byHook = new Map<string, number[]>();
+      for (const { deliveryIds } of results) {
+        for (const id of deliveryIds) {
+          const row = await getDeliveryRow(test.store.db, id);
+          const job = (await queue.getJob(id))?.data.attempt;
+          if (row?.hookId === 'free') {
+            expect(row.sequence).toBeNull();
+            expect(job?.sequence).toBeUndefined();
+            continue;
+          }
+          expect(job?.sequence).toBe(row?.sequence);
+          expect(JSON.parse(job?.body ?? '{}').sequence).toBe(row?.sequence);
+          byHook.set(row?.hookId ?? '', [...(byHook.get(row?.hookId ?? '') ?? []), row?.sequence as number]);
+        }
+      }
+      for (const hook of ['o1', 'o2']) expect([...(byHook.get(hook) ?? [])].sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+      // One producer's calls keep their call order (ordered calls commit one group at a time).
+      const mine = results.filter((_, i) => i % 2 === 0).map((r) => r.deliveryIds[0] as string);
+      const seqs = await Promise.all(mine.map(async (id) => (await getDeliveryRow(test.store.db, id))?.sequence as number));
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    } finally {
+      await other.close();
+    }
+  });
 });
