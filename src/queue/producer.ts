@@ -16,7 +16,7 @@ import { getDelivery } from '../store/deliveriesRepo.ts';
 import { QUEUE_STREAMS, withTimeout } from './jobs.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
-import { resolveConfig } from '../config/resolveConfig.ts';
+import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
 import { activeTracer, inSpan, serializeTraceContext, SpanKind, type Span } from '../observability/tracing.ts';
 import { type CallOutcome, settleCall } from './answerCalls.ts';
@@ -53,6 +53,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
   const config = resolveConfig(PRODUCER_SETTINGS, {
     env: options.env,
     templateEnv: options.templateEnv,
+    resolvedTemplateEnv: handedTemplateEnv(options),
     queuePrefix: options.queuePrefix,
     ownsRedis: !options.redis,
   });
