@@ -16,6 +16,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
 import { disableEndpoint, listEndpointPolicies, type EndpointPolicy } from '../store/endpointsRepo.ts';
+import { withDefined } from '../contract/withDefined.ts';
 import { isSlowAttempt, limitCeiling } from './adaptiveLimit.ts';
 import { createExchangeBatcher } from './endpointExchange.ts';
 import {
@@ -305,9 +306,11 @@ export function isolationSettings(settings: IsolationSettings): { enabled: boole
     defaultCap: settings.HOOKRELAY_ENDPOINT_CONCURRENCY ?? DEFAULT_ENDPOINT_CONCURRENCY,
     policy: {
       ...DEFAULT_BREAKER_POLICY,
-      ...(settings.HOOKRELAY_BREAKER_FAILURES !== undefined ? { failureThreshold: settings.HOOKRELAY_BREAKER_FAILURES } : {}),
-      ...(settings.HOOKRELAY_BREAKER_COOLDOWN_MS !== undefined ? { cooldownMs: settings.HOOKRELAY_BREAKER_COOLDOWN_MS } : {}),
-      ...(hours !== undefined ? { autoDisableMs: Math.round(hours * 3_600_000) } : {}),
+      ...withDefined({
+        failureThreshold: settings.HOOKRELAY_BREAKER_FAILURES,
+        cooldownMs: settings.HOOKRELAY_BREAKER_COOLDOWN_MS,
+        autoDisableMs: hours === undefined ? undefined : Math.round(hours * 3_600_000),
+      }),
     },
   };
 }

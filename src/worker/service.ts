@@ -8,6 +8,7 @@ import { Queue, type Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { resolveLoadedConfig, type LoadedConfig } from '../config/resolveConfig.ts';
 import { SettingsError } from '../config/errors.ts';
+import { withDefined } from '../contract/withDefined.ts';
 import { signingSecrets, type Settings } from '../config/settings.ts';
 import { FetchTransport } from '../delivery/fetchTransport.ts';
 import { isMissingPackage, QSTASH_PACKAGE } from '../delivery/lazyQStashPublisher.ts';
@@ -143,7 +144,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     qstash = createQStashPublisher({
       url: settings.QSTASH_URL,
       token: settings.QSTASH_TOKEN,
-      ...(options.qstashRetries !== undefined ? { retries: options.qstashRetries } : {}),
+      ...withDefined({ retries: options.qstashRetries }),
     });
   }
   const ledgerWriter = createLedgerWriter(store.db, { logger });
@@ -213,10 +214,9 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     ...(qstash ? { qstash } : {}),
     env: config.env,
     templateEnv: config.templateEnv,
-    ...(settings.APP_URL !== undefined ? { appUrl: settings.APP_URL } : {}),
+    ...withDefined({ appUrl: settings.APP_URL, publicUrl: settings.HOOKRELAY_PUBLIC_URL }),
     signingSecrets: signingSecrets(settings),
     scheduleSeconds: settings.retryScheduleSeconds,
-    ...(settings.HOOKRELAY_PUBLIC_URL !== undefined ? { publicUrl: settings.HOOKRELAY_PUBLIC_URL } : {}),
     logger,
     metrics,
     signal: abandon.signal,
@@ -253,7 +253,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     db: store.db,
     queue,
     intervalMs: settings.HOOKRELAY_RECONCILE_INTERVAL_MS,
-    ...(options.reconcileGraceMs !== undefined ? { graceMs: options.reconcileGraceMs } : {}),
+    ...withDefined({ graceMs: options.reconcileGraceMs }),
     logger,
     metrics,
     // Q4: without a public URL no QStash callback reports an outcome: the deadline decides.
@@ -264,7 +264,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const retention = createRetention({
     db: store.db,
     retentionDays: settings.HOOKRELAY_RETENTION_DAYS,
-    ...(settings.HOOKRELAY_RETENTION_DELETE_DAYS !== undefined ? { deleteDays: settings.HOOKRELAY_RETENTION_DELETE_DAYS } : {}),
+    ...withDefined({ deleteDays: settings.HOOKRELAY_RETENTION_DELETE_DAYS }),
     logger,
     metrics,
   });
