@@ -81,7 +81,8 @@ export type EndpointIsolation = {
   /** Re-reads the endpoints table now (a hold found the endpoint enabled again). */
   refresh(): Promise<void>;
   start(): Promise<void>;
-  stop(): void;
+  /** Gives the worker's slot leases back; resolves when they went (or their one try failed). */
+  stop(): Promise<void>;
 };
 
 export type EndpointIsolationOptions = {
@@ -264,10 +265,10 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
       timer = setInterval(() => void refresh(), options.refreshMs ?? POLICY_REFRESH_MS);
       timer.unref();
     },
-    stop() {
+    async stop() {
       clearInterval(timer);
-      leases?.stop();
       void options.acks?.leave().catch(() => undefined);
+      await leases?.stop();
     },
   };
 }

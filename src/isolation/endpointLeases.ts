@@ -59,6 +59,8 @@ type Lease = {
   waiters: Waiter[];
   scheduled: boolean;
   calling: boolean;
+  /** stop() sent (or tried) this lease's give-back. */
+  givenBack?: boolean;
 };
 
 type LeaseDecision = { kind: 'go' } | { kind: 'busy'; inFlight: number } | { kind: 'unhealthy' };
@@ -79,7 +81,7 @@ export type EndpointLeases = {
   healthy(key: string): void;
   start(): void;
   /** Returns the leases (best effort; what is not returned lapses). */
-  stop(): void;
+  stop(): Promise<void>;
 };
 
 const DONE: Promise<void> = Promise.resolve();
@@ -98,6 +100,11 @@ export function createEndpointLeases(
   let sequence = 0;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  const stopWaiters = new Map<Lease, () => void>();
+  const settleStop = (lease: Lease): void => {
+    stopWaiters.get(lease)?.();
+    stopWaiters.delete(lease);
+  };
 
   const leaseOf = (key: string, cap: number, leaseMs: number): Lease => {
     let lease = leases.get(key);
@@ -140,6 +147,8 @@ export function createEndpointLeases(
     lease.scheduled = false;
     if (lease.calling) return;
     lease.calling = true;
+    // The give-back after stop() is tried once (Redis may be gone: no retry loop).
+    if (stopped) lease.givenBack = true;
     const waiters = lease.waiters;
     lease.waiters = [];
     const runs = lease.runs;
@@ -170,7 +179,10 @@ export function createEndpointLeases(
       )
       .finally(() => {
         lease.calling = false;
-        if (lease.waiters.length > 0 || (lease.suspended && lease.runs.length > 0)) schedule(lease);
+        // A call already under way when the worker stopped: give the lease back after it.
+        if (stopped && !lease.givenBack && (lease.held > 0 || lease.runs.length > 0)) schedule(lease);
+        else if (stopped) settleStop(lease);
+        else if (lease.waiters.length > 0 || (lease.suspended && lease.runs.length > 0)) schedule(lease);
         else if (lease.held === 0 && lease.inUse === 0 && lease.runs.length === 0 && lease.asking === 0) leases.delete(lease.key);
       });
   };
@@ -280,7 +292,14 @@ export function createEndpointLeases(
     stop() {
       stopped = true;
       clearInterval(timer);
-      for (const lease of leases.values()) if (lease.held > 0 || lease.runs.length > 0) schedule(lease);
+      const returning: Promise<void>[] = [];
+      for (const lease of leases.values()) {
+        if (lease.held === 0 && lease.runs.length === 0 && !lease.calling) continue;
+        returning.push(new Promise<void>((resolve) => stopWaiters.set(lease, resolve)));
+        schedule(lease);
+      }
+      // Resolves once every lease was given back (or its one try failed): the caller bounds the wait.
+      return Promise.all(returning).then(() => undefined);
     },
   };
 }

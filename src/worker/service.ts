@@ -340,7 +340,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       // Past the bound, the deliveries abandoned above still get their outcome written if they can.
       const flushed = await boundedStep(ledger.drain(), hardDeadline);
       inFlight.stop();
-      isolation?.stop();
+      // The leases go back before the isolation connection closes (else the next worker waits for them to lapse).
+      await boundedStep(isolation?.stop(), hardDeadline);
       gate.close();
       health.stop();
       await boundedStep(http?.close(), hardDeadline);
