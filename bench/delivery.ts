@@ -6,7 +6,8 @@
  *       says delivered; (b) naive BullMQ + fetch + one UPDATE per job (bench/naive.ts);
  *   (c) BullMQ with a no-op processor; plus enqueue rate vs plain addBulk (side by side, one pair
  *   per round and concurrency), enqueue→received
- *   latency at an offered 500 events/s, a single awaited enqueue's p99 at 200/s, 1/2/4 worker
+ *   latency at an offered 500 events/s, a single awaited enqueue's p99 at 200/s (beside a bare
+ *   INSERT + queue.add floor offered between those enqueues), 1/2/4 worker
  *   processes (scale-out), and the worker process's peak RSS with many queued. Beside each rate:
  *   CPU ms per delivery of the worker (or naive) process, its Postgres backends and redis-server
  *   (bench/cost.ts). Short run: BENCH_JOBS, BENCH_WARMUP, BENCH_ROUNDS.
@@ -127,6 +128,7 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
       receiverUrl: receiver.url,
       stats: receiver.stats,
       reset: receiver.reset,
+      floor: true,
     });
     const rss = await runWorkerRss({ queued: RSS_QUEUED, receiverUrl: receiver.url });
 
@@ -167,6 +169,13 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
         '',
         `≤ ${TARGETS.enqueueP99Ms}`,
         verdict(enqueueLatency.enqueueP99 <= TARGETS.enqueueP99Ms),
+      ],
+      [
+        `floor: a bare one-row INSERT + queue.add (no producer), offered between those enqueues, p99 (ms; p50 ${fmt(enqueueLatency.floorP50, 2)})`,
+        fmt(enqueueLatency.floorP99, 2),
+        '',
+        '',
+        `enqueue p99 ÷ floor ${fmt(enqueueLatency.enqueueP99 / enqueueLatency.floorP99, 2)}`,
       ],
     );
     for (const n of SCALE_OUT) {
@@ -232,6 +241,7 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
       addBulk: m('addBulk'),
       enqueue_ratio: m('enqueueRatio'),
       enqueue_p99_ms: enqueueLatency.enqueueP99,
+      enqueue_floor_p99_ms: enqueueLatency.floorP99,
       p50_ms: latency.p50,
       p99_ms: latency.p99,
       knee_rps: knee,
@@ -244,7 +254,7 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
       isolation_ratio: isolationRatio,
       worker_tuned: m('tuned'),
     };
-    const summaryLine = `bench: product=${fmt(summary.product)} naive=${fmt(summary.naive)} noop=${fmt(summary.noop)} ratio_naive=${fmt(summary.ratio_naive, 2)} ratio_noop=${fmt(summary.ratio_noop, 2)} ratio_naive_c16=${fmt(summary.ratio_naive_c16, 2)} isolation_ratio=${fmt(isolationRatio, 2)} worker_cpu_ms=${fmt(summary.worker_cpu_ms, 3)} naive_cpu_ms=${fmt(summary.naive_cpu_ms, 3)} enqueue_ratio=${fmt(summary.enqueue_ratio, 2)} enqueue_p99_ms=${fmt(summary.enqueue_p99_ms, 2)} p50_ms=${fmt(summary.p50_ms, 1)} p99_ms=${fmt(summary.p99_ms, 1)} knee_rps=${summary.knee_rps} rss_mb=${fmt(summary.rss_mb, 1)}`;
+    const summaryLine = `bench: product=${fmt(summary.product)} naive=${fmt(summary.naive)} noop=${fmt(summary.noop)} ratio_naive=${fmt(summary.ratio_naive, 2)} ratio_noop=${fmt(summary.ratio_noop, 2)} ratio_naive_c16=${fmt(summary.ratio_naive_c16, 2)} isolation_ratio=${fmt(isolationRatio, 2)} worker_cpu_ms=${fmt(summary.worker_cpu_ms, 3)} naive_cpu_ms=${fmt(summary.naive_cpu_ms, 3)} enqueue_ratio=${fmt(summary.enqueue_ratio, 2)} enqueue_p99_ms=${fmt(summary.enqueue_p99_ms, 2)} enqueue_floor_p99_ms=${fmt(summary.enqueue_floor_p99_ms, 2)} p50_ms=${fmt(summary.p50_ms, 1)} p99_ms=${fmt(summary.p99_ms, 1)} knee_rps=${summary.knee_rps} rss_mb=${fmt(summary.rss_mb, 1)}`;
     return { rows, summary, summaryLine };
   } finally {
     receiver.close();

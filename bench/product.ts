@@ -7,6 +7,7 @@
 import { Queue } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { createHookProducer } from '../src/queue/producer.ts';
 import type { EnqueueInput } from '../src/queue/types.ts';
 import { openStore, type Store } from '../src/store/db.ts';
@@ -146,8 +147,39 @@ export async function runPlainAddBulk(jobs: number): Promise<number> {
 }
 
 /**
+ * What one awaited enqueue cannot beat on this machine: a bare one-row INSERT of the same 1 KiB
+ * payload (its own pool, a prepared statement, autocommit) followed by one `queue.add` of it —
+ * the two round trips Q1 orders, without the producer. Jobs go to a queue no worker reads
+ * (BENCH_PREFIX: removed with the bench keys).
+ */
+async function openEnqueueFloor(databaseUrl: string): Promise<{ once(i: number): Promise<number>; close(): Promise<void> }> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  await pool.query('CREATE TABLE IF NOT EXISTS enqueue_floor (id text PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())');
+  const connection = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: null });
+  const queue = new Queue(uniqueName('floor'), { connection, prefix: BENCH_PREFIX });
+  const run = uniqueName('f');
+  return {
+    async once(i) {
+      const t0 = performance.now();
+      const body = JSON.stringify(kibPayload(i));
+      await pool.query({ name: 'enqueue_floor_insert', text: 'INSERT INTO enqueue_floor (id, payload) VALUES ($1, $2)', values: [`${run}-${i}`, body] });
+      await queue.add('deliver', { body }, { jobId: `${run}-${i}`, removeOnComplete: true });
+      return performance.now() - t0;
+    },
+    async close() {
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      connection.disconnect();
+      await pool.end();
+    },
+  };
+}
+
+/**
  * enqueue→received latency at the receiver, events offered one by one at `ratePerSecond` through
- * the producer, delivered by one worker process (concurrency 64).
+ * the producer, delivered by one worker process (concurrency 64). With `floor`, a bare INSERT +
+ * `queue.add` pair (openEnqueueFloor) is offered half an interval after each enqueue, at the same
+ * rate and with the same worker draining: the single enqueue's figures read against it.
  */
 export async function runLatency(opts: {
   ratePerSecond: number;
@@ -156,8 +188,10 @@ export async function runLatency(opts: {
   stats: () => Promise<{ count: number; latencies: number[] }>;
   reset: () => Promise<void>;
   env?: Record<string, string>;
-}): Promise<{ p50: number; p99: number; count: number; offered: number; enqueueP50: number; enqueueP99: number }> {
+  floor?: boolean;
+}): Promise<{ p50: number; p99: number; count: number; offered: number; enqueueP50: number; enqueueP99: number; floorP50: number; floorP99: number }> {
   const stack = await openBenchStore('latency');
+  const floor = opts.floor ? await openEnqueueFloor(stack.schema.url) : undefined;
   const queueName = uniqueName('latency');
   const producer = producerFor(stack.store, queueName);
   const worker = await startWorkerProcess({ databaseUrl: stack.schema.url, queueName, concurrency: 64, ...(opts.env ? { env: opts.env } : {}) });
@@ -169,9 +203,11 @@ export async function runLatency(opts: {
 
     const total = Math.round(opts.ratePerSecond * opts.seconds);
     const intervalMs = 1000 / opts.ratePerSecond;
+    if (floor) for (let w = 0; w < 200; w += 1) await floor.once(-1 - w); // warm its connection and statement
     const started = performance.now();
     const pending: Promise<unknown>[] = [];
     const enqueueMs: number[] = [];
+    const floorMs: number[] = [];
     const timedEnqueue = async (input: EnqueueInput) => {
       const t0 = performance.now();
       await producer.enqueue(input);
@@ -183,6 +219,11 @@ export async function runLatency(opts: {
       if (wait > 1) await sleep(wait);
       const [input] = events(1000 + i, 1, opts.receiverUrl, { sentAt: Date.now() });
       pending.push(timedEnqueue(input as EnqueueInput));
+      if (floor) {
+        const half = due + intervalMs / 2 - performance.now();
+        if (half > 1) await sleep(half);
+        pending.push(floor.once(i).then((ms) => void floorMs.push(ms)));
+      }
     }
     await Promise.all(pending);
     const deadline = Date.now() + 30_000;
@@ -198,8 +239,11 @@ export async function runLatency(opts: {
       offered: total,
       enqueueP50: percentile(enqueueMs, 50),
       enqueueP99: percentile(enqueueMs, 99),
+      floorP50: floor ? percentile(floorMs, 50) : Number.NaN,
+      floorP99: floor ? percentile(floorMs, 99) : Number.NaN,
     };
   } finally {
+    await floor?.close();
     await worker.stop();
     await obliterate(queueName);
     await producer.close();
