@@ -5,7 +5,7 @@
  *       (`node bin/hookrelay.mjs worker`, compiled dist/) until the ledger
  *       says delivered; (b) naive BullMQ + fetch + one UPDATE per job (bench/naive.ts);
  *   (c) BullMQ with a no-op processor; plus enqueue rate vs plain addBulk (side by side, one pair
- *   per round and concurrency), enqueue→received
+ *   per round and concurrency, with the floor Q1's row-before-job order leaves), enqueue→received
  *   latency at an offered 500 events/s, a single awaited enqueue's p99 at 200/s (beside a bare
  *   INSERT + queue.add floor offered between those enqueues), 1/2/4 worker
  *   processes (scale-out), and the worker process's peak RSS with many queued. Beside each rate:
@@ -16,7 +16,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { runNaive, runNoop } from './naive.ts';
-import { runLatency, runPlainAddBulk, runProduct, runWorkerRss } from './product.ts';
+import { runBulkFloor, runLatency, runPlainAddBulk, runProduct, runWorkerRss } from './product.ts';
 import type { CpuPerDelivery } from './cost.ts';
 import { createBenchSchema, deleteBenchKeys, median, printTable, startReceiverProcess } from './support.ts';
 
@@ -66,11 +66,15 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
         // The enqueue reference right before the producer's enqueue phase (runProduct starts with
         // it): each pair is measured side by side, so the ratio is the pair's, not two moments'.
         const addBulk = await runPlainAddBulk(JOBS);
+        const floor = await runBulkFloor(JOBS);
         const product = await runProduct({ ...common, receivedCount: async () => (await receiver.stats()).count });
         push(`product/${c}`, product.deliveriesPerSecond, product.cpu);
         push('enqueue', product.enqueuePerSecond);
         push('addBulk', addBulk);
         push('enqueueRatio', product.enqueuePerSecond / addBulk);
+        push('enqueueFloor', floor);
+        push('enqueueFloorRatio', floor / addBulk);
+        push('enqueueOfFloor', product.enqueuePerSecond / floor);
         const naive = await runNaive({ ...common, databaseUrl: naiveSchema.url });
         push(`naive/${c}`, naive.perSecond, naive.cpu);
         const noop = await runNoop({ ...common, databaseUrl: naiveSchema.url });
@@ -164,6 +168,14 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
         verdict(m('enqueueRatio') >= TARGETS.enqueueRatio),
       ],
       [
+        'floor: bare multi-row INSERT (primary key only) then the same addBulk, events/s',
+        fmt(m('enqueueFloor')),
+        '',
+        '',
+        `floor / addBulk ${fmt(m('enqueueFloorRatio'), 2)}: the most Q1's order leaves`,
+      ],
+      ['producer / floor (median of the per-round ratios)', fmt(m('enqueueOfFloor'), 2), '', '', ''],
+      [
         `single enqueue (awaited) p99 at ${ENQUEUE_RATE}/s offered, worker running (ms; p50 ${fmt(enqueueLatency.enqueueP50, 2)})`,
         fmt(enqueueLatency.enqueueP99, 2),
         '',
@@ -240,6 +252,7 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
       enqueue: m('enqueue'),
       addBulk: m('addBulk'),
       enqueue_ratio: m('enqueueRatio'),
+      enqueue_floor_ratio: m('enqueueFloorRatio'),
       enqueue_p99_ms: enqueueLatency.enqueueP99,
       enqueue_floor_p99_ms: enqueueLatency.floorP99,
       p50_ms: latency.p50,
@@ -254,7 +267,7 @@ export async function runDeliveryBench(): Promise<{ rows: string[][]; summary: R
       isolation_ratio: isolationRatio,
       worker_tuned: m('tuned'),
     };
-    const summaryLine = `bench: product=${fmt(summary.product)} naive=${fmt(summary.naive)} noop=${fmt(summary.noop)} ratio_naive=${fmt(summary.ratio_naive, 2)} ratio_noop=${fmt(summary.ratio_noop, 2)} ratio_naive_c16=${fmt(summary.ratio_naive_c16, 2)} isolation_ratio=${fmt(isolationRatio, 2)} worker_cpu_ms=${fmt(summary.worker_cpu_ms, 3)} naive_cpu_ms=${fmt(summary.naive_cpu_ms, 3)} enqueue_ratio=${fmt(summary.enqueue_ratio, 2)} enqueue_p99_ms=${fmt(summary.enqueue_p99_ms, 2)} enqueue_floor_p99_ms=${fmt(summary.enqueue_floor_p99_ms, 2)} p50_ms=${fmt(summary.p50_ms, 1)} p99_ms=${fmt(summary.p99_ms, 1)} knee_rps=${summary.knee_rps} rss_mb=${fmt(summary.rss_mb, 1)}`;
+    const summaryLine = `bench: product=${fmt(summary.product)} naive=${fmt(summary.naive)} noop=${fmt(summary.noop)} ratio_naive=${fmt(summary.ratio_naive, 2)} ratio_noop=${fmt(summary.ratio_noop, 2)} ratio_naive_c16=${fmt(summary.ratio_naive_c16, 2)} isolation_ratio=${fmt(isolationRatio, 2)} worker_cpu_ms=${fmt(summary.worker_cpu_ms, 3)} naive_cpu_ms=${fmt(summary.naive_cpu_ms, 3)} enqueue_ratio=${fmt(summary.enqueue_ratio, 2)} enqueue_floor_ratio=${fmt(summary.enqueue_floor_ratio, 2)} enqueue_p99_ms=${fmt(summary.enqueue_p99_ms, 2)} enqueue_floor_p99_ms=${fmt(summary.enqueue_floor_p99_ms, 2)} p50_ms=${fmt(summary.p50_ms, 1)} p99_ms=${fmt(summary.p99_ms, 1)} knee_rps=${summary.knee_rps} rss_mb=${fmt(summary.rss_mb, 1)}`;
     return { rows, summary, summaryLine };
   } finally {
     receiver.close();

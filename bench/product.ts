@@ -147,6 +147,37 @@ export async function runPlainAddBulk(jobs: number): Promise<number> {
 }
 
 /**
+ * The enqueue floor Q1's order leaves (the row committed before its job): each batch of the same
+ * 1 KiB events as one multi-row INSERT into a bare table (a primary key, no other index; the
+ * batch as one JSON parameter, as the producer sends it) and then the same addBulk as
+ * runPlainAddBulk. The producer can only come near this, never past it.
+ */
+export async function runBulkFloor(jobs: number): Promise<number> {
+  const schema = await createBenchSchema('floorbulk');
+  const pool = new pg.Pool({ connectionString: schema.url, max: 2 });
+  await pool.query('CREATE TABLE enqueue_floor (id text PRIMARY KEY, payload jsonb NOT NULL)');
+  const connection = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: null });
+  const queue = new Queue(uniqueName('floorbulk'), { connection, prefix: BENCH_PREFIX });
+  const run = uniqueName('b');
+  const insert = 'INSERT INTO enqueue_floor (id, payload) SELECT r.id, r.payload FROM json_to_recordset($1::json) AS r(id text, payload jsonb)';
+  try {
+    const started = performance.now();
+    for (let i = 0; i < jobs; i += ENQUEUE_BATCH) {
+      const batch = Array.from({ length: Math.min(ENQUEUE_BATCH, jobs - i) }, (_, k) => ({ id: `${run}-${i + k}`, payload: kibPayload(i + k) }));
+      await pool.query({ name: 'enqueue_floor_bulk', text: insert, values: [JSON.stringify(batch)] });
+      await queue.addBulk(batch.map((b) => ({ name: 'deliver', data: b.payload, opts: { jobId: b.id, removeOnComplete: true } })));
+    }
+    return jobs / ((performance.now() - started) / 1000);
+  } finally {
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    connection.disconnect();
+    await pool.end();
+    await schema.drop();
+  }
+}
+
+/**
  * What one awaited enqueue cannot beat on this machine: a bare one-row INSERT of the same 1 KiB
  * payload (its own pool, a prepared statement, autocommit) followed by one `queue.add` of it —
  * the two round trips Q1 orders, without the producer. Jobs go to a queue no worker reads
