@@ -220,12 +220,23 @@ export async function runLatency(opts: {
   reset: () => Promise<void>;
   env?: Record<string, string>;
   floor?: boolean;
+  /** Another checkout's build of the worker (a before/after latency figure). */
+  workerRoot?: string;
+  /** Extra node flags for the worker (after the bin's: a later V8 flag wins). */
+  nodeFlags?: string[];
 }): Promise<{ p50: number; p99: number; count: number; offered: number; enqueueP50: number; enqueueP99: number; floorP50: number; floorP99: number }> {
   const stack = await openBenchStore('latency');
   const floor = opts.floor ? await openEnqueueFloor(stack.schema.url) : undefined;
   const queueName = uniqueName('latency');
   const producer = producerFor(stack.store, queueName);
-  const worker = await startWorkerProcess({ databaseUrl: stack.schema.url, queueName, concurrency: 64, ...(opts.env ? { env: opts.env } : {}) });
+  const worker = await startWorkerProcess({
+    databaseUrl: stack.schema.url,
+    queueName,
+    concurrency: 64,
+    ...(opts.env ? { env: opts.env } : {}),
+    ...(opts.workerRoot ? { root: opts.workerRoot } : {}),
+    ...(opts.nodeFlags ? { nodeFlags: opts.nodeFlags } : {}),
+  });
   try {
     // Warm connections and JIT first.
     await Promise.all(events(0, 200, opts.receiverUrl).map((e) => producer.enqueue(e)));
