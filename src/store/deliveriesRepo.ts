@@ -1,6 +1,7 @@
 import { and, desc, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import pg from 'pg';
 import { rowsOf, type Db } from './db.ts';
+import { SEQUENCE_NUMBERING_CTES } from './orderingRepo.ts';
 import { deliveries } from './schema.ts';
 import type { Delivery, DeliveryAttempt, DeliveryStatus } from '../contract/delivery.ts';
 import type { HookType } from '../contract/hookTypes.ts';
@@ -126,7 +127,7 @@ export async function insertNumberedDeliveries(
   return { ids, sequences };
 }
 
-/** insertNumberedDeliveries' statement (the numbering is assignSequences', over the batch's order). */
+/** insertNumberedDeliveries' statement: the batch's rows as `v`, numbered as assignSequences numbers them (SEQUENCE_NUMBERING_CTES), inserted with their numbers. */
 const INSERT_NUMBERED_DELIVERIES = {
   name: 'hookrelay_insert_numbered_deliveries',
   before: `WITH v AS (
@@ -134,17 +135,7 @@ const INSERT_NUMBERED_DELIVERIES = {
   after: `::json)
         AS (id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text, ordered boolean))
         WITH ORDINALITY AS v(id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, ordered, i)),
-    counts AS (SELECT operation_id AS op, hook_id AS ep, count(*)::int AS n FROM v WHERE ordered GROUP BY operation_id, hook_id),
-    bumped AS (
-      INSERT INTO delivery_sequences (operation_id, hook_id, last_sequence)
-      SELECT op, ep, n FROM counts ORDER BY op, ep
-      ON CONFLICT (operation_id, hook_id) DO UPDATE SET last_sequence = delivery_sequences.last_sequence + EXCLUDED.last_sequence
-      RETURNING operation_id, hook_id, last_sequence),
-    numbered AS (
-      SELECT v.id, (b.last_sequence - c.n + row_number() OVER (PARTITION BY v.operation_id, v.hook_id ORDER BY v.i))::int AS seq
-        FROM v JOIN counts AS c ON c.op = v.operation_id AND c.ep = v.hook_id
-               JOIN bumped AS b ON b.operation_id = v.operation_id AND b.hook_id = v.hook_id
-       WHERE v.ordered)
+    ${SEQUENCE_NUMBERING_CTES}
     INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at, sequence)
     SELECT v.id, v.operation_id, v.event_type, v.hook_id, v.hook, v.transport, v.payload, v.occurred_at, v.idempotency_key, v.endpoint_key, v.trace_context, 'queued', v.occurred_at, numbered.seq
       FROM v LEFT JOIN numbered ON numbered.id = v.id

@@ -25,6 +25,27 @@ const ORDERING_OPEN_SQL = sql.raw(
 export type SequenceRequest = { id: string; operationId: string; hookId: string };
 
 /**
+ * SEC-H7's numbering, over a relation `v (id, operation_id, hook_id, ordered, i)` defined before
+ * it (`i`: the order the rows were accepted in): each (operation, hook)'s ordered rows counted,
+ * its counter bumped by that count in one upsert (the counter row stays locked until commit, so
+ * a concurrent producer's rows of the same operation and hook get the numbers after these), and
+ * `numbered (id, seq)`: contiguous numbers in `i` order. Shared by assignSequences and the
+ * producer's insert-and-number statement (deliveriesRepo.ts), so both number alike.
+ */
+export const SEQUENCE_NUMBERING_CTES = `
+    counts AS (SELECT operation_id AS op, hook_id AS ep, count(*)::int AS n FROM v WHERE ordered GROUP BY operation_id, hook_id),
+    bumped AS (
+      INSERT INTO delivery_sequences (operation_id, hook_id, last_sequence)
+      SELECT op, ep, n FROM counts ORDER BY op, ep
+      ON CONFLICT (operation_id, hook_id) DO UPDATE SET last_sequence = delivery_sequences.last_sequence + EXCLUDED.last_sequence
+      RETURNING operation_id, hook_id, last_sequence),
+    numbered AS (
+      SELECT v.id, (b.last_sequence - c.n + row_number() OVER (PARTITION BY v.operation_id, v.hook_id ORDER BY v.i))::int AS seq
+        FROM v JOIN counts AS c ON c.op = v.operation_id AND c.ep = v.hook_id
+               JOIN bumped AS b ON b.operation_id = v.operation_id AND b.hook_id = v.hook_id
+       WHERE v.ordered)`;
+
+/**
  * Numbers the rows (in the given order) within their (operation, hook): one statement that
  * bumps each counter by its row count and writes each row's number. Run it in the transaction
  * that inserted the rows: the counter row stays locked until commit, so a concurrent producer's
@@ -34,18 +55,10 @@ export async function assignSequences(db: Db, rows: readonly SequenceRequest[]):
   if (rows.length === 0) return new Map();
   const result = await db.execute(sql`
     WITH v AS (
-      SELECT * FROM unnest(${sql.param(rows.map((r) => r.id))}::text[], ${sql.param(rows.map((r) => r.operationId))}::text[],
-                           ${sql.param(rows.map((r) => r.hookId))}::text[]) WITH ORDINALITY AS v(id, op, ep, i)),
-    counts AS (SELECT op, ep, count(*)::int AS n FROM v GROUP BY op, ep),
-    bumped AS (
-      INSERT INTO delivery_sequences (operation_id, hook_id, last_sequence)
-      SELECT op, ep, n FROM counts ORDER BY op, ep
-      ON CONFLICT (operation_id, hook_id) DO UPDATE SET last_sequence = delivery_sequences.last_sequence + EXCLUDED.last_sequence
-      RETURNING operation_id, hook_id, last_sequence),
-    numbered AS (
-      SELECT v.id, (b.last_sequence - c.n + row_number() OVER (PARTITION BY v.op, v.ep ORDER BY v.i))::int AS seq
-        FROM v JOIN counts AS c ON c.op = v.op AND c.ep = v.ep
-               JOIN bumped AS b ON b.operation_id = v.op AND b.hook_id = v.ep)
+      SELECT u.id, u.operation_id, u.hook_id, true AS ordered, u.i
+        FROM unnest(${sql.param(rows.map((r) => r.id))}::text[], ${sql.param(rows.map((r) => r.operationId))}::text[],
+                    ${sql.param(rows.map((r) => r.hookId))}::text[]) WITH ORDINALITY AS u(id, operation_id, hook_id, i)),
+    ${sql.raw(SEQUENCE_NUMBERING_CTES)}
     UPDATE deliveries AS d SET sequence = numbered.seq FROM numbered WHERE d.id = numbered.id
     RETURNING d.id, d.sequence`);
   return new Map(rowsOf<{ id: string; sequence: number }>(result).map((r) => [r.id, Number(r.sequence)]));
