@@ -4,28 +4,24 @@
  * breaker and auto-disable, and the per-state counts behind the endpoint-state gauge.
  */
 import { randomUUID } from 'node:crypto';
-import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import type { Counter } from 'prom-client';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { NotificationFailure, NotificationResult, NotificationSuccess } from '../../../src/delivery/deliver.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { NotificationResult } from '../../../src/delivery/deliver.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../../../src/observability/metrics.ts';
 import { type BreakerPolicy, createEndpointGate, type EndpointGate } from '../../../src/isolation/endpointGate.ts';
 import { type AdmitDecision, createEndpointIsolation, type EndpointIsolation } from '../../../src/isolation/endpointIsolation.ts';
-import type { Db } from '../../../src/store/db.ts';
 import { disableEndpoint, enableEndpoint, getEndpointPolicy, setEndpointLimits } from '../../../src/store/endpointsRepo.ts';
-import { createTestStore, type TestStore } from '../../support/db.ts';
-import { deleteKeys } from '../../support/redisKeys.ts';
-import { TEST_REDIS_URL, waitFor } from '../queue/harness.ts';
+import { waitFor } from '../queue/harness.ts';
+import { notificationFailure, notificationSuccess, useIsolationStack } from './isolationStack.ts';
 
 const REFRESH_MS = 50;
 const LEASE_MS = 30_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
-const success: NotificationSuccess = { ok: true, transport: 'fetch', httpStatus: 200, fellBack: false, durationMs: 2 };
-const failure = (errorClass: string): NotificationFailure =>
-  ({ ok: false, errorClass, httpStatus: 503, permanent: false, critical: false, transport: 'fetch', fellBack: false, durationMs: 2 }) as NotificationFailure;
+const success = notificationSuccess;
+const failure = notificationFailure;
 
 async function counterValue(counter: Counter<string>, labels: Record<string, string> = {}): Promise<number> {
   const { values } = await counter.get();
@@ -33,49 +29,28 @@ async function counterValue(counter: Counter<string>, labels: Record<string, str
 }
 
 describe('endpoint isolation (Redis gate + Postgres policies)', () => {
-  let testStore: TestStore;
-  let db: Db;
-  let redis: Redis;
-  let prefix: string;
   let metrics: DeliveryMetrics;
-  let started: EndpointIsolation[] = [];
   let seq = 0;
   const token = () => `tok-${++seq}`;
 
-  beforeAll(async () => {
-    testStore = await createTestStore('ep_iso');
-    db = testStore.store.db;
-    redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await testStore.cleanup();
-  });
+  const stack = useIsolationStack('ep_iso', 'test-ep');
   beforeEach(() => {
-    prefix = `test-ep-${randomUUID()}`;
     metrics = createDeliveryMetrics({ processMetrics: false });
-  });
-  afterEach(async () => {
-    for (const iso of started) iso.stop();
-    started = [];
-    await deleteKeys(`${prefix}:*`, redis);
-    await db.execute(sql`DELETE FROM endpoints`);
   });
 
   type MakeOptions = { defaultCap?: number; policy?: Partial<BreakerPolicy>; random?: () => number; gate?: EndpointGate; metrics?: DeliveryMetrics };
   const make = async (options: MakeOptions = {}): Promise<{ iso: EndpointIsolation; gate: EndpointGate }> => {
-    const gate = options.gate ?? createEndpointGate(redis, { keyPrefix: prefix, policy: options.policy ?? {} });
+    const gate = options.gate ?? createEndpointGate(stack.redis, { keyPrefix: stack.prefix, policy: options.policy ?? {} });
     const iso = createEndpointIsolation({
       gate,
-      db,
+      db: stack.db,
       defaultCap: options.defaultCap ?? 0,
       logger: silentLogger(),
       metrics: options.metrics ?? metrics,
       random: options.random ?? (() => 1),
       refreshMs: REFRESH_MS,
     });
-    await iso.start();
-    started.push(iso);
+    await stack.start(iso);
     return { iso, gate };
   };
   const admit = async (iso: EndpointIsolation, key: string, extra: { hookRate?: number; starts?: number; t?: string } = {}): Promise<AdmitDecision> =>
@@ -98,7 +73,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       const { iso, gate } = await make();
       const key = 'https://disabled.example.com/hook';
       expect(await admit(iso, key)).toEqual({ kind: 'go' });
-      expect(await disableEndpoint(db, key, 'operator', 'maintenance window')).toBe(true);
+      expect(await disableEndpoint(stack.db, key, 'operator', 'maintenance window')).toBe(true);
       await waitFor(async () => (await admit(iso, key)).kind === 'hold', 2_000, 'the disable to be read');
 
       // A held admit never reaches Redis: no slot taken, no deferral counted.
@@ -108,12 +83,12 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       expect(await counterValue(metrics.endpointDeferrals)).toBe(0);
       expect(await admit(iso, 'https://other.example.com/hook')).toEqual({ kind: 'go' });
 
-      expect(await enableEndpoint(db, key)).toBe(true);
+      expect(await enableEndpoint(stack.db, key)).toBe(true);
       await waitFor(async () => (await admit(iso, key)).kind === 'go', 2_000, 'the enable to be read');
     });
 
     it('an endpoint already disabled when the isolation starts is held from the first admit', async () => {
-      await disableEndpoint(db, 'app:/api/hooks', 'operator', 'off');
+      await disableEndpoint(stack.db, 'app:/api/hooks', 'operator', 'off');
       const { iso } = await make();
       expect(await admit(iso, 'app:/api/hooks')).toEqual({ kind: 'hold' });
       expect(await admit(iso, 'app:/api/other')).toEqual({ kind: 'go' });
@@ -122,7 +97,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
     it('a stopped isolation no longer refreshes its policies', async () => {
       const { iso } = await make();
       iso.stop();
-      await disableEndpoint(db, 'after-stop', 'operator', 'x');
+      await disableEndpoint(stack.db, 'after-stop', 'operator', 'x');
       await sleep(REFRESH_MS * 4);
       expect(await admit(iso, 'after-stop')).toEqual({ kind: 'go' });
     });
@@ -130,8 +105,8 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
 
   describe('concurrency: per-endpoint override vs defaultCap', () => {
     it('setEndpointLimits concurrency wins over defaultCap (higher and lower)', async () => {
-      await setEndpointLimits(db, 'wide', { concurrency: 3 });
-      await setEndpointLimits(db, 'one-at-a-time', { concurrency: 1 });
+      await setEndpointLimits(stack.db, 'wide', { concurrency: 3 });
+      await setEndpointLimits(stack.db, 'one-at-a-time', { concurrency: 1 });
       const { iso } = await make({ defaultCap: 2 });
       expect(kinds(await admitMany(iso, 'wide', 4))).toEqual(['go', 'go', 'go', 'defer:busy']);
       expect(kinds(await admitMany(iso, 'default', 3))).toEqual(['go', 'go', 'defer:busy']);
@@ -142,15 +117,15 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
     it('an override set, changed or cleared while running takes effect at the next refresh', async () => {
       const { iso } = await make({ defaultCap: 1 });
       expect(kinds(await admitMany(iso, 'grows', 2))).toEqual(['go', 'defer:busy']);
-      await setEndpointLimits(db, 'grows', { concurrency: 2 });
+      await setEndpointLimits(stack.db, 'grows', { concurrency: 2 });
       await waitFor(async () => (await admit(iso, 'grows')).kind === 'go', 2_000, 'the override to be read');
       expect(kinds(await admitMany(iso, 'grows', 1))).toEqual(['defer:busy']);
 
       // Clearing it (null) falls back to defaultCap; a rate-only change leaves the concurrency as it is.
-      await setEndpointLimits(db, 'cleared', { concurrency: 5 });
-      await setEndpointLimits(db, 'cleared', { rateLimit: 1_000 });
-      expect((await getEndpointPolicy(db, 'cleared'))?.concurrency).toBe(5);
-      await setEndpointLimits(db, 'cleared', { concurrency: null });
+      await setEndpointLimits(stack.db, 'cleared', { concurrency: 5 });
+      await setEndpointLimits(stack.db, 'cleared', { rateLimit: 1_000 });
+      expect((await getEndpointPolicy(stack.db, 'cleared'))?.concurrency).toBe(5);
+      await setEndpointLimits(stack.db, 'cleared', { concurrency: null });
       await sleep(REFRESH_MS * 3);
       expect(kinds(await admitMany(iso, 'cleared', 2))).toEqual(['go', 'defer:busy']);
     });
@@ -192,7 +167,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       ['policy 3/s only', undefined, 3, 3],
     ])('%s: a burst of the lower rate goes, the next is deferred for rate', async (_label, hookRate, policyRate, effective) => {
       const key = `rate-${randomUUID()}`;
-      if (policyRate !== undefined) await setEndpointLimits(db, key, { rateLimit: policyRate });
+      if (policyRate !== undefined) await setEndpointLimits(stack.db, key, { rateLimit: policyRate });
       const { iso } = await make();
       const burst = await admitMany(iso, key, effective, hookRate !== undefined ? { hookRate } : {});
       expect(kinds(burst)).toEqual(Array(effective).fill('go'));
@@ -252,7 +227,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
 
     it('an open breaker with a long cooldown left defers until it ends, spread by up to 1 s', async () => {
       const policy = { failureThreshold: 1, minRequests: 1_000, cooldownMs: 60_000, autoDisableMs: 0 };
-      const gate = createEndpointGate(redis, { keyPrefix: prefix, policy });
+      const gate = createEndpointGate(stack.redis, { keyPrefix: stack.prefix, policy });
       const { iso: early } = await make({ gate, random: () => 0 });
       const { iso: late } = await make({ gate, random: () => 1 });
       await attempt(early, 'long-open', failure('http_error'));
@@ -274,14 +249,14 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       await waitFor(async () => (await gate.snapshot('neutral'))?.inFlight === 0, 2_000, 'the idle lease to be returned');
       expect(await gate.snapshot('neutral')).toMatchObject({ state: 'closed', inFlight: 0, consecutiveFailures: 0, lastFailureAt: null });
       expect(await counterValue(metrics.endpointTransitions)).toBe(0);
-      expect(await getEndpointPolicy(db, 'neutral')).toBeUndefined();
+      expect(await getEndpointPolicy(stack.db, 'neutral')).toBeUndefined();
     });
 
     it('settle() never throws, even when Redis does not answer', async () => {
       const offline = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
       offline.on('error', () => undefined); // refused on purpose
       try {
-        const { iso } = await make({ gate: createEndpointGate(offline, { keyPrefix: prefix }) });
+        const { iso } = await make({ gate: createEndpointGate(offline, { keyPrefix: stack.prefix }) });
         await expect(iso.settle('k', token(), failure('timeout'))).resolves.toBeUndefined();
         await expect(iso.settle('k', token(), success)).resolves.toBeUndefined();
       } finally {
@@ -297,7 +272,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       const { iso, gate } = await make({ policy: AUTO });
       const key = 'https://dead.example.com/hook';
       await attempt(iso, key, failure('http_error'));
-      expect(await getEndpointPolicy(db, key)).toBeUndefined();
+      expect(await getEndpointPolicy(stack.db, key)).toBeUndefined();
       const straggler = token();
       expect(await admit(iso, key, { t: straggler })).toEqual({ kind: 'go' });
 
@@ -305,7 +280,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       await sleep(failingSince + 200 - Date.now() + 20);
       await attempt(iso, key, failure('timeout'));
 
-      const policy = await getEndpointPolicy(db, key);
+      const policy = await getEndpointPolicy(stack.db, key);
       expect(policy).toMatchObject({ key, disabledBy: 'auto', disabledAt: expect.any(Date), concurrency: null, rateLimit: null });
       expect(policy?.disabledReason).toMatch(/no successful delivery for [\d.]+ h/);
       expect(await counterValue(metrics.endpointTransitions, { to: 'disabled' })).toBe(1);
@@ -315,20 +290,20 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       // A straggler failing later neither re-disables nor counts again.
       await iso.settle(key, straggler, failure('network_error'));
       expect(await counterValue(metrics.endpointTransitions, { to: 'disabled' })).toBe(1);
-      expect((await getEndpointPolicy(db, key))?.disabledAt).toEqual(policy?.disabledAt);
+      expect((await getEndpointPolicy(stack.db, key))?.disabledAt).toEqual(policy?.disabledAt);
       expect((await iso.stateCounts()).disabled).toBe(1);
     });
 
     it('an endpoint an operator disabled keeps the operator’s reason; auto-disable does not count it', async () => {
       const { iso, gate } = await make({ policy: AUTO });
       const key = 'operator-first';
-      await disableEndpoint(db, key, 'operator', 'known outage');
+      await disableEndpoint(stack.db, key, 'operator', 'known outage');
       const t1 = token();
       await gate.admit({ key, token: t1, leaseMs: LEASE_MS, cap: 0, rate: 0 });
       await iso.settle(key, t1, failure('http_error'));
       await sleep(((await gate.snapshot(key))?.failingSince?.getTime() ?? 0) + 200 - Date.now() + 20);
       await iso.settle(key, token(), failure('http_error'));
-      expect(await getEndpointPolicy(db, key)).toMatchObject({ disabledBy: 'operator', disabledReason: 'known outage' });
+      expect(await getEndpointPolicy(stack.db, key)).toMatchObject({ disabledBy: 'operator', disabledReason: 'known outage' });
       expect(await counterValue(metrics.endpointTransitions, { to: 'disabled' })).toBe(0);
     });
 
@@ -340,7 +315,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       await attempt(iso, key, success);
       await sleep(120);
       await attempt(iso, key, failure('http_error'));
-      expect(await getEndpointPolicy(db, key)).toBeUndefined();
+      expect(await getEndpointPolicy(stack.db, key)).toBeUndefined();
       expect(await counterValue(metrics.endpointTransitions, { to: 'disabled' })).toBe(0);
     });
   });
@@ -362,10 +337,10 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       await attempt(iso, 'open-1', failure('http_error'));
       await attempt(iso, 'disabled-seen', failure('http_error'));
       expect((await gate.snapshot('disabled-seen'))?.state).toBe('open');
-      await disableEndpoint(db, 'disabled-seen', 'operator', 'x');
-      await disableEndpoint(db, 'disabled-never-seen', 'operator', 'y');
+      await disableEndpoint(stack.db, 'disabled-seen', 'operator', 'x');
+      await disableEndpoint(stack.db, 'disabled-never-seen', 'operator', 'y');
       // A policy row with limits only is not a disabled endpoint.
-      await setEndpointLimits(db, 'closed-1', { concurrency: 4 });
+      await setEndpointLimits(stack.db, 'closed-1', { concurrency: 4 });
 
       await waitFor(async () => (await (iso as EndpointIsolation).stateCounts()).disabled === 2, 2_000, 'the disables to be read');
       expect(await iso.stateCounts()).toEqual({ closed: 2, open: 1, half_open: 1, disabled: 2 });
@@ -375,7 +350,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       expect(gauge).toContain('hookrelay_endpoint_state{state="half_open"} 1');
       expect(gauge).toContain('hookrelay_endpoint_state{state="disabled"} 2');
 
-      await enableEndpoint(db, 'disabled-seen');
+      await enableEndpoint(stack.db, 'disabled-seen');
       await waitFor(async () => (await (iso as EndpointIsolation).stateCounts()).disabled === 1, 2_000, 'the enable to be read');
       expect(await iso.stateCounts()).toEqual({ closed: 2, open: 2, half_open: 1, disabled: 1 });
     });

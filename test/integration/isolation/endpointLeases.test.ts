@@ -3,65 +3,29 @@
  * a healthy endpoint's admits are taken locally (no gate call, synchronous), the cap holds across
  * workers, a failure reaches the breaker at once, and a dead worker's lease lapses by itself.
  */
-import { randomUUID } from 'node:crypto';
-import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { NotificationFailure, NotificationSuccess } from '../../../src/delivery/deliver.ts';
+import { describe, expect, it } from 'vitest';
 import { type BreakerPolicy, createEndpointGate, type EndpointGate, type ReleaseOutcome } from '../../../src/isolation/endpointGate.ts';
 import { type AdmitDecision, createEndpointIsolation, type EndpointIsolation } from '../../../src/isolation/endpointIsolation.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
-import type { Db } from '../../../src/store/db.ts';
 import { setEndpointLimits } from '../../../src/store/endpointsRepo.ts';
 import { createAdmission } from '../../../src/worker/admission.ts';
-import { createTestStore, type TestStore } from '../../support/db.ts';
-import { deleteKeys } from '../../support/redisKeys.ts';
 import { TEST_REDIS_URL, waitFor } from '../queue/harness.ts';
+import { notificationFailure, notificationSuccess, useIsolationStack } from './isolationStack.ts';
 
 const LEASE_MS = 30_000;
-const success: NotificationSuccess = { ok: true, transport: 'fetch', httpStatus: 200, fellBack: false, durationMs: 2 };
-const failure: NotificationFailure = {
-  ok: false,
-  errorClass: 'http_error',
-  httpStatus: 503,
-  permanent: false,
-  critical: false,
-  transport: 'fetch',
-  fellBack: false,
-  durationMs: 2,
-} as NotificationFailure;
+const success = notificationSuccess;
+const failure = notificationFailure('http_error');
 
 describe('slot leases (issue 38)', () => {
-  let testStore: TestStore;
-  let db: Db;
-  let redis: Redis;
-  let prefix: string;
-  let started: EndpointIsolation[] = [];
   let seq = 0;
   const token = () => `l-${++seq}`;
 
-  beforeAll(async () => {
-    testStore = await createTestStore('ep_leases');
-    db = testStore.store.db;
-    redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await testStore.cleanup();
-  });
-  beforeEach(() => {
-    prefix = `test-epl-${randomUUID()}`;
-  });
-  afterEach(async () => {
-    for (const iso of started) iso.stop();
-    started = [];
-    await deleteKeys(`${prefix}:*`, redis);
-    await db.execute(sql`DELETE FROM endpoints`);
-  });
+  const stack = useIsolationStack('ep_leases', 'test-epl');
 
   /** A gate that counts its script calls. */
   const countingGate = (connection: Redis, policy: Partial<BreakerPolicy> = {}): { gate: EndpointGate; calls: () => number } => {
-    const inner = createEndpointGate(connection, { keyPrefix: prefix, policy });
+    const inner = createEndpointGate(connection, { keyPrefix: stack.prefix, policy });
     let calls = 0;
     const gate: EndpointGate = {
       ...inner,
@@ -73,15 +37,14 @@ describe('slot leases (issue 38)', () => {
     return { gate, calls: () => calls };
   };
   const isolation = async (gate: EndpointGate, defaultCap = 0): Promise<EndpointIsolation> => {
-    const iso = createEndpointIsolation({ gate, db, defaultCap, logger: silentLogger(), random: () => 1, refreshMs: 60_000 });
-    await iso.start();
-    started.push(iso);
+    const iso = createEndpointIsolation({ gate, db: stack.db, defaultCap, logger: silentLogger(), random: () => 1, refreshMs: 60_000 });
+    await stack.start(iso);
     return iso;
   };
   const admit = (iso: EndpointIsolation, key: string, t = token(), leaseMs = LEASE_MS) => iso.admit({ key, token: t, leaseMs, hookRate: undefined, starts: 1 });
 
   it('PERF-lease: on a healthy endpoint most admits are synchronous and need no gate call; outcomes reach the adaptive limit in blocks', async () => {
-    const { gate, calls } = countingGate(redis);
+    const { gate, calls } = countingGate(stack.redis);
     const iso = await isolation(gate);
     const key = 'https://fast.example.com/hook';
     let synchronous = 0;
@@ -103,7 +66,7 @@ describe('slot leases (issue 38)', () => {
   });
 
   it('PERF-lease: outcomes reported in runs move the breaker and the adaptive limit exactly as single releases do', async () => {
-    const gate = createEndpointGate(redis, { keyPrefix: prefix, policy: { failureThreshold: 4, minRequests: 1_000, autoDisableMs: 0 } });
+    const gate = createEndpointGate(stack.redis, { keyPrefix: stack.prefix, policy: { failureThreshold: 4, minRequests: 1_000, autoDisableMs: 0 } });
     const outcomes: [ReleaseOutcome, number][] = [
       ['ok', 5],
       ['slow', 1],
@@ -138,7 +101,7 @@ describe('slot leases (issue 38)', () => {
   });
 
   it('PERF-lease: the admission fast path is synchronous when a leased slot is free, and the worker slot frees with done()', async () => {
-    const { gate } = countingGate(redis);
+    const { gate } = countingGate(stack.redis);
     const iso = await isolation(gate);
     const admission = createAdmission({ concurrency: 8, waitAllowance: 8, isolation: iso });
     const request = () => ({ endpoint: 'sync', token: token(), leaseMs: LEASE_MS, hookRate: undefined, starts: 1, deadlineAtMs: undefined, budgetMs: 60_000 });
@@ -157,8 +120,8 @@ describe('slot leases (issue 38)', () => {
   });
 
   it('PERF-lease: a cap holds across two workers leasing the same endpoint, and a short limit is shared between them', async () => {
-    const { gate } = countingGate(redis);
-    await setEndpointLimits(db, 'capped', { concurrency: 6 });
+    const { gate } = countingGate(stack.redis);
+    await setEndpointLimits(stack.db, 'capped', { concurrency: 6 });
     const a = await isolation(gate);
     const b = await isolation(gate);
     // Grow the limit to the cap first (fast successes).
@@ -196,7 +159,7 @@ describe('slot leases (issue 38)', () => {
   });
 
   it('PERF-lease: a failure on a leased slot reaches the breaker before settle returns, and opens it for the other worker too', async () => {
-    const { gate } = countingGate(redis, { failureThreshold: 2, minRequests: 1_000, cooldownMs: 60_000, autoDisableMs: 0 });
+    const { gate } = countingGate(stack.redis, { failureThreshold: 2, minRequests: 1_000, cooldownMs: 60_000, autoDisableMs: 0 });
     const a = await isolation(gate);
     const b = await isolation(gate);
     const key = 'breaks';
@@ -232,7 +195,7 @@ describe('slot leases (issue 38)', () => {
     const dying = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
     dying.on('error', () => undefined);
     await new Promise((resolve) => dying.once('ready', resolve));
-    await setEndpointLimits(db, 'lapses', { concurrency: 4 });
+    await setEndpointLimits(stack.db, 'lapses', { concurrency: 4 });
     const { gate: gateOfDying } = countingGate(dying);
     const dead = await isolation(gateOfDying);
     const shortLease = 300;
@@ -243,7 +206,7 @@ describe('slot leases (issue 38)', () => {
     }
     expect(held.length).toBe(4);
     dying.disconnect(); // the worker is gone: no renewal, no release
-    const { gate } = countingGate(redis);
+    const { gate } = countingGate(stack.redis);
     const live = await isolation(gate);
     expect(await admit(live, 'lapses', token(), shortLease)).toMatchObject({ kind: 'defer', reason: 'busy' });
     // The lease lasts one attempt lease + 2 s after its last renewal: then the slots are free again.

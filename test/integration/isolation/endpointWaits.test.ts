@@ -3,56 +3,28 @@
  * endpoint is at its limit waits in the worker's memory (admission.ts) — on the real Redis gate
  * and a real migrated Postgres (the endpoint policies).
  */
-import { randomUUID } from 'node:crypto';
-import { sql } from 'drizzle-orm';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type LimitOutcome, limitCeiling, nextLimit } from '../../../src/isolation/adaptiveLimit.ts';
 import { createEndpointGate, DEFAULT_BREAKER_POLICY } from '../../../src/isolation/endpointGate.ts';
 import { createEndpointIsolation, type EndpointIsolation } from '../../../src/isolation/endpointIsolation.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
-import type { Db } from '../../../src/store/db.ts';
 import { type AdmissionResult, createAdmission, MIN_ENDPOINT_QUEUE } from '../../../src/worker/admission.ts';
-import { createTestStore, type TestStore } from '../../support/db.ts';
-import { deleteKeys } from '../../support/redisKeys.ts';
-import { TEST_REDIS_URL, waitFor } from '../queue/harness.ts';
+import { waitFor } from '../queue/harness.ts';
+import { useIsolationStack } from './isolationStack.ts';
 
 const LEASE_MS = 30_000;
 const BUDGET_MS = 60_000;
 
 describe('endpoint waits and the adaptive limit (issue 27)', () => {
-  let testStore: TestStore;
-  let db: Db;
-  let redis: Redis;
-  let prefix: string;
-  let started: EndpointIsolation[] = [];
   let seq = 0;
   const token = () => `w-${++seq}`;
 
-  beforeAll(async () => {
-    testStore = await createTestStore('ep_waits');
-    db = testStore.store.db;
-    redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await testStore.cleanup();
-  });
-  beforeEach(() => {
-    prefix = `test-epw-${randomUUID()}`;
-  });
-  afterEach(async () => {
-    for (const iso of started) iso.stop();
-    started = [];
-    await deleteKeys(`${prefix}:*`, redis);
-    await db.execute(sql`DELETE FROM endpoints`);
-  });
+  const stack = useIsolationStack('ep_waits', 'test-epw');
 
   const isolation = async (defaultCap: number): Promise<EndpointIsolation> => {
-    const gate = createEndpointGate(redis, { keyPrefix: prefix, policy: { failureThreshold: 1_000, minRequests: 1_000 } });
-    const iso = createEndpointIsolation({ gate, db, defaultCap, logger: silentLogger(), random: () => 1, refreshMs: 60_000 });
-    await iso.start();
-    started.push(iso);
+    const gate = createEndpointGate(stack.redis, { keyPrefix: stack.prefix, policy: { failureThreshold: 1_000, minRequests: 1_000 } });
+    const iso = createEndpointIsolation({ gate, db: stack.db, defaultCap, logger: silentLogger(), random: () => 1, refreshMs: 60_000 });
+    await stack.start(iso);
     return iso;
   };
   const request = (endpoint: string, extra: { deadlineAtMs?: number } = {}) => ({
@@ -86,7 +58,7 @@ describe('endpoint waits and the adaptive limit (issue 27)', () => {
 
   it('adaptive limit: the gate in Redis follows nextLimit over the same outcomes (fast, slow, failure, local), within a configured cap', async () => {
     for (const cap of [0, 12]) {
-      const gate = createEndpointGate(redis, { keyPrefix: prefix, policy: { failureThreshold: 1_000, minRequests: 1_000 } });
+      const gate = createEndpointGate(stack.redis, { keyPrefix: stack.prefix, policy: { failureThreshold: 1_000, minRequests: 1_000 } });
       const key = `mirror-${cap}`;
       const outcomes: LimitOutcome[] = [
         'ok',
