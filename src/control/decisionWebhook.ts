@@ -6,7 +6,7 @@ import type { ToolCallDecision } from '../contract/decision.ts';
 import { DeliveryConfigError } from '../delivery/errors.ts';
 import type { FetchTransport } from '../delivery/fetchTransport.ts';
 import { resolveHeaderTemplates } from '../delivery/headerTemplates.ts';
-import { resolveWebhookUrl, type ResolvedUrl } from '../delivery/resolveUrl.ts';
+import { resolveWebhookUrlCached } from '../delivery/resolveUrl.ts';
 import { signatureHeaders } from '../delivery/signing.ts';
 import { MAX_DECISION_RESPONSE_BYTES, parseToolCallHookResponse } from './parseDecisionResponse.ts';
 
@@ -54,7 +54,7 @@ export async function executeToolCallWebhook(input: ExecuteToolCallWebhookInput)
   let trusted: boolean;
   let headers: Record<string, string>;
   try {
-    const resolved = resolveUrlCached(input.webhook.url, input.appUrl);
+    const resolved = resolveWebhookUrlCached(input.webhook.url, input.appUrl);
     url = resolved.url;
     trusted = input.trusted === true || resolved.trusted;
     // W2: templates resolve from the current environment on every call (rotation applies at once).
@@ -93,18 +93,3 @@ export async function executeToolCallWebhook(input: ExecuteToolCallWebhookInput)
 }
 
 const DECISION_READ = Object.freeze({ maxBytes: MAX_DECISION_RESPONSE_BYTES });
-
-/** `resolveWebhookUrl` is pure in (url, appUrl): remember recent answers (errors are not cached). */
-const resolvedUrls = new Map<string, ResolvedUrl>();
-const RESOLVED_URL_CACHE_LIMIT = 512;
-
-function resolveUrlCached(url: string, appUrl: string | undefined): ResolvedUrl {
-  const key = appUrl === undefined ? url : `${url}\n${appUrl}`;
-  let resolved = resolvedUrls.get(key);
-  if (resolved === undefined) {
-    resolved = resolveWebhookUrl(url, appUrl);
-    if (resolvedUrls.size >= RESOLVED_URL_CACHE_LIMIT) resolvedUrls.clear();
-    resolvedUrls.set(key, resolved);
-  }
-  return resolved;
-}

@@ -13,7 +13,7 @@ import { redactSecrets, resolvedTemplateValues, sentHeadersAsConfigured } from '
 import { DeliveryConfigError, SSRF_BLOCKED_HINT } from './errors.ts';
 import type { FetchTransport, SendOutcome } from './fetchTransport.ts';
 import { resolveHeaderTemplates } from './headerTemplates.ts';
-import { type ResolvedUrl, resolveWebhookUrl } from './resolveUrl.ts';
+import { resolveWebhookUrlCached } from './resolveUrl.ts';
 import { isPermanentStatus, parseRetryAfter } from './retryPolicy.ts';
 import { addSignatureHeaders } from './signing.ts';
 import type { QStashPublisher, QStashPublishResult, TransportErrorClass } from './types.ts';
@@ -109,7 +109,7 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
   let trusted: boolean;
   let headers: Record<string, string>;
   try {
-    const resolved = resolveUrlCached(webhook.url, input.appUrl);
+    const resolved = resolveWebhookUrlCached(webhook.url, input.appUrl);
     url = resolved.url;
     trusted = input.trusted === true || resolved.trusted;
     // A fresh object per call: the request's headers are added to it below.
@@ -218,21 +218,6 @@ function requestHeaders(headers: Record<string, string>, input: DeliverNotificat
   if (input.traceHeaders !== undefined) Object.assign(headers, input.traceHeaders);
   if (input.sequence !== undefined) headers[SEQUENCE_HEADER] = String(input.sequence);
   return addSignatureHeaders(headers, input.deliveryId, Math.floor(nowMs / MS_PER_SECOND), input.payload, input.signingSecrets);
-}
-
-/** `resolveWebhookUrl` is pure in (url, appUrl): recent answers are remembered (errors are not). */
-const resolvedUrls = new Map<string, ResolvedUrl>();
-const RESOLVED_URL_CACHE_LIMIT = 512;
-
-function resolveUrlCached(url: string, appUrl: string | undefined): ResolvedUrl {
-  const key = appUrl === undefined ? url : `${url}\n${appUrl}`;
-  let resolved = resolvedUrls.get(key);
-  if (resolved === undefined) {
-    resolved = Object.freeze(resolveWebhookUrl(url, appUrl));
-    if (resolvedUrls.size >= RESOLVED_URL_CACHE_LIMIT) resolvedUrls.clear();
-    resolvedUrls.set(key, resolved);
-  }
-  return resolved;
 }
 
 /** What Q8's evidence is computed from, only when there is something to keep: the healthy path pays nothing. */

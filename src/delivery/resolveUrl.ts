@@ -25,6 +25,26 @@ export function resolveWebhookUrl(url: string, appUrl: string | undefined): Reso
   return { url: joined.toString(), trusted: true };
 }
 
+/** How many (url, appUrl) answers resolveWebhookUrlCached keeps (the set is dropped when full). */
+const RESOLVED_URL_CACHE_LIMIT = 512;
+const resolvedUrls = new Map<string, Readonly<ResolvedUrl>>();
+
+/**
+ * resolveWebhookUrl, remembered: it is pure in (url, appUrl), and a `new URL()` per request was
+ * the delivery and decision paths' largest single cost. Errors are not remembered (they throw
+ * again). The answer is frozen: callers share it.
+ */
+export function resolveWebhookUrlCached(url: string, appUrl: string | undefined): Readonly<ResolvedUrl> {
+  const key = appUrl === undefined ? url : `${url}\n${appUrl}`;
+  let resolved = resolvedUrls.get(key);
+  if (resolved === undefined) {
+    resolved = Object.freeze(resolveWebhookUrl(url, appUrl));
+    if (resolvedUrls.size >= RESOLVED_URL_CACHE_LIMIT) resolvedUrls.clear();
+    resolvedUrls.set(key, resolved);
+  }
+  return resolved;
+}
+
 function isHttpUrl(value: string): boolean {
   try {
     const parsed = new URL(value);
