@@ -11,13 +11,11 @@
  * round (before/after in one run, same machine state). `node --cpu-prof --import tsx
  * bench/enqueueOnly.ts` writes a CPU profile of it (the producer's steps are named functions).
  */
-import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { createHookProducer } from '../src/queue/producer.ts';
 import type { HookProducer, HookProducerOptions } from '../src/queue/types.ts';
 import { openStore } from '../src/store/db.ts';
 import { migrateStore } from '../src/store/migrate.ts';
-import { ENQUEUE_BATCH, runPlainAddBulk } from './product.ts';
+import { ENQUEUE_BATCH, obliterate, runPlainAddBulk } from './product.ts';
 import {
   BENCH_PREFIX,
   BENCH_REDIS_URL,
@@ -71,14 +69,6 @@ async function runEnqueueMany(jobs: number, create: ProducerFactory = createHook
   }
 }
 
-/** The worker process uses BullMQ's default prefix: its queue is removed by name afterwards. */
-async function obliterate(queueName: string): Promise<void> {
-  const connection = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: null });
-  const queue = new Queue(queueName, { connection });
-  await queue.obliterate({ force: true }).catch(() => undefined);
-  await queue.close();
-  connection.disconnect();
-}
 
 /**
  * runLatency's enqueue side (bench/product.ts) for any producer: one awaited `enqueue` at a time

@@ -54,7 +54,7 @@ async function deliveredCount(store: Store): Promise<number> {
 }
 
 /** The worker processes use BullMQ's default prefix: their queue is removed by name afterwards. */
-async function obliterate(queueName: string): Promise<void> {
+export async function obliterate(queueName: string): Promise<void> {
   const connection = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: null });
   const queue = new Queue(queueName, { connection });
   await queue.obliterate({ force: true }).catch(() => undefined);
