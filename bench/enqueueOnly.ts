@@ -69,7 +69,6 @@ async function runEnqueueMany(jobs: number, create: ProducerFactory = createHook
   }
 }
 
-
 /**
  * runLatency's enqueue side (bench/product.ts) for any producer: one awaited `enqueue` at a time
  * offered at `rate`, one worker process (c=64) delivering them; the enqueue times in ms.
