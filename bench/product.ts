@@ -147,62 +147,69 @@ export async function runPlainAddBulk(jobs: number): Promise<number> {
 }
 
 /**
- * The enqueue floor Q1's order leaves (the row committed before its job): each batch of the same
- * 1 KiB events as one multi-row INSERT into a bare table (a primary key, no other index; the
- * batch as one JSON parameter, as the producer sends it) and then the same addBulk as
- * runPlainAddBulk. The producer can only come near this, never past it.
+ * The floors' bare ledger: one table (a primary key, the 1 KiB payload, a created_at default, as
+ * the ledger row has) on its own pool, and a queue no worker reads (BENCH_PREFIX: removed with the
+ * bench keys). `run` makes this floor's ids unique.
  */
-export async function runBulkFloor(jobs: number): Promise<number> {
-  const schema = await createBenchSchema('floorbulk');
-  const pool = new pg.Pool({ connectionString: schema.url, max: 2 });
-  await pool.query('CREATE TABLE enqueue_floor (id text PRIMARY KEY, payload jsonb NOT NULL)');
-  const connection = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: null });
-  const queue = new Queue(uniqueName('floorbulk'), { connection, prefix: BENCH_PREFIX });
-  const run = uniqueName('b');
-  const insert = 'INSERT INTO enqueue_floor (id, payload) SELECT r.id, r.payload FROM json_to_recordset($1::json) AS r(id text, payload jsonb)';
-  try {
-    const started = performance.now();
-    for (let i = 0; i < jobs; i += ENQUEUE_BATCH) {
-      const batch = Array.from({ length: Math.min(ENQUEUE_BATCH, jobs - i) }, (_, k) => ({ id: `${run}-${i + k}`, payload: kibPayload(i + k) }));
-      await pool.query({ name: 'enqueue_floor_bulk', text: insert, values: [JSON.stringify(batch)] });
-      await queue.addBulk(batch.map((b) => ({ name: 'deliver', data: b.payload, opts: { jobId: b.id, removeOnComplete: true } })));
-    }
-    return jobs / ((performance.now() - started) / 1000);
-  } finally {
-    await queue.obliterate({ force: true }).catch(() => undefined);
-    await queue.close();
-    connection.disconnect();
-    await pool.end();
-    await schema.drop();
-  }
-}
-
-/**
- * What one awaited enqueue cannot beat on this machine: a bare one-row INSERT of the same 1 KiB
- * payload (its own pool, a prepared statement, autocommit) followed by one `queue.add` of it —
- * the two round trips Q1 orders, without the producer. Jobs go to a queue no worker reads
- * (BENCH_PREFIX: removed with the bench keys).
- */
-async function openEnqueueFloor(databaseUrl: string): Promise<{ once(i: number): Promise<number>; close(): Promise<void> }> {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+async function openFloor(databaseUrl: string, poolSize: number): Promise<{ pool: pg.Pool; queue: Queue; run: string; close(): Promise<void> }> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
   await pool.query('CREATE TABLE IF NOT EXISTS enqueue_floor (id text PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())');
   const connection = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: null });
   const queue = new Queue(uniqueName('floor'), { connection, prefix: BENCH_PREFIX });
-  const run = uniqueName('f');
   return {
-    async once(i) {
-      const t0 = performance.now();
-      const body = JSON.stringify(kibPayload(i));
-      await pool.query({ name: 'enqueue_floor_insert', text: 'INSERT INTO enqueue_floor (id, payload) VALUES ($1, $2)', values: [`${run}-${i}`, body] });
-      await queue.add('deliver', { body }, { jobId: `${run}-${i}`, removeOnComplete: true });
-      return performance.now() - t0;
-    },
+    pool,
+    queue,
+    run: uniqueName('f'),
     async close() {
       await queue.obliterate({ force: true }).catch(() => undefined);
       await queue.close();
       connection.disconnect();
       await pool.end();
     },
+  };
+}
+
+/**
+ * The enqueue floor Q1's order leaves (the row committed before its job): each batch of the same
+ * 1 KiB events as one multi-row INSERT into the bare table (the batch as one JSON parameter, as
+ * the producer sends it) and then the same addBulk as runPlainAddBulk. The producer can only come
+ * near this, never past it.
+ */
+export async function runBulkFloor(jobs: number): Promise<number> {
+  const schema = await createBenchSchema('floorbulk');
+  const floor = await openFloor(schema.url, 2);
+  const insert = 'INSERT INTO enqueue_floor (id, payload) SELECT r.id, r.payload FROM json_to_recordset($1::json) AS r(id text, payload jsonb)';
+  try {
+    const started = performance.now();
+    for (let i = 0; i < jobs; i += ENQUEUE_BATCH) {
+      const batch = Array.from({ length: Math.min(ENQUEUE_BATCH, jobs - i) }, (_, k) => ({ id: `${floor.run}-${i + k}`, payload: kibPayload(i + k) }));
+      await floor.pool.query({ name: 'enqueue_floor_bulk', text: insert, values: [JSON.stringify(batch)] });
+      await floor.queue.addBulk(batch.map((b) => ({ name: 'deliver', data: b.payload, opts: { jobId: b.id, removeOnComplete: true } })));
+    }
+    return jobs / ((performance.now() - started) / 1000);
+  } finally {
+    await floor.close();
+    await schema.drop();
+  }
+}
+
+/**
+ * What one awaited enqueue cannot beat on this machine: a bare one-row INSERT of the same 1 KiB
+ * payload into the bare table (a prepared statement, autocommit) followed by one `queue.add` of
+ * it — the two round trips Q1 orders, without the producer.
+ */
+async function openEnqueueFloor(databaseUrl: string): Promise<{ once(i: number): Promise<number>; close(): Promise<void> }> {
+  const floor = await openFloor(databaseUrl, 10);
+  return {
+    async once(i) {
+      const t0 = performance.now();
+      const body = JSON.stringify(kibPayload(i));
+      const id = `${floor.run}-${i}`;
+      await floor.pool.query({ name: 'enqueue_floor_insert', text: 'INSERT INTO enqueue_floor (id, payload) VALUES ($1, $2)', values: [id, body] });
+      await floor.queue.add('deliver', { body }, { jobId: id, removeOnComplete: true });
+      return performance.now() - t0;
+    },
+    close: floor.close,
   };
 }
 
