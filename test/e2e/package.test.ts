@@ -71,6 +71,7 @@ describe('package: the tarball', () => {
       'dist/workers/delivery.js',
       'bin/hookrelay.mjs',
       'README.md',
+      'CHANGELOG.md',
       'LICENSE',
       'package.json',
       'docs/README.md',

@@ -12,7 +12,7 @@ const ROOT = path.resolve(import.meta.dirname, '../../..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 const pkg = JSON.parse(read('package.json')) as { version: string };
 const lock = JSON.parse(read('package-lock.json')) as { version: string; packages: Record<string, { version?: string }> };
-const changelogVersion = /^### (\d+\.\d+\.\d+)/m.exec(read('README.md'))?.[1];
+const changelogVersion = /^### (\d+\.\d+\.\d+)/m.exec(read('CHANGELOG.md'))?.[1];
 
 describe('LH-Q3: one version everywhere', () => {
   it('LH-Q3: package.json and package-lock.json say the version the changelog is written for (0.3.0)', () => {
