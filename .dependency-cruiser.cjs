@@ -22,11 +22,13 @@ const LAYERS = {
   queue: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'isolation'],
   // Endpoint isolation: the gate (Redis Lua), policy, exchange and the decision path's guard.
   isolation: ['contract', 'config', 'observability', 'interception', 'delivery', 'store', 'queue'],
+  // Durable approvals (A1–A3): the queue and its resolver, decisions, events, answer tokens.
+  approvals: ['contract', 'config', 'observability', 'interception', 'store', 'queue'],
   // What the CLI and the console share: replay (one loop), endpoint views, ledger statistics, the operator's queue handle.
   operator: ['contract', 'config', 'observability', 'store', 'queue', 'isolation'],
-  console: ['contract', 'config', 'observability', 'store', 'queue', 'isolation', 'operator'],
-  worker: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'queue', 'isolation', 'operator', 'console'],
-  cli: ['contract', 'config', 'observability', 'payload', 'delivery', 'store', 'queue', 'isolation', 'operator', 'console'],
+  console: ['contract', 'config', 'observability', 'store', 'queue', 'isolation', 'operator', 'approvals'],
+  worker: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'queue', 'isolation', 'operator', 'console', 'approvals'],
+  cli: ['contract', 'config', 'observability', 'payload', 'delivery', 'store', 'queue', 'isolation', 'operator', 'console', 'approvals'],
   // Framework integrations (hookrelay/ai-sdk, hookrelay/openai-agents): the run adapter plus a
   // dispatcher passed in; never the queue or store, so importing one loads no BullMQ or pg.
   integrations: ['contract', 'interception'],

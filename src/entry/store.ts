@@ -21,6 +21,19 @@ export type {
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/errors.ts';
 export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, StoreUnavailableError } from '../store/errors.ts';
 export { createStoreRecordSink, type StoreRecordSink } from '../store/interceptionRecordSink.ts';
+export {
+  createApprovalQueue,
+  DEFAULT_APPROVAL_WAIT_MS,
+  DEFAULT_APPROVAL_EXPIRY_MS,
+  type ApprovalQueue,
+  type ApprovalQueueOptions,
+  type ApprovalQueueResolver,
+  type ApprovalListFilter,
+  type DecideOptions,
+} from '../approvals/approvalQueue.ts';
+export { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../approvals/errors.ts';
+export { APPROVAL_REASONS } from '../approvals/reasons.ts';
+export type { Approval, ApprovalStatus, ApprovalKind, ApprovalOutcome, PendingApproval } from '../contract/approval.ts';
 export { MIGRATIONS_FOLDER } from '../store/migrationsFolder.ts';
 export type { StoreHandle as Store, StoreDb, StoredPlaceholder, OpenStoreOptions, MigrateOptions } from '../store/types.ts';
 

@@ -1,11 +1,12 @@
 import type { AgentContext, HostErrorReason, SynthesisPolicy, Verdict } from '../contract/agentHooks.ts';
+import type { PendingApproval } from '../contract/approval.ts';
 import { consultApproval } from './approval.ts';
 import { aggregateStrictest, withUnions } from './composition.ts';
 import { foldTransform, type DispatchEnv, type DispatchOutcome } from './fold.ts';
 import { HostError } from './reasons.ts';
 import { hostErrorVerdict, isPermit } from './verdict.ts';
 
-type Substitution = { verdict: Verdict; resolvedBy?: 'approval' | 'rejection'; lifted: boolean };
+type Substitution = { verdict: Verdict; resolvedBy?: 'approval' | 'rejection'; lifted: boolean; pending?: PendingApproval };
 
 /**
  * §7.6: consult the seam for `trigger` and substitute the resolution at its
@@ -15,7 +16,7 @@ type Substitution = { verdict: Verdict; resolvedBy?: 'approval' | 'rejection'; l
 export async function consultAndSubstitute(work: AgentContext, trigger: Verdict, pool: readonly Verdict[], env: DispatchEnv): Promise<Substitution> {
   const c = await consultApproval(work, trigger, env.seam);
   if (c.kind === 'not_consulted') return { verdict: withUnions(trigger, pool), lifted: false };
-  if (!c.permitted) return { verdict: withUnions(c.verdict, pool), resolvedBy: 'rejection', lifted: false };
+  if (!c.permitted) return { verdict: withUnions(c.verdict, pool), resolvedBy: 'rejection', lifted: false, ...(c.pending ? { pending: c.pending } : {}) };
   const sub = c.verdict.decision === 'transform' ? foldTransform(work, c.verdict, env.mode) : c.verdict;
   if (!isPermit(sub)) return { verdict: withUnions(sub, pool), resolvedBy: 'approval', lifted: false };
   return { verdict: withUnions(sub, [...pool, sub]), resolvedBy: 'approval', lifted: true };
@@ -44,14 +45,14 @@ export async function aggregateAndConsult(work: AgentContext, all: Verdict[], se
   if (agg.kind === 'conflict') {
     const policy = env.composition.on_transform_conflict ?? 'deny';
     const s = await synthesize(work, HostError.TransformConflict, policy, all, env);
-    return { combined: s.verdict, decidedBy: null, verdicts: all, resolvedBy: s.resolvedBy };
+    return { combined: s.verdict, decidedBy: null, verdicts: all, resolvedBy: s.resolvedBy, pending: s.pending };
   }
   const index = agg.index;
   const winner = all[index];
   if (winner.decision === 'deny') {
     const s = await consultAndSubstitute(work, winner, all, env);
     const transformFailed = s.resolvedBy === 'approval' && !s.lifted;
-    return { combined: s.verdict, decidedBy: transformFailed ? null : index, verdicts: all, resolvedBy: s.resolvedBy };
+    return { combined: s.verdict, decidedBy: transformFailed ? null : index, verdicts: all, resolvedBy: s.resolvedBy, pending: s.pending };
   }
   if (winner.decision === 'transform') {
     const applied = sequential ? winner : foldTransform(work, winner, env.mode);

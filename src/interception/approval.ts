@@ -1,3 +1,4 @@
+import { PendingApprovalSchema, type PendingApproval } from '../contract/approval.ts';
 import {
   ApprovalResolutionShapeSchema,
   type AgentContext,
@@ -30,8 +31,11 @@ export function toResolverFunction(resolver: ApprovalResolver): ApprovalResolver
   throw new TypeError('an approval resolver is a function or an object with a resolve(request) method');
 }
 
-/** What one consultation produced (§7.6, §9). */
-export type Consultation = { kind: 'not_consulted' } | { kind: 'resolved'; verdict: Verdict; permitted: boolean };
+/**
+ * What one consultation produced (§7.6, §9). `pending`: the resolver answered `unresolved` and
+ * named the durable request it left for an approver (a hookrelay extension member of the resolution).
+ */
+export type Consultation = { kind: 'not_consulted' } | { kind: 'resolved'; verdict: Verdict; permitted: boolean; pending?: PendingApproval };
 
 export type SeamConfig = {
   mode: EnforcementMode;
@@ -42,7 +46,7 @@ export type SeamConfig = {
   signal: AbortSignal | undefined;
 };
 
-function failed(reason: HostErrorReason, message?: string): Consultation {
+function failed(reason: HostErrorReason, message?: string): Consultation & { kind: 'resolved' } {
   return { kind: 'resolved', verdict: hostErrorVerdict(reason, message), permitted: false };
 }
 
@@ -103,7 +107,12 @@ export async function consultApproval(ctx: AgentContext, verdict: Verdict, seam:
   if (!shape.success || hasVerdict !== (shape.data.outcome !== 'unresolved')) {
     return failed(HostError.ApprovalResolverFailed, 'resolution shape invalid (spec §9)');
   }
-  if (shape.data.outcome === 'unresolved') return failed(HostError.ApprovalUnresolved, 'approval resolver could not decide');
+  if (shape.data.outcome === 'unresolved') {
+    const unresolved = failed(HostError.ApprovalUnresolved, 'approval resolver could not decide');
+    // A malformed extension member is ignored: the deny stands either way, only the typed outcome is lost.
+    const pending = PendingApprovalSchema.safeParse((res as { pending?: unknown }).pending);
+    return pending.success ? { ...unresolved, pending: pending.data } : unresolved;
+  }
   // 3. The carried verdict crosses the §5 gate.
   const gated = parseWireVerdict(shape.data.verdict);
   if (!gated.ok) return failed(HostError.VerdictInvalid, `resolution verdict: ${gated.detail}`);

@@ -9,11 +9,12 @@ import {
   type JsonValue,
   type Verdict,
 } from '../contract/agentHooks.ts';
+import type { PendingApproval } from '../contract/approval.ts';
 import { toResolverFunction, type ApprovalRedactor, type ApprovalResolver, type SeamConfig } from './approval.ts';
 import { resolveComposition, summarize } from './composition.ts';
 import { DEFAULT_MAX_DEPTH, findDomainViolation } from './json/canonicalJson.ts';
 import { validateEnvelope, type EnvelopeLimits } from './envelope.ts';
-import { InterceptionBlockedError, HostFailureError, EmissionCancelledError } from './errors.ts';
+import { ApprovalPendingError, InterceptionBlockedError, HostFailureError, EmissionCancelledError } from './errors.ts';
 import type { DispatchEnv, DispatchOutcome } from './fold.ts';
 import { resolveIdentityProvider, type IdentityProviderOption, type ResolvedIdentityProvider } from './identity.ts';
 import { toRegistered, type Interceptor, type RegisteredInterceptor } from './interceptor.ts';
@@ -76,7 +77,7 @@ export type HostFailure = {
   message?: string;
 };
 
-type Emission = { record: InterceptionRecord; combined: Verdict; context: AgentContext | undefined };
+type Emission = { record: InterceptionRecord; combined: Verdict; context: AgentContext | undefined; pending?: PendingApproval | undefined };
 
 /**
  * The AGENT-HOOKS-0.1 emitter: validates the envelope, computes identities,
@@ -153,12 +154,15 @@ export class InterceptionEmitter {
   /**
    * Run one emission. Resolves to the effective target (post-transform, also
    * written back into `ctx`) when the action may proceed; rejects with
-   * `InterceptionBlockedError` when it must not. A cancelled emission is recorded,
-   * then rejects with the signal's reason.
+   * `InterceptionBlockedError` when it must not — an `ApprovalPendingError` when the resolver left
+   * a durable approval request pending. A cancelled emission is recorded, then rejects with the
+   * signal's reason.
    */
   async emit(ctx: AgentContext, options: EmitOptions = {}): Promise<JsonValue> {
     const e = await this.#emit(ctx, options);
-    if (!proceeds(e.record)) throw new InterceptionBlockedError(e.record, e.combined);
+    if (!proceeds(e.record)) {
+      throw e.pending === undefined ? new InterceptionBlockedError(e.record, e.combined) : new ApprovalPendingError(e.record, e.combined, e.pending);
+    }
     return e.context?.target ?? null;
   }
 
@@ -344,7 +348,7 @@ export class InterceptionEmitter {
       outcome,
     });
     await this.#deliver(record);
-    return { record, combined: outcome.combined, context };
+    return { record, combined: outcome.combined, context, pending: outcome.pending };
   }
 
   #record(

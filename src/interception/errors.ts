@@ -1,4 +1,5 @@
 import type { HostErrorReason, InterceptionRecord, Verdict } from '../contract/agentHooks.ts';
+import type { PendingApproval } from '../contract/approval.ts';
 import { HookrelayError } from '../contract/hookrelayError.ts';
 
 /**
@@ -17,6 +18,23 @@ export class InterceptionBlockedError extends HookrelayError {
     this.name = 'InterceptionBlocked';
     this.record = record;
     this.verdict = verdict;
+  }
+}
+
+/**
+ * The call is denied because an approval is pending: the resolver (an approval queue) left a
+ * durable request for an approver (A1) and answered `unresolved`, so the deny stands
+ * (`host_error:approval_unresolved`). The run ends "approval pending"; once an approver decided,
+ * run it again: the identical call gets the decision, once (A2). `approval` names the request.
+ */
+export class ApprovalPendingError extends InterceptionBlockedError {
+  readonly approval: PendingApproval;
+
+  constructor(record: InterceptionRecord, verdict: Verdict, approval: PendingApproval) {
+    super(record, verdict);
+    this.message = `${record.interception_point} waits for approval ${approval.id} (until ${approval.expiresAt})`;
+    this.name = 'ApprovalPending';
+    this.approval = approval;
   }
 }
 

@@ -1,4 +1,5 @@
 import type { AgentContext, CompositionConfig, EnforcementMode, Verdict } from '../contract/agentHooks.ts';
+import type { PendingApproval } from '../contract/approval.ts';
 import type { SeamConfig } from './approval.ts';
 import type { RegisteredInterceptor } from './interceptor.ts';
 import { parseTransformPath, applyTransformPath } from './path.ts';
@@ -23,6 +24,8 @@ export type DispatchOutcome = {
   /** One entry per invoked interceptor, in registration order (its own verdict or its §6.3 substitute). */
   verdicts: Verdict[];
   resolvedBy?: 'approval' | 'rejection';
+  /** The resolver left a durable request pending (the deny stands; the run may end "approval pending"). */
+  pending?: PendingApproval | undefined;
 };
 
 /**

@@ -16,6 +16,7 @@ export {
 export {
   InterceptionBlockedError,
   InterceptionBlocked,
+  ApprovalPendingError,
   AgentHooksInstallError,
   AgentRunStateError,
   ToolError,

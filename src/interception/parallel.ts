@@ -19,5 +19,5 @@ export async function dispatchParallel(work: AgentContext, env: DispatchEnv): Pr
   if (all.every((v) => v.decision === 'allow')) return { combined: withUnions(all[0], all), decidedBy: null, verdicts: all };
   const policy = env.composition.on_disagreement ?? 'deny';
   const s = await synthesize(work, HostError.CompositionDisagreement, policy, all, env);
-  return { combined: s.verdict, decidedBy: null, verdicts: all, resolvedBy: s.resolvedBy };
+  return { combined: s.verdict, decidedBy: null, verdicts: all, resolvedBy: s.resolvedBy, pending: s.pending };
 }

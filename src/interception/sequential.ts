@@ -18,7 +18,8 @@ export async function dispatchFirstDeny(work: AgentContext, env: DispatchEnv): P
   let lastTransform: { index: number; verdict: Verdict } | undefined;
   let lastLifted: number | undefined;
   let resolvedBy: 'approval' | 'rejection' | undefined;
-  const end = (combined: Verdict, decidedBy: number | null): DispatchOutcome => ({ combined, decidedBy, verdicts: own, resolvedBy });
+  let pending: DispatchOutcome['pending'];
+  const end = (combined: Verdict, decidedBy: number | null): DispatchOutcome => ({ combined, decidedBy, verdicts: own, resolvedBy, pending });
 
   for (let i = 0; i < env.interceptors.length; i++) {
     const v = await callInterceptor(env.interceptors[i], work, env.timeoutMs, env.signal);
@@ -28,6 +29,7 @@ export async function dispatchFirstDeny(work: AgentContext, env: DispatchEnv): P
     if (v.decision === 'deny') {
       const s = await consultAndSubstitute(work, v, pool, env);
       if (s.resolvedBy !== undefined) resolvedBy = s.resolvedBy;
+      pending = s.pending;
       if (!s.lifted) return end(s.verdict, s.resolvedBy === 'approval' ? null : i);
       pool.push(s.verdict);
       if ((env.composition.on_approval ?? 'stop') === 'stop') return end(s.verdict, i);

@@ -168,4 +168,53 @@ export const interceptionRecords = pgTable(
   (t) => [uniqueIndex('interception_records_session_sequence_uq').on(t.sessionId, t.sequence)],
 );
 
-export const schema = { operations, operationHooks, deferredPlaceholders, deliveries, interceptionRecords };
+/**
+ * Durable approvals (A1–A3): one row per escalated interception or human intervention, bound to the
+ * context identity it approves. A decision is one conditional UPDATE of a `pending` row; applying
+ * it is another, `applied_at IS NULL`, so it is applied once. `requested_event_at` /
+ * `resolved_event_at` are the outbox marks of the two approval events (set once the ledger has them).
+ */
+export const approvals = pgTable(
+  'approvals',
+  {
+    id: text('id').primaryKey(),
+    tenant: text('tenant').notNull().default('default'),
+    operationId: text('operation_id').notNull(),
+    /** `escalation` (a liftable deny) or `intervention` (a human intervention). */
+    kind: text('kind').notNull(),
+    point: text('point').notNull(),
+    toolCallId: text('tool_call_id'),
+    toolName: text('tool_name'),
+    contextIdentity: text('context_identity').notNull(),
+    /** The context for display, after the approval redactor; never the raw context. */
+    context: jsonb('context').notNull(),
+    /** The liftable deny's reason and message (payload-free). */
+    escalation: jsonb('escalation').notNull().default(sql`'{}'::jsonb`),
+    status: text('status').notNull().default('pending'),
+    requestedAt: timestamp('requested_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+    decidedBy: text('decided_by'),
+    decidedAt: timestamp('decided_at', { withTimezone: true, mode: 'date' }),
+    reason: text('reason'),
+    appliedAt: timestamp('applied_at', { withTimezone: true, mode: 'date' }),
+    /** applied | expired | ambiguous | identity_mismatch (contract/approval.ts). */
+    outcome: text('outcome'),
+    /** The nonce the answer tokens of this request carry; cleared when one is used (single use). */
+    answerNonce: text('answer_nonce'),
+    requestedEventAt: timestamp('requested_event_at', { withTimezone: true, mode: 'date' }),
+    resolvedEventAt: timestamp('resolved_event_at', { withTimezone: true, mode: 'date' }),
+    ...timestamps,
+  },
+  (t) => [
+    // One open request per (tenant, operation, point, identity): concurrent escalations of one call converge on it.
+    uniqueIndex('approvals_pending_identity_uq').on(t.tenant, t.operationId, t.point, t.contextIdentity).where(sql`status = 'pending'`),
+    index('approvals_tenant_status_idx').on(t.tenant, t.status, t.requestedAt),
+    // The resolver's look-up: the operation's decisions not applied yet.
+    index('approvals_operation_idx').on(t.tenant, t.operationId, t.point).where(sql`applied_at IS NULL`),
+    index('approvals_pending_expiry_idx').on(t.expiresAt).where(sql`status = 'pending'`),
+    // The outbox: rows whose event the ledger does not have yet.
+    index('approvals_unannounced_idx').on(t.requestedAt).where(sql`requested_event_at IS NULL OR (status <> 'pending' AND resolved_event_at IS NULL)`),
+  ],
+);
+
+export const schema = { operations, operationHooks, deferredPlaceholders, deliveries, interceptionRecords, approvals };
