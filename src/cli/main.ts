@@ -17,6 +17,7 @@ import { registerEnqueueCommand } from './enqueueCommand.ts';
 import { registerStatsCommand } from './statsCommand.ts';
 import { registerEndpointsCommand } from './endpointsCommand.ts';
 import { registerRecordsCommand } from './recordsCommand.ts';
+import { registerApprovalsCommand } from './approvalsCommand.ts';
 import { registerConsoleCommand } from './consoleCommand.ts';
 import { withDefined } from '../contract/withDefined.ts';
 
@@ -109,6 +110,7 @@ function buildProgram(deps: CliDeps = NO_WORKER): Command {
   registerStatsCommand(program);
   registerEndpointsCommand(program, parsePositiveInt);
   registerRecordsCommand(program, parsePositiveInt);
+  registerApprovalsCommand(program, parsePositiveInt);
   registerConsoleCommand(program, (v, flag) => parsePositiveInt(v, flag, MAX_PORT));
   program
     .command('completion')
