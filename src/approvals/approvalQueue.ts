@@ -14,8 +14,11 @@ import { cancelApprovalRows, getApprovalRow, listApprovalRows, toApproval, type 
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import type { StoreHandle } from '../store/types.ts';
+import type { WebhookConfigInput } from '../contract/webhook.ts';
+import type { HookProducer } from '../queue/types.ts';
 import { checkDecisionInput, decideApproval } from './decideApproval.ts';
 import { displayContext, type ApprovalDisplayRedactor } from './displayContext.ts';
+import { createApprovalAnnouncer, type AnswerLinks } from './announce.ts';
 import { ApprovalNotFoundError, ApprovalNotPendingError } from './errors.ts';
 import { resolveApproval, type QueueResolution } from './resolveApproval.ts';
 
@@ -47,8 +50,16 @@ export type ApprovalQueueOptions = {
   expiresInMs?: number;
   /** What of the context is stored and shown to approvers (default: the context as presented). The identity always covers the whole call. */
   approvalRedactor?: ApprovalDisplayRedactor;
-  /** Where announcements go once a request is made or decided (see events in docs/approvals.md); the worker announces what this process did not. */
-  announce?: (rows: readonly ApprovalRow[]) => void;
+  /**
+   * A hook producer (`createHookProducer`): `approval.requested` / `approval.resolved` are enqueued
+   * as soon as this process makes or decides a request. Without one, the worker announces them
+   * (its sweep, every HOOKRELAY_APPROVAL_SWEEP_MS).
+   */
+  producer?: Pick<HookProducer, 'enqueue'>;
+  /** Approver webhooks that receive both events (beside the operation's hooks subscribed to them). */
+  approvers?: WebhookConfigInput[];
+  /** The worker's answer endpoint and the HOOKRELAY_APPROVAL_SECRETS that sign answer tokens (put in `approval.requested`). */
+  answerLinks?: AnswerLinks;
   logger?: Logger;
   /** Where DATABASE_URL / HOOKRELAY_DATA_DIR are read from (default `process.env`, read now). */
   env?: Record<string, string | undefined>;
@@ -110,13 +121,14 @@ export function createApprovalQueue(options: ApprovalQueueOptions = {}): Approva
     opened.catch(() => (opened = undefined)); // a failed open is retried by the next call
     return (await opened).db;
   };
+  const announcer =
+    options.producer === undefined
+      ? undefined
+      : createApprovalAnnouncer({ db, producer: options.producer, approvers: options.approvers ?? [], answerLinks: options.answerLinks, logger });
+  /** Announced in the background (never on the resolver's clock); whatever fails here, the worker's sweep announces. */
   const announce = (rows: readonly ApprovalRow[]) => {
-    if (rows.length === 0 || options.announce === undefined) return;
-    try {
-      options.announce(rows);
-    } catch (err) {
-      logger.warn({ err }, 'approval announcement failed; the worker announces it');
-    }
+    if (rows.length === 0 || announcer === undefined) return;
+    announcer.announce(rows).catch((err: unknown) => logger.warn({ err }, 'approval announcement failed; the worker announces it'));
   };
 
   const resolverFor = (operationId: string | undefined): ApprovalQueueResolver => ({

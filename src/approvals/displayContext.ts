@@ -11,7 +11,7 @@ import { toJsonValue } from '../interception/json/toJsonValue.ts';
 export type ApprovalDisplayRedactor = (context: AgentContext) => unknown | Promise<unknown>;
 
 /** Bytes of display context stored per approval. */
-export const MAX_DISPLAY_CONTEXT_BYTES = 65_536;
+const MAX_DISPLAY_CONTEXT_BYTES = 65_536;
 
 export async function displayContext(context: AgentContext, redactor: ApprovalDisplayRedactor | undefined): Promise<JsonValue> {
   const shown = redactor === undefined ? context : await redactor(structuredClone(context));

@@ -2,6 +2,7 @@ import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import * as D from '../contract/defaults.ts';
 import { signingSecretsProblem } from '../contract/signingSecrets.ts';
+import { approvalSecretsProblem } from '../contract/approvalSecrets.ts';
 import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
 import { SettingsError } from './errors.ts';
 
@@ -190,6 +191,15 @@ export const SettingsSchema = z.object({
   HOOKRELAY_CONSOLE_IDLE_TIMEOUT: consoleDuration().prefault('30m'),
   /** A console session ends this long after sign-in, however busy (`12h`, `7d`, or seconds); 1 minute to 30 days. */
   HOOKRELAY_CONSOLE_SESSION_MAX_AGE: consoleDuration().prefault('12h'),
+  /** A3: where `approval.requested` / `approval.resolved` go (beside the operations' hooks subscribed to them); signed like every delivery. */
+  HOOKRELAY_APPROVER_URL: httpUrl().optional(),
+  /**
+   * A3: space-separated secrets (≥ 32 characters each) that sign answer tokens; the first signs, any
+   * verifies. Set, the worker serves POST /approvals/answer and `approval.requested` carries the tokens.
+   */
+  HOOKRELAY_APPROVAL_SECRETS: checked((v) => approvalSecretsProblem(v)).optional(),
+  /** A3: how often the worker expires approvals past their expiry and announces what is not announced yet (ms). */
+  HOOKRELAY_APPROVAL_SWEEP_MS: intFrom(100).default(D.DEFAULT_APPROVAL_SWEEP_MS),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(D.DEFAULT_LOG_LEVEL),
   QSTASH_URL: httpUrl().optional(),
   QSTASH_TOKEN: z.string().optional(),
@@ -205,6 +215,7 @@ const SECRET_VARIABLES = new Set([
   'HOOKRELAY_SIGNING_SECRETS',
   'QSTASH_TOKEN',
   'HOOKRELAY_CONSOLE_TOKEN',
+  'HOOKRELAY_APPROVAL_SECRETS',
   'QSTASH_CURRENT_SIGNING_KEY',
   'QSTASH_NEXT_SIGNING_KEY',
   'REDIS_URL',

@@ -12,7 +12,7 @@ export const ApprovalStatusSchema = z.enum(APPROVAL_STATUSES);
 export type ApprovalStatus = z.infer<typeof ApprovalStatusSchema>;
 
 /** What asked for it: an escalated interception (a liftable deny, §9) or a human intervention (P3). */
-export const ApprovalKindSchema = z.enum(['escalation', 'intervention']);
+const ApprovalKindSchema = z.enum(['escalation', 'intervention']);
 export type ApprovalKind = z.infer<typeof ApprovalKindSchema>;
 
 /**
@@ -22,8 +22,8 @@ export type ApprovalKind = z.infer<typeof ApprovalKindSchema>;
  * `cancelled` (presented after an operator withdrew the request: denied), `identity_mismatch`
  * (the call came back changed: never applied).
  */
-export const APPROVAL_OUTCOMES = ['applied', 'expired', 'cancelled', 'ambiguous', 'identity_mismatch'] as const;
-export const ApprovalOutcomeSchema = z.enum(APPROVAL_OUTCOMES);
+const APPROVAL_OUTCOMES = ['applied', 'expired', 'cancelled', 'ambiguous', 'identity_mismatch'] as const;
+const ApprovalOutcomeSchema = z.enum(APPROVAL_OUTCOMES);
 export type ApprovalOutcome = z.infer<typeof ApprovalOutcomeSchema>;
 
 /** The two decisions an approver makes. */
@@ -43,7 +43,7 @@ export const DecisionReasonSchema = z.string().max(2_000);
 const ToolCallRefSchema = z.object({ id: z.string(), name: z.string() });
 
 /** A1: one approval as every approver's tool and the API show it. `context` is the redacted context (never the raw one). */
-export const ApprovalSchema = z.object({
+const ApprovalSchema = z.object({
   id: z.string(),
   tenant: z.string(),
   operationId: z.string(),
@@ -69,10 +69,6 @@ export const ApprovalSchema = z.object({
   outcome: ApprovalOutcomeSchema.nullable(),
 });
 export type Approval = z.infer<typeof ApprovalSchema>;
-
-/** The two approval events delivered through the durable queue (A3), signed like every delivery. */
-export const APPROVAL_EVENT_TYPES = ['approval.requested', 'approval.resolved'] as const;
-export type ApprovalEventType = (typeof APPROVAL_EVENT_TYPES)[number];
 
 /**
  * What a resolver's `unresolved` answer may add (a hookrelay extension member of the §9

@@ -20,6 +20,8 @@ export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
 export const DEFAULT_RETENTION_DAYS = 30;
 export const DEFAULT_LOG_LEVEL = 'info';
+/** A3: the worker's approval sweep (expiry, events not announced yet). */
+export const DEFAULT_APPROVAL_SWEEP_MS = 2_000;
 
 /** Endpoint isolation: a fixed cap on concurrent attempts per endpoint (HOOKRELAY_ENDPOINT_CONCURRENCY); 0 = none, the adaptive limit alone. */
 export const DEFAULT_ENDPOINT_CONCURRENCY = 0;

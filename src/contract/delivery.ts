@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { HookTypeSchema } from './hookTypes.ts';
+import { DeliveryEventTypeSchema } from './hookTypes.ts';
 
 /** Q12: ledger statuses. */
 /** `held`: its endpoint is disabled; never attempted, kept, replayable once the endpoint is enabled. */
@@ -59,7 +59,8 @@ export type DeliveryAttempt = z.infer<typeof DeliveryAttemptSchema>;
 export const DeliverySchema = z.object({
   id: z.string(),
   operationId: z.string(),
-  eventType: HookTypeSchema,
+  /** The lifecycle event, or an approval event (A3). */
+  eventType: DeliveryEventTypeSchema,
   hookId: z.string(),
   transport: z.enum(['fetch', 'qstash']),
   status: DeliveryStatusSchema,

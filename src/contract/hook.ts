@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ENV_HOOK_ID_PREFIX, HookTypeSchema, isToolHookType, type HookType } from './hookTypes.ts';
+import { DeliveryEventTypeSchema, ENV_HOOK_ID_PREFIX, HookTypeSchema, isApprovalEventType, isToolHookType, type DeliveryEventType } from './hookTypes.ts';
 import { matcherProblem } from './matcher.ts';
 import { controlTypeProblem, EnvironmentWebhookConfigSchema, WebhookConfigSchema, type WebhookConfig, type WebhookConfigInput } from './webhook.ts';
 
@@ -16,7 +16,7 @@ const MatcherSchema = z.string().superRefine((m, ctx) => {
 
 const HandlerSchema = z.custom<HookHandler>((v) => typeof v === 'function', { message: 'must be a function' });
 
-type HookShape = { id: string; type: HookType; matcher?: string; webhook?: WebhookConfig };
+type HookShape = { id: string; type: DeliveryEventType; matcher?: string; webhook?: WebhookConfig };
 
 /** Rules that cross fields (D4 matcher placement, W1a control type, E4 reserved ids). */
 function crossFieldRules(hook: HookShape, ctx: z.RefinementCtx): void {
@@ -37,7 +37,7 @@ function crossFieldRules(hook: HookShape, ctx: z.RefinementCtx): void {
 export const SerializedHookSchema = z
   .strictObject({
     id: z.string(),
-    type: HookTypeSchema,
+    type: DeliveryEventTypeSchema,
     matcher: MatcherSchema.optional(),
     webhook: WebhookConfigSchema,
   })
@@ -65,7 +65,7 @@ export type ParsedSerializedHook = z.output<typeof SerializedHookSchema>;
 export const AgentHookSchema = z
   .strictObject({
     id: z.string(),
-    type: HookTypeSchema,
+    type: DeliveryEventTypeSchema,
     matcher: MatcherSchema.optional(),
     handler: HandlerSchema.optional(),
     webhook: WebhookConfigSchema.optional(),
@@ -75,6 +75,13 @@ export const AgentHookSchema = z
     if (!hook.handler && !hook.webhook) {
       ctx.addIssue({ code: 'custom', path: ['handler'], message: 'a hook needs a handler, a webhook, or both' });
     }
+    if (hook.handler && isApprovalEventType(hook.type)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['handler'],
+        message: `${hook.type} is delivered as a webhook by the approval queue, never dispatched: give a webhook, no handler`,
+      });
+    }
     if (hook.handler && hook.webhook?.responseHandling === 'toolCall') {
       ctx.addIssue({ code: 'custom', path: ['handler'], message: "a control (responseHandling 'toolCall') cannot also have a handler" });
     }
@@ -82,7 +89,7 @@ export const AgentHookSchema = z
 
 export type AgentHook = {
   id: string;
-  type: HookType;
+  type: DeliveryEventType;
   matcher?: string;
   handler?: HookHandler;
   webhook?: WebhookConfigInput;

@@ -23,6 +23,26 @@ export const HOOK_TYPES = [
 export const HookTypeSchema = z.enum(HOOK_TYPES);
 export type HookType = z.infer<typeof HookTypeSchema>;
 
+/**
+ * A3: the approval events a webhook hook may subscribe to. They are not lifecycle events: the
+ * approval queue enqueues them (never `dispatch`), to the operation's hooks subscribed to them and
+ * to the configured approver URL, signed and retried like every delivery.
+ */
+const APPROVAL_EVENT_TYPES = ['approval.requested', 'approval.resolved'] as const;
+export type ApprovalEventType = (typeof APPROVAL_EVENT_TYPES)[number];
+
+/** What a webhook hook may subscribe to and a delivery may carry: the 16 lifecycle events and the approval events. */
+export const DeliveryEventTypeSchema = z.enum([...HOOK_TYPES, ...APPROVAL_EVENT_TYPES]);
+export type DeliveryEventType = z.infer<typeof DeliveryEventTypeSchema>;
+
+export function isApprovalEventType(type: unknown): type is ApprovalEventType {
+  return typeof type === 'string' && (APPROVAL_EVENT_TYPES as readonly string[]).includes(type);
+}
+
+export function isDeliveryEventType(type: unknown): type is DeliveryEventType {
+  return isHookType(type) || isApprovalEventType(type);
+}
+
 /** Tool events: the only ones a `matcher` may be placed on (D4). */
 export const TOOL_HOOK_TYPES = ['beforeToolCall', 'afterToolCall', 'onToolCallError'] as const satisfies readonly HookType[];
 /** Events on which a hook may be a decision control (`responseHandling: 'toolCall'`, W1a). */

@@ -1,12 +1,8 @@
-import { z } from 'zod';
-
 /** N1: the tenant of everything the server app does not name a tenant for. */
-export const DEFAULT_TENANT = 'default';
+const DEFAULT_TENANT = 'default';
 
 /** N1: 1–128 characters of `[A-Za-z0-9._:-]`. */
 export const TENANT_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
-
-export const TenantSchema = z.string().regex(TENANT_PATTERN, { message: 'must be 1–128 characters of A-Z a-z 0-9 . _ : -' });
 
 /**
  * N1: the tenant the server app named (undefined → `default`), checked; the error names the field,

@@ -61,6 +61,8 @@ export type DeliveryMetricsOptions = {
   endpointStates?: () => Promise<Partial<Record<EndpointState, number>>>;
   /** Read at scrape time (at most every 10 s) for the ledger gauges: rows by status, oldest undelivered. */
   ledgerStats?: () => Promise<{ byStatus: ReadonlyArray<{ status: string; count: number }>; oldestUndeliveredAt: Date | null }>;
+  /** Read at scrape time (at most every 10 s) for the approvals gauge: approvals by status and outcome (A1, A2). */
+  approvalStats?: () => Promise<ReadonlyArray<{ status: string; outcome: string | null; count: number }>>;
   /** Read at scrape time: does each dependency (redis, postgres) answer, and the seconds it spent unreachable (Q13). */
   dependencies?: () => ReadonlyArray<{ dependency: string; up: boolean; outageSeconds: number }>;
   /** Read at scrape time: ledger operations (mostly attempt outcomes) waiting for Postgres (Q13). */
@@ -148,6 +150,28 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
       this.set(stats.oldestUndeliveredAt ? Math.max(0, (Date.now() - stats.oldestUndeliveredAt.getTime()) / 1000) : 0);
     },
   });
+  // A1/A2: pending approvals waiting on people, and what became of decisions (applied, expired, ambiguous, identity_mismatch).
+  const approvalStats = options.approvalStats;
+  if (approvalStats) {
+    let at = 0;
+    let read: Promise<ReadonlyArray<{ status: string; outcome: string | null; count: number }> | undefined> | undefined;
+    new Gauge({
+      name: 'hookrelay_approvals',
+      help: 'Approvals by status (pending, approved, rejected, expired, cancelled) and outcome (none, applied, expired, cancelled, ambiguous, identity_mismatch), read from Postgres at scrape time (cached 10 s)',
+      labelNames: ['status', 'outcome'],
+      registers: [registry],
+      async collect() {
+        if (read === undefined || Date.now() - at > LEDGER_CACHE_MS) {
+          at = Date.now();
+          read = withinScrapeTimeout(approvalStats()).catch(() => undefined);
+        }
+        const rows = await read;
+        if (!rows) return;
+        this.reset();
+        for (const r of rows) this.set({ status: r.status, outcome: r.outcome ?? 'none' }, r.count);
+      },
+    });
+  }
   // Q13: what an operator alerts on during an outage.
   const dependencies = options.dependencies;
   if (dependencies) {

@@ -1,4 +1,4 @@
-import type { HookType, WebhookConfig } from '../contract/index.ts';
+import type { DeliveryEventType, WebhookConfig } from '../contract/index.ts';
 import { redactResultForEvents } from './redactResult.ts';
 
 export type WebhookPayload = Record<string, unknown>;
@@ -6,7 +6,7 @@ export type WebhookPayload = Record<string, unknown>;
 /** What the payload needs to know about the hook; a parsed `WebhookConfig` fits. */
 export type PayloadHook = {
   id: string;
-  type: HookType;
+  type: DeliveryEventType;
   webhook: Pick<WebhookConfig, 'body' | 'eventFields'>;
 };
 

@@ -9,7 +9,7 @@ import { EventValidationError } from '../contract/errors.ts';
 import { IngestEventSchema, serializeEventJson } from '../contract/events.ts';
 import { endpointKey } from '../contract/endpoint.ts';
 import { isControlHook, type ParsedSerializedHook } from '../contract/hook.ts';
-import { isHookType } from '../contract/hookTypes.ts';
+import { isDeliveryEventType } from '../contract/hookTypes.ts';
 import { matchesHook } from '../contract/matcher.ts';
 import { assertStorableEvent, isStorableText } from '../contract/storableText.ts';
 import type { TemplateEnvPattern } from '../contract/templateSources.ts';
@@ -56,7 +56,7 @@ export function prepareItems(items: readonly EnqueueInput[], rules: EnqueueRules
 
 function prepareItem(input: EnqueueInput, rules: EnqueueRules, hooksSeen: Map<unknown, PreparedHook[]>): PreparedItem {
   if (typeof input.operationId !== 'string' || input.operationId === '') throw new TypeError('enqueue: operationId must be a non-empty string');
-  if (!isHookType(input.type)) throw new TypeError(`enqueue: unknown hook type ${JSON.stringify(input.type)}`);
+  if (!isDeliveryEventType(input.type)) throw new TypeError(`enqueue: unknown hook type ${JSON.stringify(input.type)}`);
   if (input.idempotencyKey !== undefined && (typeof input.idempotencyKey !== 'string' || input.idempotencyKey === '')) {
     throw new TypeError('enqueue: idempotencyKey must be a non-empty string when given');
   }

@@ -5,7 +5,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Delivery } from '../contract/delivery.ts';
 import type { SerializedHook } from '../contract/hook.ts';
-import type { HookType } from '../contract/hookTypes.ts';
+import type { DeliveryEventType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { StoreHandle } from '../store/types.ts';
 
@@ -50,7 +50,8 @@ export type DeliveryJobAttempt = {
 
 export type EnqueueInput = {
   operationId: string;
-  type: HookType;
+  /** A lifecycle event, or an approval event (A3: the approval queue enqueues those). */
+  type: DeliveryEventType;
   /** The event (D10: any object; a string `operationId` is filled in from the input when absent). */
   event: Record<string, unknown>;
   /** Serialized hooks; re-validated (D4b). Controls and non-matching hooks are skipped. */

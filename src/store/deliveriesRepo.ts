@@ -4,7 +4,7 @@ import { rowsOf, type Db } from './db.ts';
 import { SEQUENCE_NUMBERING_CTES } from './orderingRepo.ts';
 import { deliveries } from './schema.ts';
 import type { Delivery, DeliveryAttempt, DeliveryStatus } from '../contract/delivery.ts';
-import type { HookType } from '../contract/hookTypes.ts';
+import type { DeliveryEventType } from '../contract/hookTypes.ts';
 import { storageCall } from '../contract/storageError.ts';
 
 /** Q4: the error class a `fallback: 'none'` delivery that failed for good is recorded with. */
@@ -16,7 +16,7 @@ export { newDeliveryId } from '../contract/deliveryId.ts';
 export type NewDelivery = {
   id: string;
   operationId: string;
-  eventType: HookType;
+  eventType: DeliveryEventType;
   hookId: string;
   hook: unknown;
   transport: 'fetch' | 'qstash';
@@ -40,7 +40,7 @@ export function toDelivery(row: Row): Delivery {
   return {
     id: row.id,
     operationId: row.operationId,
-    eventType: row.eventType as HookType,
+    eventType: row.eventType as DeliveryEventType,
     hookId: row.hookId,
     transport: row.transport as Delivery['transport'],
     status: row.status as DeliveryStatus,

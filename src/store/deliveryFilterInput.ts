@@ -5,7 +5,7 @@
  */
 import { FilterInputError, type FilterField } from './errors.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../contract/delivery.ts';
-import { HOOK_TYPES } from '../contract/hookTypes.ts';
+import { isDeliveryEventType } from '../contract/hookTypes.ts';
 import type { DeliveryFilter } from './deliveriesRepo.ts';
 
 export type FilterFields = { [F in FilterField]?: string };
@@ -41,11 +41,14 @@ export function deliveryFilterFrom(fields: FilterFields, label: (field: keyof Fi
       value: fields.status,
     });
   }
-  if (fields.event !== undefined && !(HOOK_TYPES as readonly string[]).includes(fields.event)) {
-    throw new FilterInputError(`${label('event')} must be a hook type such as onComplete or afterToolCall (got "${fields.event}")`, {
-      field: 'event',
-      value: fields.event,
-    });
+  if (fields.event !== undefined && !isDeliveryEventType(fields.event)) {
+    throw new FilterInputError(
+      `${label('event')} must be a hook type such as onComplete or afterToolCall, or approval.requested / approval.resolved (got "${fields.event}")`,
+      {
+        field: 'event',
+        value: fields.event,
+      },
+    );
   }
   return {
     ...(fields.status ? { status: fields.status as DeliveryStatus } : {}),

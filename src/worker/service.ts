@@ -37,6 +37,8 @@ import { createRetention, type Retention } from './retention.ts';
 import { QUEUE_STREAMS } from '../queue/jobs.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
 import { closeDeliveryWorker, createDeliveryWorker } from './bullWorker.ts';
+import { startApprovalWork } from './approvalWork.ts';
+import { approvalCounts } from '../store/approvalsRepo.ts';
 
 /** Bound on each closing step (Redis, the HTTP server, the ledger flush) once the worker itself has stopped. */
 const CLOSE_STEP_TIMEOUT_MS = 3_000;
@@ -112,6 +114,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       return isolation.stateCounts();
     },
     ledgerStats: () => ledgerStats(store.db),
+    approvalStats: () => approvalCounts(store.db),
     dependencies: () => health.snapshot(),
     ledgerWritesWaiting: () => gate.waiting(),
   });
@@ -269,6 +272,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     metrics,
   });
   retention.start();
+  // A1/A3: approvals expire and their events are announced from here, whoever decided.
+  const approvalWork = startApprovalWork({ store, config, redis: connection, logger });
 
   let http: RunningHttpServer | undefined;
   // Redis and Postgres answer: /readyz, and the worker's `ready` line.
@@ -300,7 +305,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       registry: metrics.registry,
       readiness,
       postRoutes,
-      ...(options.httpHandlers ? { handlers: options.httpHandlers } : {}),
+      handlers: [...(approvalWork.handler ? [approvalWork.handler] : []), ...(options.httpHandlers ?? [])],
     });
   }
 
@@ -313,7 +318,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       const bound = settings.HOOKRELAY_SHUTDOWN_TIMEOUT_MS;
       // Q9: past the bound every remaining step shares CLOSE_BUDGET_MS, whatever Redis and Postgres do.
       const hardDeadline = started + bound + CLOSE_BUDGET_MS;
-      await boundedStep(Promise.all([reconciler.stop(), retention.stop()]), hardDeadline);
+      await boundedStep(Promise.all([reconciler.stop(), retention.stop(), approvalWork.stop()]), hardDeadline);
       // Jobs waiting in memory (no attempt yet) go back to the queue now; attempts under way drain.
       admission.close();
       ordering.close();
