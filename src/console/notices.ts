@@ -16,6 +16,8 @@ const NOTICES: ReadonlyMap<string, string> = new Map([
   ['enabled', 'Endpoint enabled: workers deliver to it again.'],
   ['already_enabled', 'That endpoint was not disabled: nothing changed.'],
   ['enabled_replayed', 'Endpoint enabled; its held deliveries were replayed.'],
+  ['approved', 'Approved: the identical call, when its run resumes, runs once. approval.resolved is announced to the approvers.'],
+  ['rejected', 'Rejected: the call, when its run resumes, is denied with your reason. approval.resolved is announced to the approvers.'],
 ]);
 
 /** Codes whose sentence can carry a count: the sentence with `{n}` in its place. */
@@ -29,7 +31,9 @@ export type NoticeCode =
   | 'now_hold'
   | 'enabled'
   | 'already_enabled'
-  | 'enabled_replayed';
+  | 'enabled_replayed'
+  | 'approved'
+  | 'rejected';
 
 /** The sentence for `?done=<code>` (with `n=<digits>` for a count), or undefined for an unknown or missing code. */
 export function noticeFor(q: URLSearchParams): string | undefined {

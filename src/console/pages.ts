@@ -10,12 +10,12 @@ import { Html, html, queryString } from './html.ts';
 
 export const BASE = '/console';
 
-type Section = 'overview' | 'deliveries' | 'endpoints' | 'none';
+export type Section = 'overview' | 'deliveries' | 'endpoints' | 'approvals' | 'none';
 
 /** The statuses a filter offers, in lifecycle order. */
 const STATUSES = ['queued', 'in_flight', 'retrying', 'delivered', 'failed', 'held', 'skipped', 'accepted_by_qstash'] as const;
 
-function layout(p: { title: string; section: Section; csrf?: string; body: Html; flash?: string }): string {
+export function layout(p: { title: string; section: Section; csrf?: string; body: Html; flash?: string }): string {
   const nav = (section: Section, href: string, label: string) =>
     html`<a href="${href}"${section === p.section ? new Html(' aria-current="page"') : ''}>${label}</a>`;
   return `<!doctype html>${html`<html lang="en">
@@ -32,7 +32,7 @@ function layout(p: { title: string; section: Section; csrf?: string; body: Html;
 <body>
 <header>
   <strong class="brand">hookrelay</strong>
-  <nav>${nav('overview', BASE, 'Overview')}${nav('deliveries', `${BASE}/deliveries`, 'Deliveries')}${nav('endpoints', `${BASE}/endpoints`, 'Endpoints')}</nav>
+  <nav>${nav('overview', BASE, 'Overview')}${nav('deliveries', `${BASE}/deliveries`, 'Deliveries')}${nav('endpoints', `${BASE}/endpoints`, 'Endpoints')}${nav('approvals', `${BASE}/approvals`, 'Approvals')}</nav>
   ${
     p.csrf === undefined
       ? ''
@@ -64,14 +64,14 @@ ${p.error ? html`<p class="error" role="alert">${p.error}</p>` : ''}
   });
 }
 
-const ts = (d: Date | null | undefined) =>
+export const ts = (d: Date | null | undefined) =>
   d
     ? d
         .toISOString()
         .replace('T', ' ')
         .replace(/\.\d+Z$/, 'Z')
     : '—';
-const badge = (status: string) => html`<span class="badge badge-${status}">${status}</span>`;
+export const badge = (status: string) => html`<span class="badge badge-${status}">${status}</span>`;
 
 function ageText(ms: number): string {
   const s = Math.round(ms / 1000);

@@ -1,5 +1,6 @@
 /** The console's route table: every page and action, by method, in the order the router tries them. */
 import type { RouteTable } from '../router.ts';
+import { approvalRoute, approvalsRoute, decideApprovalRoute } from './approvals.ts';
 import { assetsRoute } from './assets.ts';
 import { deliveriesRoute } from './deliveries.ts';
 import { deliveryRoute } from './delivery.ts';
@@ -12,6 +13,17 @@ import { statusesApiRoute } from './statuses.ts';
 
 export const CONSOLE_ROUTES: RouteTable = {
   public: [assetsRoute, loginRoute],
-  get: [overviewRoute, overviewApiRoute, countsApiRoute, statusesApiRoute, deliveriesRoute, deliveryRoute, replayPreviewRoute, endpointsRoute],
-  post: [logoutRoute, replayOneRoute, skipOneRoute, replayConfirmRoute, disableEndpointRoute, enableEndpointRoute],
+  get: [
+    overviewRoute,
+    overviewApiRoute,
+    countsApiRoute,
+    statusesApiRoute,
+    deliveriesRoute,
+    deliveryRoute,
+    replayPreviewRoute,
+    endpointsRoute,
+    approvalsRoute,
+    approvalRoute,
+  ],
+  post: [logoutRoute, replayOneRoute, skipOneRoute, replayConfirmRoute, disableEndpointRoute, enableEndpointRoute, decideApprovalRoute],
 };
