@@ -23,7 +23,8 @@ const LAYERS = {
   // Endpoint isolation: the gate (Redis Lua), policy, exchange and the decision path's guard.
   isolation: ['contract', 'config', 'observability', 'interception', 'delivery', 'store', 'queue'],
   // Durable approvals (A1–A3): the queue and its resolver, decisions, events, answer tokens.
-  approvals: ['contract', 'config', 'observability', 'interception', 'store', 'queue'],
+  // The human-intervention flow drives the operation store (claim, publish) through its port.
+  approvals: ['contract', 'config', 'observability', 'interception', 'store', 'queue', 'operations'],
   // What the CLI and the console share: replay (one loop), endpoint views, ledger statistics, the operator's queue handle.
   operator: ['contract', 'config', 'observability', 'store', 'queue', 'isolation'],
   console: ['contract', 'config', 'observability', 'store', 'queue', 'isolation', 'operator', 'approvals'],

@@ -21,6 +21,14 @@ import { displayContext, type ApprovalDisplayRedactor } from './displayContext.t
 import { createApprovalAnnouncer, type AnswerLinks } from './announce.ts';
 import { ApprovalNotFoundError, ApprovalNotPendingError } from './errors.ts';
 import { resolveApproval, type QueueResolution } from './resolveApproval.ts';
+import {
+  requestIntervention,
+  resumeIntervention,
+  type InterventionDeps,
+  type InterventionOutcome,
+  type RequestInterventionInput,
+  type ResumeInterventionInput,
+} from './interventions.ts';
 
 /** How long the resolver waits for a decision before the run ends "approval pending" (ms). */
 export const DEFAULT_APPROVAL_WAIT_MS = 1_000;
@@ -91,6 +99,16 @@ export interface ApprovalQueue {
   reject(id: string, options?: DecideOptions): Promise<Approval>;
   /** Withdraw a pending request: a run presenting its call is denied (`hookrelay:approval_cancelled`). */
   cancel(id: string, options?: DecideOptions): Promise<Approval>;
+  /**
+   * A human intervention (P3): a durable request per pending tool call, its placeholder, then
+   * `beforeHumanIntervention` (each pending tool with its `approvalId`).
+   */
+  requestIntervention(input: RequestInterventionInput): Promise<Approval[]>;
+  /**
+   * The runtime presents the call as it has it now: its decision is applied once, claimed and
+   * published (`afterHumanIntervention`); `pending` until someone decided. Run the tool only on `approved`.
+   */
+  resumeIntervention(input: ResumeInterventionInput): Promise<InterventionOutcome>;
   close(): Promise<void>;
 }
 
@@ -148,6 +166,16 @@ export function createApprovalQueue(options: ApprovalQueueOptions = {}): Approva
       }),
   });
 
+  const interventionDeps: InterventionDeps = {
+    db,
+    tenant,
+    expiresInMs,
+    display: (context: AgentContext) => displayContext(context, options.approvalRedactor),
+    newId: () => `apr_${newId().slice('dlv_'.length)}`,
+    onChanged: announce,
+    logger,
+  };
+
   const decide = async (id: string, answer: ApprovalAnswer, o: DecideOptions = {}): Promise<Approval> => {
     const row = await decideApproval(await db(), { id, answer, by: o.by ?? 'api', reason: o.reason, tenant });
     announce([row]);
@@ -188,6 +216,8 @@ export function createApprovalQueue(options: ApprovalQueueOptions = {}): Approva
       announce([row]);
       return toApproval(row);
     },
+    requestIntervention: (input) => requestIntervention(input, interventionDeps),
+    resumeIntervention: (input) => resumeIntervention(input, interventionDeps),
     async close() {
       if (owned && opened) await (await opened).close();
     },

@@ -142,8 +142,29 @@ async function waitForDecision(db: Db, id: string, waitMs: number, pollMs: numbe
   }
 }
 
-/** Step 1 (see the file header): a resolution when a decision (or a doubt) stands for this call, else undefined. */
-async function settle(db: Db, scope: Scope, echo: string | null, deps: ResolveDeps): Promise<QueueResolution | undefined> {
+/** What a decision standing for a call comes to: applied (approved or rejected), or denied for a doubt (a reason of APPROVAL_REASONS). */
+export type Settled =
+  | { kind: 'approved'; row: ApprovalRow }
+  | { kind: 'rejected'; row: ApprovalRow }
+  | { kind: 'denied'; reason: string; message: string; row?: ApprovalRow };
+
+export type SettleScope = Scope;
+type SettleDeps = Pick<ResolveDeps, 'onChanged' | 'logger'>;
+
+function toResolution(echo: string | null, settled: Settled): QueueResolution {
+  if (settled.kind === 'approved') return approve(echo, settled.row);
+  if (settled.kind === 'rejected')
+    return deny(echo, APPROVAL_REASONS.rejected, settled.row.reason ?? `rejected by ${settled.row.decidedBy ?? 'an approver'}`, settled.row);
+  return deny(echo, settled.reason, settled.message, settled.row);
+}
+
+async function settle(db: Db, scope: Scope, echo: string | null, deps: SettleDeps): Promise<QueueResolution | undefined> {
+  const settled = await settleDecision(db, scope, deps);
+  return settled === undefined ? undefined : toResolution(echo, settled);
+}
+
+/** Step 1 (see the file header): what a decision (or a doubt) standing for this call comes to, else undefined. */
+export async function settleDecision(db: Db, scope: Scope, deps: SettleDeps): Promise<Settled | undefined> {
   const expired = await expireDueApprovals(db, { tenant: scope.tenant, operationId: scope.operationId });
   if (expired.length > 0) deps.onChanged(expired);
   const open = await openApprovalsFor(db, scope);
@@ -179,7 +200,7 @@ async function settle(db: Db, scope: Scope, echo: string | null, deps: ResolveDe
       'ambiguous',
     );
     deps.logger.warn({ operationId: scope.operationId, approvals: decided.map((r) => r.id) }, 'approval ambiguous: two decisions for one call; denied');
-    return deny(echo, APPROVAL_REASONS.ambiguous, 'two decisions stand for this call: denied (fail closed)');
+    return { kind: 'denied', reason: APPROVAL_REASONS.ambiguous, message: 'two decisions stand for this call: denied (fail closed)' };
   }
   const [decision] = decided;
   if (decision !== undefined) {
@@ -188,28 +209,24 @@ async function settle(db: Db, scope: Scope, echo: string | null, deps: ResolveDe
       const now = await getApprovalRow(db, decision.id);
       if (now !== undefined && now.appliedAt === null) {
         await closeDecisionRows(db, [decision.id], 'expired');
-        return deny(echo, APPROVAL_REASONS.expired, `approval ${decision.id} expired before it was used`, decision);
+        return { kind: 'denied', reason: APPROVAL_REASONS.expired, message: `approval ${decision.id} expired before it was used`, row: decision };
       }
-      return deny(echo, APPROVAL_REASONS.alreadyApplied, `approval ${decision.id} was already applied to a run`, decision);
+      return { kind: 'denied', reason: APPROVAL_REASONS.alreadyApplied, message: `approval ${decision.id} was already applied to a run`, row: decision };
     }
-    if (applied.status === 'approved') return approve(echo, applied);
-    return deny(echo, APPROVAL_REASONS.rejected, applied.reason ?? `rejected by ${applied.decidedBy ?? 'an approver'}`, applied);
+    return applied.status === 'approved' ? { kind: 'approved', row: applied } : { kind: 'rejected', row: applied };
   }
   // No decision: a request that expired or was withdrawn is a deny, once (the next presentation asks again).
   const closed = mine.filter((r) => r.status === 'expired' || r.status === 'cancelled');
   const [first] = closed;
-  if (first !== undefined) {
-    for (const status of ['expired', 'cancelled'] as const) {
-      await closeDecisionRows(
-        db,
-        closed.filter((r) => r.status === status).map((r) => r.id),
-        status,
-      );
-    }
-    const closedRow = first;
-    return closedRow.status === 'expired'
-      ? deny(echo, APPROVAL_REASONS.expired, `approval ${closedRow.id} expired before a decision`, closedRow)
-      : deny(echo, APPROVAL_REASONS.cancelled, `approval ${closedRow.id} was cancelled`, closedRow);
+  if (first === undefined) return undefined;
+  for (const status of ['expired', 'cancelled'] as const) {
+    await closeDecisionRows(
+      db,
+      closed.filter((r) => r.status === status).map((r) => r.id),
+      status,
+    );
   }
-  return undefined;
+  return first.status === 'expired'
+    ? { kind: 'denied', reason: APPROVAL_REASONS.expired, message: `approval ${first.id} expired before a decision`, row: first }
+    : { kind: 'denied', reason: APPROVAL_REASONS.cancelled, message: `approval ${first.id} was cancelled`, row: first };
 }
