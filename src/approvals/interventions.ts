@@ -28,7 +28,7 @@ import type { Logger } from '../observability/logger.ts';
 export type InterventionTool = { toolCallId: string; identifier: string; apiName: string; args: JsonObject };
 
 /** What the flow needs of the runtime: its operation store (placeholders, claim, publish) and its dispatcher. */
-export type InterventionPorts = {
+type InterventionPorts = {
   operations: Pick<OperationStore, 'createPlaceholder' | 'claimApproval' | 'publishApproval'>;
   dispatcher: OperationDispatcher;
 };
