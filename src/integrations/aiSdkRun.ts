@@ -6,6 +6,7 @@ import type { ModelToolCall } from '../interception/run/modelStream.ts';
 import { type ContentPart, isClientToolCall, judgedNonText, membersOf, parseArgs, type StreamPart } from './aiSdkParts.ts';
 import { ToolCallDeniedError } from './errors.ts';
 import type { RunBridge, RunFinish } from './runBridge.ts';
+import type { PendingApproval } from '../contract/approval.ts';
 import { withDefined } from '../contract/withDefined.ts';
 
 /**
@@ -34,7 +35,16 @@ export type AiSdkSettings<TOOLS extends ToolSet> = {
   onEnd: (event: { text: string }) => Promise<void>;
   onError: (event: { error: unknown }) => Promise<void>;
   onAbort: (event: unknown) => Promise<void>;
+  /**
+   * The AI SDK's approval check, before a wrapped tool runs: pre_tool_call is judged here, and a
+   * call a durable approval waits for (an approval queue's resolver) pauses the loop the AI SDK's
+   * way — a `tool-approval-request` in the result; the run ends `approval_pending`.
+   */
+  toolApproval: (options: { toolCall: { toolCallId: string; toolName: string; input: unknown } }) => Promise<AiSdkToolApprovalStatus>;
 } & ({ prompt: string; messages?: undefined } | { messages: ModelMessage[]; prompt?: undefined });
+
+/** What `toolApproval` answers (the AI SDK's ToolApprovalStatus members hookrelay uses). */
+type AiSdkToolApprovalStatus = 'not-applicable' | { type: 'user-approval'; reason: string };
 
 type AiSdkStepEnd = { stepNumber: number; text: string; toolCalls: readonly unknown[]; toolResults: readonly unknown[]; usage?: unknown };
 
@@ -201,6 +211,8 @@ function streamOf(parts: readonly StreamPart[]): ReadableStream<StreamPart> {
 /** One AI SDK run: see `createAiSdkHooks`. */
 export class AiSdkRun {
   readonly #bridge: RunBridge;
+  /** The tools this run wrapped (their calls are judged; `toolApproval` answers for them only). */
+  readonly #judgedTools = new Set<string>();
   /** The language-model middleware: pass it to `wrapLanguageModel` yourself, or use `wrapModel`. */
   readonly middleware: LanguageModelMiddleware;
 
@@ -249,6 +261,7 @@ export class AiSdkRun {
         wrapped[name] = t;
         continue;
       }
+      this.#judgedTools.add(name);
       wrapped[name] = {
         ...t,
         execute: async (input: unknown, options: { toolCallId: string }) => {
@@ -283,6 +296,11 @@ export class AiSdkRun {
     tools?: TOOLS;
     messages?: unknown[];
     abortSignal?: AbortSignal;
+    /**
+     * Resuming after an approval: `messages` end with the tool message answering the AI SDK's
+     * `tool-approval-request` and are passed as they are (no user message appended after them).
+     */
+    resume?: boolean;
   }): Promise<AiSdkSettings<TOOLS>> {
     let admitted: AdmittedInput;
     try {
@@ -294,7 +312,9 @@ export class AiSdkRun {
     const text = typeof admitted.content === 'string' ? admitted.content : JSON.stringify(admitted.content);
     const user: ModelMessage = { role: 'user', content: text };
     const prompt: { prompt: string } | { messages: ModelMessage[] } =
-      options.messages !== undefined ? { messages: [...options.messages, user] as ModelMessage[] } : { prompt: text };
+      options.messages !== undefined
+        ? { messages: (options.resume === true ? [...options.messages] : [...options.messages, user]) as ModelMessage[] }
+        : { prompt: text };
     return {
       model: this.wrapModel(options.model),
       tools: this.wrapTools(options.tools ?? ({} as TOOLS)),
@@ -311,7 +331,18 @@ export class AiSdkRun {
       onEnd: (event) => this.complete(event.text).then(() => undefined),
       onError: ({ error }) => this.end({ status: 'error', error }).then(() => undefined),
       onAbort: () => this.end({ status: 'cancelled' }).then(() => undefined),
+      toolApproval: async ({ toolCall }) => {
+        if (!this.#judgedTools.has(toolCall.toolName)) return 'not-applicable';
+        const args = isObject(toolCall.input) ? toolCall.input : { input: toolCall.input };
+        if (!(await this.#bridge.awaitsApproval({ id: toolCall.toolCallId, name: toolCall.toolName, args }))) return 'not-applicable';
+        return { type: 'user-approval', reason: `hookrelay approval ${this.#bridge.pendingApproval?.approval.id ?? ''} pending` };
+      },
     };
+  }
+
+  /** The durable approval this run waits for (it ends `approval_pending`), if a call escalated to a person. */
+  get pendingApproval(): PendingApproval | undefined {
+    return this.#bridge.pendingApproval?.approval;
   }
 
   /**
@@ -320,6 +351,11 @@ export class AiSdkRun {
    * answer as `output` left it. Throws `InterceptionBlockedError` on an output deny (the run ends `error`).
    */
   async complete(text: string): Promise<JsonValue> {
+    if (this.#bridge.pendingApproval !== undefined) {
+      // Paused for a person: no final answer to judge; the run ends `approval_pending`.
+      await this.end({ status: 'completed' });
+      return null;
+    }
     if (this.#bridge.failure !== undefined) {
       await this.end({ status: 'error', error: this.#bridge.failure }); // a stream error part the framework reported as an end
       return null;

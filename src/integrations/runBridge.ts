@@ -5,7 +5,7 @@ import type { HookType } from '../contract/hookTypes.ts';
 import type { ToolCallResult } from '../contract/toolContext.ts';
 import type { AgentHooks, StartRunOptions } from '../interception/run/bundle.ts';
 import type { AdmittedInput, AgentRun, ModelCaller, ModelCallResult, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
-import { InterceptionBlockedError, ToolError } from '../interception/errors.ts';
+import { type ApprovalPendingError, InterceptionBlockedError, ToolError } from '../interception/errors.ts';
 import { withDefined } from '../contract/withDefined.ts';
 
 /**
@@ -149,6 +149,20 @@ export class RunBridge {
 
   get outputJudged(): boolean {
     return this.#outputDone;
+  }
+
+  /** The approval the run waits for (it ended, or will end, `approval_pending`), if a call escalated to a person. */
+  get pendingApproval(): ApprovalPendingError | undefined {
+    return this.run.awaitingApproval;
+  }
+
+  /**
+   * The framework's approval check for a call (AI SDK `toolApproval`, Agents SDK `needsApproval`):
+   * pre_tool_call now; true when a durable approval is pending — the framework pauses its own way
+   * and the run ends `approval_pending`. The verdict is kept for the call's `toolCall`.
+   */
+  async awaitsApproval(call: { id: string; name: string; args: Record<string, unknown> }): Promise<boolean> {
+    return (await this.run.judgeToolCall(call)) !== undefined;
   }
 
   /** The first failure of the run (a deny that blocked it, a model or stream error), if any. */
@@ -304,6 +318,11 @@ export class RunBridge {
     }
     this.#sink = undefined;
     const end = await this.run.end(status);
+    if (end.outcome === 'approval_pending') {
+      // A pause, not a failure: no onError; onComplete says which approval the operation waits for.
+      await this.#dispatch('onComplete', { ...this.#base, reason: 'approval_pending', status: end.outcome, approval: end.approval });
+      return end;
+    }
     if (status === 'error') {
       await this.#dispatch('onError', {
         ...this.#base,

@@ -2,7 +2,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AgentContext, InterceptionPoint, JsonObject, JsonValue } from '../../contract/agentHooks.ts';
 import type { AgentContextBuilder, Message } from '../builder.ts';
 import type { InterceptionEmitter } from '../emitter.ts';
-import { AgentHooksInstallError, AgentRunStateError, InterceptionBlockedError, ToolError, ProjectionError } from '../errors.ts';
+import { AgentHooksInstallError, AgentRunStateError, ApprovalPendingError, InterceptionBlockedError, ToolError, ProjectionError } from '../errors.ts';
+import type { PendingApproval } from '../../contract/approval.ts';
 import {
   isAsyncIterable,
   normalizePart,
@@ -67,7 +68,11 @@ export type ToolCallOutcome =
   | { status: 'completed'; args: JsonObject; result: JsonValue; isError: boolean; content: JsonValue }
   | { status: 'blocked'; at: 'pre_tool_call' | 'post_tool_call'; reason: string; message?: string; content: JsonObject };
 
-export type RunEnd = { outcome: 'completed' | 'blocked' | 'error' | 'cancelled'; released: string };
+/**
+ * How a run ended. `approval_pending`: a call waits for a person (the resolver left the durable
+ * request `approval`); run again once it is decided — the identical call then gets the decision, once.
+ */
+export type RunEnd = { outcome: 'completed' | 'blocked' | 'error' | 'cancelled' | 'approval_pending'; released: string; approval?: PendingApproval };
 
 /** What a run needs from its bundle. */
 export type RunSetup = {
@@ -120,6 +125,10 @@ export class AgentRun {
   /** The results `modelCall` returned: `output(result)` means its `content`. */
   readonly #responses = new WeakSet<object>();
   #blocked: InterceptionBlockedError | undefined;
+  /** A call the framework paused on (its approval check found a pending approval): the run ends `approval_pending`. */
+  #awaiting: ApprovalPendingError | undefined;
+  /** pre_tool_call verdicts taken early (`judgeToolCall`), by call id, for the call's `toolCall` to use once. */
+  readonly #prejudged = new Map<string, Promise<JsonObject>>();
   #startupBlocked = false;
   #admitted: AdmittedInput | undefined;
   #outputDone = false;
@@ -149,6 +158,44 @@ export class AgentRun {
   /** The deny that blocked the run, if one did. */
   get blocked(): InterceptionBlockedError | undefined {
     return this.#blocked;
+  }
+
+  /** The approval a call of this run waits for (the run ends, or ended, `approval_pending`), if any. */
+  get awaitingApproval(): ApprovalPendingError | undefined {
+    return this.#blocked instanceof ApprovalPendingError ? this.#blocked : this.#awaiting;
+  }
+
+  /**
+   * pre_tool_call for a call the framework asks about before it runs it (its approval check:
+   * the AI SDK's `toolApproval`, an Agents SDK tool's `needsApproval`). Returns the pending
+   * approval when a person must decide first — the framework then pauses on its own terms and the
+   * run ends `approval_pending` — else undefined. The verdict is kept: the call's `toolCall` uses
+   * it (a permit's arguments, or the deny) and emits no second pre_tool_call.
+   */
+  async judgeToolCall(call: { id: string; name: string; args: Record<string, unknown> }): Promise<PendingApproval | undefined> {
+    await this.#ready();
+    if (!isObject(call) || typeof call.id !== 'string' || typeof call.name !== 'string')
+      throw new TypeError('judgeToolCall(call): call.id and call.name must be strings');
+    const judged = this.#observe(this.#preToolCall(call.id, call.name, call.args));
+    judged.catch(() => undefined); // observed by the call's toolCall, or here
+    this.#prejudged.set(call.id, judged);
+    try {
+      await judged;
+      return undefined;
+    } catch (err) {
+      if (!(err instanceof ApprovalPendingError)) return undefined; // a deny: the call's toolCall reports it
+      this.#prejudged.delete(call.id);
+      this.#awaiting ??= err;
+      return err.approval;
+    }
+  }
+
+  async #preToolCall(id: string, name: string, rawArgs: Record<string, unknown>): Promise<JsonObject> {
+    return this.#emitPreToolCall(id, name, await this.#project<JsonObject>('pre_tool_call', rawArgs ?? {}));
+  }
+
+  async #emitPreToolCall(id: string, name: string, argsIn: JsonObject): Promise<JsonObject> {
+    return (await this.#emit(this.#s.builder.preToolCall({ id, name, args: argsIn }), refuseArgs)) as JsonObject;
   }
 
   get bundle(): object {
@@ -357,10 +404,13 @@ export class AgentRun {
     if (!isObject(call) || typeof call.name !== 'string') throw new TypeError('toolCall(call): call.name must be a string');
     const b = this.#s.builder;
     const id = call.id ?? `${call.name}-${b.nextSequence}`;
-    const argsIn = await this.#project<JsonObject>('pre_tool_call', call.args ?? {});
+    const prejudged = this.#prejudged.get(id);
+    this.#prejudged.delete(id);
+    // A projection failure of the arguments blocks as it always did (outside the try); only the verdict is the call's to report.
+    const judging = prejudged ?? this.#emitPreToolCall(id, call.name, await this.#project<JsonObject>('pre_tool_call', call.args ?? {}));
     let args: JsonObject;
     try {
-      args = (await this.#emit(b.preToolCall({ id, name: call.name, args: argsIn }), refuseArgs)) as JsonObject;
+      args = await judging;
     } catch (err) {
       return this.#toolBlocked('pre_tool_call', err, call.name, id);
     }
@@ -392,6 +442,11 @@ export class AgentRun {
 
   #toolBlocked(at: 'pre_tool_call' | 'post_tool_call', err: unknown, name: string, id: string): ToolCallOutcome {
     if (!(err instanceof InterceptionBlockedError)) throw err;
+    // A call waiting for a person ends the run whatever the posture: it resumes once someone decided (A2).
+    if (err instanceof ApprovalPendingError) {
+      this.#blocked = err;
+      throw err;
+    }
     const reason = err.record.verdict.reason ?? 'denied';
     const infrastructure = isReservedReason(reason) && !POLICY_REASONS.has(reason);
     if (infrastructure && this.#s.toolSeamHostError === 'terminate') {
@@ -471,12 +526,22 @@ export class AgentRun {
     await Promise.allSettled([...this.#inflight]);
     const observed = this.#cancelled || (this.#s.signal?.aborted === true && !this.#outputDone) ? 'cancelled' : this.#failed ? 'error' : undefined;
     const asked = reason ?? 'completed';
-    const summary = this.#startupBlocked || this.#blocked !== undefined ? 'error' : asked === 'completed' ? (observed ?? 'completed') : asked;
+    // A run that stops to wait for an approval was cancelled, not failed: it resumes as a new run.
+    const pending = this.#startupBlocked ? undefined : this.awaitingApproval?.approval;
+    const summary =
+      pending !== undefined
+        ? 'cancelled'
+        : this.#startupBlocked || this.#blocked !== undefined
+          ? 'error'
+          : asked === 'completed'
+            ? (observed ?? 'completed')
+            : asked;
     try {
       if (this.#s.ownsSession) await this.#s.emitter.emitUnchecked(this.#s.builder.agentShutdown({ reason: summary }));
     } finally {
       this.#s.onEnd();
     }
+    if (pending !== undefined) return { outcome: 'approval_pending', released: this.released, approval: pending };
     const blocked = this.#startupBlocked || this.#blocked !== undefined;
     return { outcome: blocked ? 'blocked' : summary, released: this.released };
   }
