@@ -22,6 +22,7 @@ import type { AdmittedInput, AgentRun, RunEnd } from '../interception/run/agentR
 import { InterceptionBlocked, InterceptionBlockedError } from '../interception/errors.ts';
 import type { ModelToolCall } from '../interception/run/modelStream.ts';
 import { AgentGraph, type AnyAgent, newClones } from './openaiAgentsGraph.ts';
+import type { PendingApproval } from '../contract/approval.ts';
 import { messagesOf, parseArgs, rebuiltOutput, requestOf, responseOf, type StreamEvent, withDeniedHandoffs } from './openaiAgentsItems.ts';
 import { defaultModelProvider, loadSdk } from './openaiAgentsSdk.ts';
 import { inHookrelaySpan } from './openaiAgentsTracing.ts';
@@ -80,6 +81,7 @@ type FunctionToolLike = {
   type: 'function';
   name: string;
   invoke: (ctx: unknown, input: string, details?: { toolCall?: { callId?: string } }) => Promise<unknown>;
+  needsApproval?: boolean | ((ctx: unknown, input: unknown, callId?: string) => Promise<boolean>);
 };
 
 /** What `tool()` hands the model when `execute` threw (its default `errorFunction`): recognised as a tool failure. */
@@ -366,7 +368,16 @@ export class OpenAIAgentsRun {
       );
       return r.kind === 'result' ? r.value : r.message;
     };
-    const wrapped = { ...t, invoke } as T;
+    // The SDK's approval check judges pre_tool_call: a call a durable approval waits for interrupts
+    // the run the SDK's way (`result.interruptions`, a RunState to resume); the verdict is kept for `invoke`.
+    const own = fn.needsApproval;
+    const needsApproval = async (ctx: unknown, input: unknown, callId?: string): Promise<boolean> => {
+      if (typeof own === 'function' ? await own(ctx, input, callId) : own === true) return true;
+      if (typeof callId !== 'string') return false;
+      const args = typeof input === 'string' ? parseArgs(input) : input !== null && typeof input === 'object' && !Array.isArray(input) ? input : {};
+      return this.#bridge.awaitsApproval({ id: callId, name: fn.name, args: args as Record<string, unknown> });
+    };
+    const wrapped = { ...t, invoke, needsApproval } as T;
     this.#ourTools.add(wrapped);
     return wrapped;
   }
@@ -494,7 +505,8 @@ export class OpenAIAgentsRun {
       await this.end({ status: 'error', error: err });
       throw err;
     }
-    if (!this.#bridge.outputJudged) {
+    // Interrupted for a person (a durable approval pending): no final output to judge; the run ends approval_pending.
+    if (!this.#bridge.outputJudged && this.#bridge.pendingApproval === undefined) {
       const finalOutput = (result as { finalOutput?: unknown }).finalOutput;
       try {
         await this.#bridge.judgeOutput(finalOutput ?? null);
@@ -505,6 +517,11 @@ export class OpenAIAgentsRun {
     }
     await this.end({ status: 'completed' });
     return result;
+  }
+
+  /** The durable approval this run waits for (it ends `approval_pending`; `result.interruptions` holds the SDK's item), if any. */
+  get pendingApproval(): PendingApproval | undefined {
+    return this.#bridge.pendingApproval?.approval;
   }
 
   /** End the run (idempotent): agent_shutdown, onError, onComplete. */

@@ -132,6 +132,11 @@ export class InterceptionEmitter {
     return this.#interceptors.length;
   }
 
+  /** Whether a liftable deny can be lifted here: a resolver is registered and the mode is `enforce` (§8, §9). */
+  get consultsApprovals(): boolean {
+    return this.#resolver !== undefined && this.mode === 'enforce';
+  }
+
   /** The declared provider name (§10.1); null means identity-unbound. */
   get identityProvider(): string | null {
     return this.#identity.name;

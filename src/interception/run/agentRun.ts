@@ -170,12 +170,15 @@ export class AgentRun {
    * the AI SDK's `toolApproval`, an Agents SDK tool's `needsApproval`). Returns the pending
    * approval when a person must decide first — the framework then pauses on its own terms and the
    * run ends `approval_pending` — else undefined. The verdict is kept: the call's `toolCall` uses
-   * it (a permit's arguments, or the deny) and emits no second pre_tool_call.
+   * it (a permit's arguments, or the deny) and emits no second pre_tool_call. With no approval
+   * resolver on the emitter nothing is judged early (nothing could be pending).
    */
   async judgeToolCall(call: { id: string; name: string; args: Record<string, unknown> }): Promise<PendingApproval | undefined> {
     await this.#ready();
     if (!isObject(call) || typeof call.id !== 'string' || typeof call.name !== 'string')
       throw new TypeError('judgeToolCall(call): call.id and call.name must be strings');
+    // Without an approval resolver nothing can be pending: the call is judged when it runs, as always.
+    if (!this.#s.emitter.consultsApprovals) return undefined;
     const judged = this.#observe(this.#preToolCall(call.id, call.name, call.args));
     judged.catch(() => undefined); // observed by the call's toolCall, or here
     this.#prejudged.set(call.id, judged);
