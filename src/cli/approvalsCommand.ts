@@ -10,7 +10,7 @@ type ListFlags = { status?: string; operation?: string; tenant?: string; limit?:
 type ShowFlags = { tenant?: string; json?: boolean };
 type DecideFlags = { tenant?: string; json?: boolean; reason?: string; by?: string };
 
-/** W7: caller-chosen text (ids, reasons, context) printed to a terminal has its control characters escaped. */
+/** Caller-chosen text (ids, reasons, context) printed to a terminal has its control characters escaped (SPEC §10a). */
 function printable(text: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what is escaped
   return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);

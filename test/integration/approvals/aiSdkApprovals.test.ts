@@ -1,5 +1,5 @@
 /**
- * APR-8 (A2, I5): an AI SDK run (ai 7, its own mock model) pauses and resumes through the approval
+ * APR-8 (A2): an AI SDK run (ai 7, its own mock model) pauses and resumes through the approval
  * queue. The AI SDK's approval check (`toolApproval`, from `run.settings()`) judges pre_tool_call;
  * a call an approval waits for pauses the loop the AI SDK's way (a `tool-approval-request`), the
  * run ends `approval_pending`. A new process answers the request and resumes: the tool runs once,
@@ -63,7 +63,7 @@ async function pausedRun(operationId: string, ran: unknown[]) {
   return { p, run, result, model };
 }
 
-describe('APR-8 (A2, I5): the AI SDK pauses on a pending approval and resumes through it', () => {
+describe('APR-8 (A2): the AI SDK pauses on a pending approval and resumes through it', () => {
   it('APR-8 (A2): tool-approval-request in the result, run approval_pending; approved by another process → the resumed call runs once', async () => {
     const operationId = `op-${randomUUID()}`;
     const ran: unknown[] = [];

@@ -1,5 +1,5 @@
 /**
- * APR-9 (A2, I5): an OpenAI Agents SDK run (@openai/agents 0.20, its scripted test model) pauses
+ * APR-9 (A2): an OpenAI Agents SDK run (@openai/agents 0.20, its scripted test model) pauses
  * and resumes through the approval queue. A wrapped function tool's `needsApproval` judges
  * pre_tool_call: a call a durable approval waits for interrupts the run the SDK's way
  * (`result.interruptions`, a serializable RunState); the run ends `approval_pending`. Another
@@ -55,7 +55,7 @@ function filesAgent(model: ScriptedModel, ran: string[]) {
   return new Agent({ name: 'files', instructions: 'Tidy up.', model, tools: [deleteFile] });
 }
 
-describe('APR-9 (A2, I5): the Agents SDK interrupts on a pending approval and resumes from its RunState', () => {
+describe('APR-9 (A2): the Agents SDK interrupts on a pending approval and resumes from its RunState', () => {
   it('APR-9 (A2): interruption + approval_pending; approved elsewhere; a new process restores the RunState → the call runs once', async () => {
     const operationId = `op-${randomUUID()}`;
     const ran: string[] = [];

@@ -7,6 +7,7 @@ import { HookrelayError } from '../../../src/contract/hookrelayError.ts';
 import { DeadlineAbortError } from '../../../src/delivery/errors.ts';
 import { ToolCallDeniedError, UninterceptedToolError } from '../../../src/integrations/errors.ts';
 import { ProjectionError, EmissionCancelledError } from '../../../src/interception/errors.ts';
+import { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../../../src/approvals/errors.ts';
 import { type AnyErrorClass, DEPRECATED_ALIAS, samples } from './errorSamples.ts';
 
 const root = path.resolve(import.meta.dirname, '../../..');
@@ -21,6 +22,10 @@ const CATALOGUE: Record<string, `HOOKRELAY_${string}`> = {
   AgentRunStateError: 'HOOKRELAY_AGENT_RUN_STATE',
   AllowedCidrsError: 'HOOKRELAY_ALLOWED_CIDRS_INVALID',
   ApprovalNotClaimedError: 'HOOKRELAY_APPROVAL_NOT_CLAIMED',
+  ApprovalPendingError: 'HOOKRELAY_INTERCEPTION_BLOCKED',
+  ApprovalNotFoundError: 'HOOKRELAY_APPROVAL_NOT_FOUND',
+  ApprovalNotPendingError: 'HOOKRELAY_APPROVAL_NOT_PENDING',
+  ApprovalTokenError: 'HOOKRELAY_APPROVAL_TOKEN_INVALID',
   CriticalHookDeliveryError: 'HOOKRELAY_CRITICAL_DELIVERY_FAILED',
   DeferredCancelledError: 'HOOKRELAY_DEFERRED_CANCELLED',
   DeferredContextError: 'HOOKRELAY_DEFERRED_CONTEXT_INVALID',
@@ -59,6 +64,9 @@ const make: Record<string, () => Error> = {
   ...samples,
   ToolCallDeniedError: () => new ToolCallDeniedError('{"error":"denied"}', { error: 'denied' }, 'policy.x'),
   UninterceptedToolError: () => new UninterceptedToolError('triage', 'web_search', 'hosted_tool'),
+  ApprovalNotFoundError: () => new ApprovalNotFoundError('apr_1'),
+  ApprovalNotPendingError: () => new ApprovalNotPendingError('apr_1', 'approved', ' (by alice)'),
+  ApprovalTokenError: () => new ApprovalTokenError('this answer link is not valid'),
 };
 
 /** Export name → class, over every entry file, and which entries export it. */

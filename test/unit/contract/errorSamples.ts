@@ -22,6 +22,12 @@ export const samples: Record<string, () => Error> = {
       { interception_point: 'pre_tool_call', verdict: { decision: 'deny', reason: 'policy' } } as never,
       { decision: 'deny' } as never,
     ),
+  ApprovalPendingError: () =>
+    new hookrelay.ApprovalPendingError(
+      { interception_point: 'pre_tool_call', verdict: { decision: 'deny', reason: 'host_error:approval_unresolved' } } as never,
+      { decision: 'deny' } as never,
+      { id: 'apr_1', tenant: 'default', operationId: 'op', expiresAt: '2026-12-08T00:00:00.000Z' },
+    ),
   WorkerPluginError: () => new hookrelay.WorkerPluginError('x'),
   AgentHooksInstallError: () => new hookrelay.AgentHooksInstallError('x'),
   AgentRunStateError: () => new hookrelay.AgentRunStateError('x'),
