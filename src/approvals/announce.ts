@@ -95,22 +95,33 @@ function resolvedEvent(row: ApprovalRow): Record<string, unknown> {
 export function createApprovalAnnouncer(options: ApprovalAnnouncerOptions): ApprovalAnnouncer {
   const approvers = approverHooks(options.approvers);
 
+  async function enqueue(row: ApprovalRow, type: ApprovalEventType, event: Record<string, unknown>, hooks: readonly SerializedHook[]): Promise<number> {
+    if (hooks.length === 0) return 0;
+    try {
+      await options.producer.enqueue({ operationId: row.operationId, type, event, hooks, idempotencyKey: `${row.id}:${type}` });
+    } catch (err) {
+      // Another announcer, configured with other approvers, already put this event in the ledger under its key.
+      if (!(err instanceof IdempotencyConflictError)) throw err;
+      options.logger.warn({ approvalId: row.id, event: type }, 'approval event already in the ledger with another subscriber set; kept as it is');
+    }
+    return 1;
+  }
+
   async function send(db: Db, type: ApprovalEventType, row: ApprovalRow): Promise<number> {
     const stored = (await loadOperationHooks(db, row.operationId)) ?? [];
     const subscribed = (stored as SerializedHook[]).filter((h) => h?.type === type);
-    const hooks = [...approvers[type], ...subscribed];
-    if (hooks.length > 0) {
-      const event = type === 'approval.requested' ? requestedEvent(row, options.answerLinks) : resolvedEvent(row);
-      try {
-        await options.producer.enqueue({ operationId: row.operationId, type, event, hooks, idempotencyKey: `${row.id}:${type}` });
-      } catch (err) {
-        // Another announcer, configured with other approvers, already put this event in the ledger under its key.
-        if (!(err instanceof IdempotencyConflictError)) throw err;
-        options.logger.warn({ approvalId: row.id, event: type }, 'approval event already in the ledger with another subscriber set; kept as it is');
-      }
+    let sent: number;
+    if (type === 'approval.requested') {
+      // Answer tokens go only to the approvers the operator configured: whoever registers an
+      // operation's hooks (the agent's side) must not be able to approve its own escalations.
+      sent =
+        (await enqueue(row, type, requestedEvent(row, options.answerLinks), approvers[type])) +
+        (await enqueue(row, type, requestedEvent(row, undefined), subscribed));
+    } else {
+      sent = await enqueue(row, type, resolvedEvent(row), [...approvers[type], ...subscribed]);
     }
     await markApprovalAnnounced(db, row.id, type === 'approval.requested' ? 'requested' : 'resolved');
-    return hooks.length > 0 ? 1 : 0;
+    return sent;
   }
 
   async function announceRow(db: Db, row: ApprovalRow): Promise<number> {

@@ -60,7 +60,7 @@ ${
     ? html`<form method="post" action="${BASE}/approvals/${encodeURIComponent(a.id)}/decide" class="decide">
   <input type="hidden" name="_csrf" value="${p.csrf}">
   <label for="reason">Reason <span class="hint">(shown to the agent's operator and kept in the audit)</span></label>
-  <textarea id="reason" name="reason" maxlength="2000"></textarea>
+  <input id="reason" name="reason" maxlength="2000">
   <button type="submit" name="answer" value="approve">Approve</button>
   <button type="submit" name="answer" value="reject">Reject</button>
   <span class="hint">A decision is made once. Approved, only this exact call — the identity above — runs, once, when its run resumes.</span>

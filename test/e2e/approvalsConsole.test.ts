@@ -93,7 +93,7 @@ describe('APR-6 (A3): approvals in the console', () => {
     expect(shown).toEqual({ tool: 'wire_money', amount: '1200', iban: '••••' });
     expect(await page.content()).not.toContain('DE89370400440532013000');
 
-    await page.fill('textarea[name="reason"]', 'invoice 2026-117');
+    await page.fill('input[name="reason"]', 'invoice 2026-117');
     await Promise.all([page.waitForURL(/\?done=approved/), page.click('button[value="approve"]')]);
     expect(await page.locator('.flash').textContent()).toContain('Approved');
     expect(await page.locator('h1 .badge').textContent()).toBe('approved');
