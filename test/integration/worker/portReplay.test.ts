@@ -79,7 +79,6 @@ describe('PORT-2 QStash callbacks are accepted once (worker service, real Redis 
         payload: {},
         endpointKey: 'http://127.0.0.1:9/hook',
         occurredAt: new Date(),
-        status: 'queued',
       },
     ]);
     await stack.db.store.db.execute(sql`update deliveries set status = 'accepted_by_qstash', attempt_count = 1 where id = ${id}`);
