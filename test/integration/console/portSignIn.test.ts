@@ -55,26 +55,28 @@ describe('PORT-3 console sign-in and bearer guesses are throttled and logged (re
   });
 
   const signIn = async (token: string) => {
-    const started = performance.now();
     const res = await fetch(`${base}/console/login`, {
       method: 'POST',
       headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ token }),
       redirect: 'manual',
     });
-    return { status: res.status, retryAfter: res.headers.get('retry-after'), ms: performance.now() - started, cookie: res.headers.get('set-cookie') };
+    return { status: res.status, retryAfter: res.headers.get('retry-after'), cookie: res.headers.get('set-cookie') };
   };
   const logged = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.via !== undefined);
 
   it('PORT-3 (SEC-H8, SEC-H5): the 6th wrong sign-in within a minute waits its turn, later ones are refused unchecked (even the right token), and the burst is logged once with the address, never the token', async () => {
-    for (let i = 0; i < 5; i++) expect((await signIn(WRONG)).status, `attempt ${i + 1}`).toBe(401);
+    for (let i = 0; i < 4; i++) expect((await signIn(WRONG)).status, `attempt ${i + 1}`).toBe(401);
+    // The 6th's turn comes 1 s after the 5th was admitted: measured from the 5th's start, so a slow machine only adds to it.
+    const fifthStarted = performance.now();
+    expect((await signIn(WRONG)).status).toBe(401);
     const sixth = await signIn(WRONG);
     expect(sixth.status).toBe(401);
-    expect(sixth.ms, 'the 6th waits for its turn (1 s)').toBeGreaterThanOrEqual(900);
+    expect(performance.now() - fifthStarted, 'the 6th waits for its turn (1 s after the 5th)').toBeGreaterThanOrEqual(990);
 
     // Three more at once: the first gets the next turn (2 s away); the others' turns are further than 5 s: refused unchecked.
     const wrongs = Promise.all([signIn(WRONG), signIn(WRONG), signIn(WRONG)]);
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 150));
     // Then the right token, from the same address: its turn is further still, so it is not even checked.
     const right = await signIn(TOKEN);
     expect(right.status).toBe(429);
@@ -99,14 +101,14 @@ describe('PORT-3 console sign-in and bearer guesses are throttled and logged (re
   it('PORT-3 (SEC-H8): wrong bearer tokens are throttled the same way; the 6th within a minute waits, and each burst is one line', async () => {
     const before = logged().filter((l) => l.via === 'bearer').length;
     const bearer = async (token: string) => {
-      const started = performance.now();
       const res = await fetch(`${base}/console/api/counts`, { headers: { authorization: `Bearer ${token}` } });
-      return { status: res.status, ms: performance.now() - started };
+      return { status: res.status };
     };
-    for (let i = 0; i < 5; i++) expect((await bearer(WRONG)).status).toBe(401);
-    const sixth = await bearer(WRONG);
-    expect(sixth.status).toBe(401);
-    expect(sixth.ms).toBeGreaterThanOrEqual(900);
+    for (let i = 0; i < 4; i++) expect((await bearer(WRONG)).status).toBe(401);
+    const fifthStarted = performance.now();
+    expect((await bearer(WRONG)).status).toBe(401);
+    expect((await bearer(WRONG)).status).toBe(401);
+    expect(performance.now() - fifthStarted, 'the 6th waits for its turn (1 s after the 5th)').toBeGreaterThanOrEqual(990);
     const bearerLines = logged().filter((l) => l.via === 'bearer');
     expect(bearerLines.length - before).toBe(1);
     expect(lines.join('\n')).not.toContain(WRONG);
