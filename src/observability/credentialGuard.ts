@@ -1,8 +1,8 @@
 /**
  * Judges one presented credential (the console token at the sign-in form, or as a bearer) under
- * the guess throttle (authThrottle.ts), and logs each refusal once per burst per client address:
- * the first line at once, the rest counted into one line a minute later. The address is logged,
- * the presented value never.
+ * the guess throttle (authThrottle.ts), and logs each refusal once per burst per client address
+ * (refusals for all addresses together, once for all): the first line at once, the rest counted
+ * into one line a minute later. The address is logged, the presented value never.
  */
 import type { IncomingMessage } from 'node:http';
 import { createAuthThrottle, throttleKey, type AuthThrottle, type CredentialKind } from './authThrottle.ts';
@@ -25,7 +25,7 @@ const LOG_WINDOW_MS = 60_000;
 
 const WHAT: Readonly<Record<CredentialKind, string>> = { signin: 'console sign-in', bearer: 'bearer token' };
 
-export function createCredentialGuard(p: { logger: Logger; throttle?: AuthThrottle; onThrottled?: () => void }): CredentialGuard {
+export function createCredentialGuard(p: { logger: Logger; throttle?: AuthThrottle }): CredentialGuard {
   const throttle = p.throttle ?? createAuthThrottle();
   const limit = createLogLimiter({ windowMs: LOG_WINDOW_MS });
   return {
@@ -34,10 +34,16 @@ export function createCredentialGuard(p: { logger: Logger; throttle?: AuthThrott
       const key = throttleKey(address);
       const turn = await throttle.admit(kind, address);
       if (!turn.ok) {
-        p.onThrottled?.();
-        limit(`${kind}:throttled:${key}`, (repeats) =>
+        // Refused for all addresses together: one line for all of them (a guesser spread over many addresses would otherwise write one each).
+        limit(`${kind}:throttled:${turn.scope === 'global' ? '*' : key}`, (repeats) =>
           p.logger.warn(
-            { via: kind, address, scope: turn.scope, retryAfterSeconds: turn.retryAfterSeconds, ...(repeats > 0 ? { refusedSince: repeats } : {}) },
+            {
+              via: kind,
+              scope: turn.scope,
+              retryAfterSeconds: turn.retryAfterSeconds,
+              ...(turn.scope === 'address' ? { address } : {}),
+              ...(repeats > 0 ? { refusedSince: repeats } : {}),
+            },
             repeats > 0
               ? `${WHAT[kind]}: ${repeats} more attempts refused unchecked in the last minute (too many wrong tokens)`
               : `${WHAT[kind]}: too many wrong tokens ${turn.scope === 'address' ? 'from this address' : 'from all addresses together'}; further attempts are refused unchecked for ${turn.retryAfterSeconds} s`,
