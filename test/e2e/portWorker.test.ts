@@ -7,27 +7,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestStore, type TestStore } from '../support/db.ts';
 import { spawnWorker, type HookrelayProcess } from '../support/hookrelayProcess.ts';
+import { freePort, rawGet } from '../support/loopbackHttp.ts';
 import { deleteKeys, queueKeys, TEST_REDIS_URL } from '../support/redisKeys.ts';
 
 const TOKEN = `console-token-${randomBytes(12).toString('hex')}`;
 const MIB = 1024 * 1024;
 /** What the worker's memory may grow under the hanging connections (issue 51: ~100 MB of idle). */
 const MEMORY_MARGIN_BYTES = 100 * 1024 * 1024;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** The process's resident set, from /proc (bytes). */
 function rssOf(pid: number): number {
@@ -69,20 +59,6 @@ function hangingPosts(port: number, count: number, head: (i: number) => string):
   });
   const bound = new Promise<void>((resolve) => setTimeout(resolve, 20_000).unref());
   return { sockets, sent: Promise.race([Promise.all(done).then(() => undefined), bound]) };
-}
-
-/** A GET exactly as given (fetch would not send another Host), from 127.0.0.1. */
-function rawGet(port: number, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 describe('PORT: the worker HTTP port under strangers (worker process)', () => {

@@ -13,23 +13,11 @@ import { createCredentialGuard } from '../../../src/observability/credentialGuar
 import { startHttpServer, type RunningHttpServer } from '../../../src/observability/httpServer.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { opsAccessPolicy, opsRefusal } from '../../../src/observability/opsAccess.ts';
+import { rawGet as get } from '../../support/loopbackHttp.ts';
 
 const TOKEN = 'console-token-0123456789abcdef';
 
 const judge = (remoteAddress: string, headers: http.IncomingHttpHeaders, policy = opsAccessPolicy({})) => opsRefusal({ remoteAddress, headers }, policy);
-
-function get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describe('PORT-4 the operational endpoints are safe by default', () => {
   it('PORT-4 (SEC-H8): by default only loopback callers pass; a caller from another address is refused, whatever Host it sends', () => {

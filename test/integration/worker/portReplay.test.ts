@@ -6,27 +6,17 @@
  * counted; its token id is remembered under the queue's prefix for the token's lifetime only.
  */
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getDeliveryRow, insertDeliveries, newDeliveryId } from '../../../src/store/deliveriesRepo.ts';
+import { freePort } from '../../support/loopbackHttp.ts';
 import { signQStashJwt } from '../../support/qstashServer.ts';
 import { TEST_REDIS_URL } from '../../support/redisKeys.ts';
 import { createStack, type Stack } from '../queue/harness.ts';
 
 const CURRENT = `sig_${randomBytes(12).toString('hex')}`;
 const NEXT = `sig_${randomBytes(12).toString('hex')}`;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** A QStash callback body for one attempt of the source message (qstash-protocol.md §7.1). */
 function callbackBody(status: number, retried: number): string {
