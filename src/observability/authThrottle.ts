@@ -68,7 +68,7 @@ export function throttleKey(address: string | undefined): string {
 }
 
 /** One rule over many keys: the turn an attempt gets, or how far away it is. */
-function createTurns(rule: ThrottleRule, maxKeys: number, now: () => number) {
+function createTurns(rule: ThrottleRule, maxKeys: number) {
   const states = new Map<string, State>();
   const live = (key: string, t: number): State => {
     const s = states.get(key);
@@ -118,7 +118,7 @@ export function createAuthThrottle(
   const turnsOf = (kind: CredentialKind) => {
     let k = kinds.get(kind);
     if (!k) {
-      k = { addresses: createTurns(perAddress, MAX_ADDRESSES, now), all: createTurns(global, 1, now) };
+      k = { addresses: createTurns(perAddress, MAX_ADDRESSES), all: createTurns(global, 1) };
       kinds.set(kind, k);
     }
     return k;
