@@ -93,9 +93,9 @@ describe('SEAM-3 (I5): the AI SDK middleware refuses a tool whose execution it w
     const log: string[] = [];
     const run = r.startRun({ input: 'clean up' });
     const inner = deleteThenAnswer();
-    await expect(run.track(generateText({ model: run.wrapModel(inner), tools: tools(log), prompt: 'clean up', stopWhen: stepCountIs(3) }))).rejects.toBeInstanceOf(
-      UninterceptedToolError,
-    );
+    await expect(
+      run.track(generateText({ model: run.wrapModel(inner), tools: tools(log), prompt: 'clean up', stopWhen: stepCountIs(3) })),
+    ).rejects.toBeInstanceOf(UninterceptedToolError);
     expect(log).toEqual([]);
   });
 
