@@ -151,10 +151,10 @@ export function resultResponse(id: RequestId, result: unknown): WireMessage {
   return { jsonrpc: '2.0', id, result };
 }
 
+/** JSON-RPC error code of an answer hookrelay gave instead of the server (in the implementation-defined server-error range). */
+const HOOKRELAY_REFUSED = -32099;
+
 /** A JSON-RPC error answer hookrelay gives in the server's stead (the request never reached it, or its answer is withheld). */
 export function errorResponse(id: RequestId, message: string, data?: JsonValue): WireMessage {
   return { jsonrpc: '2.0', id, error: { code: HOOKRELAY_REFUSED, message, ...(data === undefined ? {} : { data }) } };
 }
-
-/** JSON-RPC error code of an answer hookrelay gave instead of the server (in the implementation-defined server-error range). */
-export const HOOKRELAY_REFUSED = -32099;

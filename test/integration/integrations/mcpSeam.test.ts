@@ -44,7 +44,7 @@ async function connected(major: Major) {
   const server = await startServer(major);
   servers.push(server);
   const { run, seen } = policyRun();
-  // biome-ignore lint/suspicious/noExplicitAny: each variant reaches for an API one major has and the other lacks
+  // Each variant reaches for an API one major has and the other lacks.
   const client = run.wrapClient(server.client) as any;
   const errors: string[] = [];
   client.onerror = (e: Error) => errors.push(e.message);
