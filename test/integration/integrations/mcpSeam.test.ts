@@ -12,6 +12,8 @@ import { z } from 'zod';
 import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 import { UninterceptedToolError } from '../../../src/integrations/errors.ts';
 import { createMcpHooks } from '../../../src/integrations/mcp.ts';
+import { guardTransport, McpSeam } from '../../../src/integrations/mcpGuard.ts';
+import { RunBridge } from '../../../src/integrations/runBridge.ts';
 import { AgentHooksInstallError, AgentRunStateError } from '../../../src/interception/errors.ts';
 import type { Interceptor } from '../../../src/interception/interceptor.ts';
 import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
@@ -26,14 +28,18 @@ afterEach(async () => {
 });
 
 /** The policy of every test: no bulk deletes, no live secret in any tool output. */
+function policyVerdict(c: Ctx) {
+  if (c.interception_point === 'pre_tool_call' && c.tool_call?.name === 'delete_all') return Verdict.deny({ reason: 'policy.destructive' });
+  if (c.interception_point === 'post_tool_call' && JSON.stringify(c.tool_result).includes('sk-live-')) return Verdict.deny({ reason: 'policy.secret' });
+  return Verdict.allow();
+}
+
 function policyRun() {
   const seen: Ctx[] = [];
   const policy: Interceptor = (ctx) => {
     const c = ctx as Ctx;
     seen.push(structuredClone(c));
-    if (c.interception_point === 'pre_tool_call' && c.tool_call?.name === 'delete_all') return Verdict.deny({ reason: 'policy.destructive' });
-    if (c.interception_point === 'post_tool_call' && JSON.stringify(c.tool_result).includes('sk-live-')) return Verdict.deny({ reason: 'policy.secret' });
-    return Verdict.allow();
+    return policyVerdict(c);
   };
   const hooks = createAgentHooks({ interceptors: { policy }, framework: 'mcp' });
   const run = createMcpHooks({ hooks }).startRun({ input: 'tidy up' });
@@ -228,4 +234,48 @@ describe('SEAM-1 (I5): MCP judged at the protocol, every path onto the connectio
       await second.run.end();
     });
   }
+
+  it('SEAM-1 (I5) MCP 2026-07-28 input_required: the retried leg continues the judged call (one pre_tool_call), post_tool_call judges the final answer and withholds the secret', async () => {
+    const points: string[] = [];
+    const policy: Interceptor = (ctx) => {
+      points.push(ctx.interception_point);
+      return policyVerdict(ctx as Ctx);
+    };
+    const bridge = new RunBridge({ hooks: createAgentHooks({ interceptors: { policy }, framework: 'mcp' }) }, { input: 'x' });
+    // A transport as the client sees it: what it writes goes to `wire`; the test answers as a 2026-07-28 server.
+    const wire: Array<Record<string, unknown>> = [];
+    const received: Array<Record<string, unknown>> = [];
+    const transport = { send: async (m: Record<string, unknown>) => void wire.push(m), onmessage: undefined as unknown };
+    const seam = new McpSeam();
+    guardTransport(transport, seam);
+    seam.bind(bridge, new Set());
+    transport.onmessage = (m: Record<string, unknown>) => void received.push(m);
+    const inbound = (m: Record<string, unknown>) => (transport.onmessage as (m: unknown) => void)(m);
+    const until = async (f: () => boolean) => {
+      for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 5));
+    };
+    await transport.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'a' } } });
+    await until(() => wire.length === 1);
+    inbound({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { resultType: 'input_required', inputRequests: { q: { method: 'elicitation/create', params: {} } }, requestState: 's1' },
+    });
+    await until(() => received.length === 1);
+    expect(received[0]).toMatchObject({ id: 1, result: { resultType: 'input_required' } }); // the client answers it
+    await transport.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'read_file', arguments: { path: 'a' }, inputResponses: { q: { action: 'accept' } }, requestState: 's1' },
+    });
+    expect(wire).toHaveLength(2);
+    inbound({ jsonrpc: '2.0', id: 2, result: { content: [{ type: 'text', text: `vault db=${SECRET}` }] } });
+    await until(() => received.length === 2);
+    expect(received[1]).toMatchObject({ id: 2, result: { isError: true } });
+    expect(JSON.stringify(received)).not.toContain(SECRET);
+    expect(points.filter((p) => p.endsWith('tool_call'))).toEqual(['pre_tool_call', 'post_tool_call']);
+    await seam.release(bridge);
+    await bridge.finish({ status: 'completed' });
+  });
 });
