@@ -137,6 +137,11 @@ export class McpTransportGuard {
   readonly #legs = new Set<Leg>();
   /** Flows in progress, with how to cut them short when the run ends. */
   readonly #flows = new Map<Promise<unknown>, () => void>();
+  /**
+   * Messages on their way to the protocol: a protocol that connects after the guard chains the
+   * handler it found — this guard's `receive` — before its own, so the message comes back here once.
+   */
+  readonly #delivering = new Set<unknown>();
 
   constructor(seam: McpSeam, send: Send, inner: Receive | undefined) {
     this.seam = seam;
@@ -150,6 +155,7 @@ export class McpTransportGuard {
 
   /** Incoming: a response a judged flow waits for goes to it; everything else to the protocol as it came. */
   readonly receive: Receive = (message, extra) => {
+    if (this.#delivering.has(message)) return;
     const id = responseId(message);
     const waiting = id === undefined ? undefined : this.#awaiting.get(idKey(id));
     if (waiting !== undefined && id !== undefined) {
@@ -157,8 +163,17 @@ export class McpTransportGuard {
       waiting(structuredClone(message) as WireMessage);
       return;
     }
-    this.#inner?.(message, extra);
+    this.#toProtocol(message, extra);
   };
+
+  #toProtocol(message: unknown, extra?: unknown): void {
+    this.#delivering.add(message);
+    try {
+      this.#inner?.(message, extra);
+    } finally {
+      this.#delivering.delete(message);
+    }
+  }
 
   async send(message: unknown, options?: unknown): Promise<void> {
     const m = snapshotMessage(message);
@@ -189,7 +204,7 @@ export class McpTransportGuard {
   }
 
   #deliver(message: WireMessage): void {
-    this.#inner?.(message);
+    this.#toProtocol(message);
   }
 
   /** The next response to `id`, however long it takes (a flow cut short rejects it). */

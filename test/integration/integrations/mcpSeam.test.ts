@@ -221,6 +221,17 @@ describe('SEAM-1 (I5): MCP judged at the protocol, every path onto the connectio
       await allowed.end();
     });
 
+    it(`SEAM-1 (I5) MCP ${major}: the client closed and connected again over a new transport stays guarded (delete_all denied, the secret withheld)`, async () => {
+      const c = await connected(major);
+      await c.server.reconnect();
+      const denied = await c.client.callTool({ name: 'delete_all', arguments: {} });
+      const read = await c.client.callTool({ name: 'read_file', arguments: { path: 'a' } });
+      expect(c.server.calls).toEqual(['read_file']);
+      expect(JSON.stringify([denied, read])).not.toContain(SECRET);
+      expect(JSON.stringify(denied)).toContain('policy.destructive');
+      await c.run.end();
+    });
+
     it(`SEAM-4 (I5) MCP ${major}: a second open run on one client is refused (one bundle judges a connection); after end() tool calls are refused until a run wraps it again`, async () => {
       const c = await connected(major);
       const second = policyRun();
