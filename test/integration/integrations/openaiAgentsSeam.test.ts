@@ -6,10 +6,7 @@
  * `delete_all` unjudged before (issue 47, measured 2). And a prepared agent prepared again by
  * another run is a stacked bundle, refused.
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { Agent, MCPServerStdio, RunState, run, setTracingDisabled, tool } from '@openai/agents';
+import { Agent, type MCPServerStdio, RunState, run, setTracingDisabled, tool } from '@openai/agents';
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -20,6 +17,7 @@ import { AgentHooksInstallError } from '../../../src/interception/errors.ts';
 import type { Interceptor } from '../../../src/interception/interceptor.ts';
 import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
 import { Verdict } from '../../../src/interception/verdict.ts';
+import { startStdioFilesServer } from './fixtures/agentsMcpServer.ts';
 
 type Ctx = AgentContext & { tool_call?: { name?: string } };
 
@@ -52,18 +50,10 @@ function deleteAll(ran: string[], needsApproval = false) {
 }
 
 describe('SEAM-2 (I5): Agents SDK judged at the run, however the graph was built', () => {
-  let dir: string;
   let server: MCPServerStdio;
-  const serverCalls = () => (existsSync(path.join(dir, 'calls.log')) ? readFileSync(path.join(dir, 'calls.log'), 'utf8') : '');
+  let serverCalls: () => string[];
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'hookrelay-seam-'));
-    server = new MCPServerStdio({
-      name: 'files',
-      command: process.execPath,
-      args: [path.join(import.meta.dirname, 'fixtures/mcpDeleteServer.mjs')],
-      env: { ...(process.env as Record<string, string>), MCP_CALL_LOG: path.join(dir, 'calls.log') },
-    });
-    await server.connect();
+    ({ server, calls: serverCalls } = await startStdioFilesServer());
   }, 30_000);
   afterAll(async () => {
     await server?.close();
@@ -77,7 +67,7 @@ describe('SEAM-2 (I5): Agents SDK judged at the run, however the graph was built
     const prepared = await r.prepare(app);
     const clone = prepared.agent.clone({ instructions: 'You manage files carefully.' });
     const result = await r.track(run(clone, prepared.input));
-    expect(serverCalls()).not.toContain('delete_all');
+    expect(serverCalls().join('\n')).not.toContain('delete_all');
     expect(s.judged()).toEqual(['delete_all']);
     expect(result.finalOutput).toBe('could not delete');
   });
