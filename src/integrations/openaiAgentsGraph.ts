@@ -2,7 +2,7 @@ import type { Agent, Handoff, InputGuardrail, Model, ModelProvider, OutputGuardr
 import { AgentHooksInstallError } from '../interception/errors.ts';
 import { UninterceptedToolError } from './errors.ts';
 import { agentToolSource, type loadSdk } from './openaiAgentsSdk.ts';
-import { makerOf, registerMade, type TurnJudge } from './openaiAgentsSeam.ts';
+import { hookClassOf, makerOf, registerMade, type TurnJudge } from './openaiAgentsSeam.ts';
 
 /**
  * Every agent an Agents SDK run can reach, wrapped once per run: the agent itself, its handoff
@@ -92,6 +92,7 @@ export class AgentGraph {
     if (agent === null || typeof agent !== 'object' || typeof agent.clone !== 'function')
       throw new TypeError('prepare(agent): agent must be an Agents SDK Agent (new Agent({ name, ... }))');
     if (this.#d.clones.ours.has(agent)) return agent;
+    hookClassOf(agent);
     const maker = makerOf(agent);
     if (maker === this.#d.judge) return agent; // a clone of one of this run's clones
     if (maker !== undefined)

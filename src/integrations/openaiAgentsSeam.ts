@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createRequire } from 'node:module';
 import type { Agent, Handoff, Tool } from '@openai/agents';
 
 /**
@@ -94,17 +93,20 @@ function hook(proto: AgentProto): void {
   });
 }
 
+/** Hooks the SDK's `Agent` class (the ESM build hookrelay loads), once per process: the runner calls these methods at every turn of every run. */
+export function installTurnSeam(agentClass: { prototype: object }): void {
+  hook(agentClass.prototype as AgentProto);
+}
+
 /**
- * Hooks the `Agent` class of both builds of the installed SDK (the caller may have loaded either),
- * once per process. The SDK calls these methods at every turn of every run.
+ * Hooks the class of this agent too: an app on the SDK's CommonJS build has another `Agent` class
+ * than the ESM one hookrelay loads. The class that defines `getAllTools` in its prototype chain.
  */
-export function installTurnSeam(esmAgent: { prototype: object }): void {
-  hook(esmAgent.prototype as AgentProto);
-  try {
-    const require = createRequire(import.meta.url);
-    const cjs = require('@openai/agents') as { Agent?: { prototype: object } };
-    if (cjs.Agent !== undefined) hook(cjs.Agent.prototype as AgentProto);
-  } catch {
-    // no CommonJS build resolvable: only the ESM class is in use
+export function hookClassOf(agent: object): void {
+  for (let proto = Object.getPrototypeOf(agent); proto !== null && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    if (Object.hasOwn(proto, 'getAllTools')) {
+      hook(proto as AgentProto);
+      return;
+    }
   }
 }
