@@ -4,20 +4,20 @@
  * ledger rows delivered like every event), and — with HOOKRELAY_APPROVAL_SECRETS — the answer
  * endpoint for chat buttons on the worker's HTTP port.
  */
-import { APPROVAL_ANSWER_PATH, createApprovalAnswerHandler } from '../approvals/answerEndpoint.ts';
+import { APPROVAL_ANSWER_PATH, createApprovalAnswerRoute } from '../approvals/answerEndpoint.ts';
 import { createApprovalAnnouncer } from '../approvals/announce.ts';
 import { createApprovalSweeper } from '../approvals/sweeper.ts';
 import type { LoadedConfig } from '../config/resolveConfig.ts';
 import { parseApprovalSecrets } from '../contract/approvalSecrets.ts';
-import type { RequestHandler } from '../observability/httpServer.ts';
+import type { PostRoute } from '../observability/httpServer.ts';
 import type { Logger } from '../observability/logger.ts';
 import { createHookProducer } from '../queue/producer.ts';
 import type { QueueRedis } from '../queue/redisConnection.ts';
 import type { Store } from '../store/db.ts';
 
 export type ApprovalWork = {
-  /** POST /approvals/answer, when answer tokens are configured. */
-  handler: RequestHandler | undefined;
+  /** POST /approvals/answer (by path), when answer tokens are configured. */
+  postRoutes: Record<string, PostRoute>;
   stop(): Promise<void>;
 };
 
@@ -42,17 +42,19 @@ export function startApprovalWork(p: { store: Store; config: LoadedConfig; redis
   });
   const sweeper = createApprovalSweeper({ db: p.store.db, announcer, intervalMs: settings.HOOKRELAY_APPROVAL_SWEEP_MS, logger: p.logger });
   sweeper.start();
-  const handler =
+  const postRoutes: Record<string, PostRoute> =
     secrets.length === 0
-      ? undefined
-      : createApprovalAnswerHandler({
-          db: p.store.db,
-          secrets,
-          logger: p.logger,
-          onDecided: (row) => void announcer.announce([row]),
-        });
+      ? {}
+      : {
+          [APPROVAL_ANSWER_PATH]: createApprovalAnswerRoute({
+            db: p.store.db,
+            secrets,
+            logger: p.logger,
+            onDecided: (row) => void announcer.announce([row]),
+          }),
+        };
   return {
-    handler,
+    postRoutes,
     async stop() {
       await sweeper.stop();
       await producer.close();

@@ -86,4 +86,30 @@ describe('APR-9 (A2): the Agents SDK interrupts on a pending approval and resume
     expect(await b.queue.get(approvalId)).toMatchObject({ outcome: 'applied' });
     await b.queue.close();
   });
+  it('APR-9 (A2): rejected elsewhere → r.resume(agent, state) from the app’s own agent: the call is a deny the model sees; the tool never runs', async () => {
+    const operationId = `op-${randomUUID()}`;
+    const ran: string[] = [];
+    const a = agentProcess();
+    const r1 = a.relay.startRun({ input: 'delete /etc', operationId });
+    const paused = await r1.runAgent(filesAgent(new ScriptedModel([[functionCall('delete_file', { path: '/etc' }, { callId: 'c9' })]]), ran));
+    const saved = (paused as { state: { toString(): string } }).state.toString();
+    const approvalId = r1.pendingApproval?.id as string;
+    expect(approvalId).toMatch(/^apr_/);
+    await a.queue.close();
+
+    await createApprovalQueue({ store: t.store }).reject(approvalId, { by: 'bob', reason: 'never /etc' });
+
+    const b = agentProcess();
+    const model = new ScriptedModel([[assistantMessage('Not allowed.')]]);
+    const appAgent = filesAgent(model, ran);
+    const state = await RunState.fromString(appAgent, saved);
+    for (const item of state.getInterruptions()) state.approve(item); // "resume": the decision is hookrelay's
+    const r2 = b.relay.startRun({ input: 'delete /etc', operationId });
+    const done = await r2.resume(appAgent, state);
+    expect(done.finalOutput).toBe('Not allowed.');
+    expect(ran).toEqual([]);
+    expect(JSON.stringify(model.calls[0]?.request.input)).toContain('hookrelay:approval_rejected');
+    expect(await b.queue.get(approvalId)).toMatchObject({ status: 'rejected', outcome: 'applied' });
+    await b.queue.close();
+  });
 });
