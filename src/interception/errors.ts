@@ -9,7 +9,8 @@ import { HookrelayError } from '../contract/hookrelayError.ts';
  * as an `onError` event's `errorType`.
  */
 export class InterceptionBlockedError extends HookrelayError {
-  readonly code = 'HOOKRELAY_INTERCEPTION_BLOCKED' as const;
+  /** `HOOKRELAY_APPROVAL_PENDING` on its `ApprovalPendingError` subclass. */
+  readonly code: 'HOOKRELAY_INTERCEPTION_BLOCKED' | 'HOOKRELAY_APPROVAL_PENDING' = 'HOOKRELAY_INTERCEPTION_BLOCKED';
   readonly record: InterceptionRecord;
   readonly verdict: Verdict;
 
@@ -28,12 +29,13 @@ export class InterceptionBlockedError extends HookrelayError {
  * run it again: the identical call gets the decision, once (A2). `approval` names the request.
  */
 export class ApprovalPendingError extends InterceptionBlockedError {
+  override readonly code = 'HOOKRELAY_APPROVAL_PENDING' as const;
   readonly approval: PendingApproval;
 
   constructor(record: InterceptionRecord, verdict: Verdict, approval: PendingApproval) {
     super(record, verdict);
     this.message = `${record.interception_point} waits for approval ${approval.id} (until ${approval.expiresAt})`;
-    this.name = 'ApprovalPending';
+    this.name = 'ApprovalPendingError';
     this.approval = approval;
   }
 }

@@ -7,7 +7,6 @@ import { HookrelayError } from '../../../src/contract/hookrelayError.ts';
 import { DeadlineAbortError } from '../../../src/delivery/errors.ts';
 import { ToolCallDeniedError, UninterceptedToolError } from '../../../src/integrations/errors.ts';
 import { ProjectionError, EmissionCancelledError } from '../../../src/interception/errors.ts';
-import { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../../../src/approvals/errors.ts';
 import { type AnyErrorClass, DEPRECATED_ALIAS, samples } from './errorSamples.ts';
 
 const root = path.resolve(import.meta.dirname, '../../..');
@@ -22,7 +21,7 @@ const CATALOGUE: Record<string, `HOOKRELAY_${string}`> = {
   AgentRunStateError: 'HOOKRELAY_AGENT_RUN_STATE',
   AllowedCidrsError: 'HOOKRELAY_ALLOWED_CIDRS_INVALID',
   ApprovalNotClaimedError: 'HOOKRELAY_APPROVAL_NOT_CLAIMED',
-  ApprovalPendingError: 'HOOKRELAY_INTERCEPTION_BLOCKED',
+  ApprovalPendingError: 'HOOKRELAY_APPROVAL_PENDING',
   ApprovalNotFoundError: 'HOOKRELAY_APPROVAL_NOT_FOUND',
   ApprovalNotPendingError: 'HOOKRELAY_APPROVAL_NOT_PENDING',
   ApprovalTokenError: 'HOOKRELAY_APPROVAL_TOKEN_INVALID',
@@ -64,9 +63,6 @@ const make: Record<string, () => Error> = {
   ...samples,
   ToolCallDeniedError: () => new ToolCallDeniedError('{"error":"denied"}', { error: 'denied' }, 'policy.x'),
   UninterceptedToolError: () => new UninterceptedToolError('triage', 'web_search', 'hosted_tool'),
-  ApprovalNotFoundError: () => new ApprovalNotFoundError('apr_1'),
-  ApprovalNotPendingError: () => new ApprovalNotPendingError('apr_1', 'approved', ' (by alice)'),
-  ApprovalTokenError: () => new ApprovalTokenError('this answer link is not valid'),
 };
 
 /** Export name → class, over every entry file, and which entries export it. */
