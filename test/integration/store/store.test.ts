@@ -44,6 +44,7 @@ describe('store on Postgres', () => {
       const names = tables.rows.map((r) => r.table_name);
       expect(names).toEqual([
         '__drizzle_migrations',
+        'approvals',
         'deferred_placeholders',
         'deliveries',
         'delivery_sequences',
