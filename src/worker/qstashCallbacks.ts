@@ -5,6 +5,8 @@
  */
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 import { sanitizeStorableText } from '../contract/storableText.ts';
+import { templateValuesOf } from '../delivery/attemptEvidence.ts';
+import { redactSecrets } from '../delivery/secretRedaction.ts';
 import { verifyQStashCallback } from './qstashCallbacksVerify.ts';
 import { CriticalHookDeliveryError, WebhookDeliveryError } from '../contract/errors.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -27,6 +29,8 @@ export type QStashCallbackHandlerOptions = {
   nextSigningKey: string | undefined;
   logger: Logger;
   metrics?: DeliveryMetrics;
+  /** The environment the hook's header templates resolved from (W2): their values are taken out of the excerpt (W7). */
+  env: Record<string, string | undefined>;
 };
 
 export type QStashCallbackHandler = (input: { path: string; rawUrl: string; signature: string | undefined; body: string }) => Promise<CallbackResponse>;
@@ -50,7 +54,7 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
     const { callback } = verified;
     const row = await getDeliveryRow(options.db, id);
     if (!row) return { status: 200, body: 'unknown delivery' };
-    const hook = row.hook as { webhook?: { fallback?: string } };
+    const hook = row.hook as { webhook?: { fallback?: string; headers?: Record<string, string> } };
     const critical = hook.webhook?.fallback === 'none';
     const outcome: 'delivered' | 'attempt_failed' | 'failed' = kind === 'failure' ? 'failed' : callback.ok ? 'delivered' : 'attempt_failed';
     const attempt: DeliveryAttempt = {
@@ -62,7 +66,11 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
       httpStatus: callback.status === 0 ? null : callback.status,
       durationMs: 0,
       // Sanitised after the cut: slicing may split a surrogate pair, which Postgres cannot store.
-      responseExcerpt: callback.responseBodyExcerpt !== undefined ? sanitizeStorableText(callback.responseBodyExcerpt.slice(0, 2048)) : null,
+      // The receiver may echo the request QStash forwarded: every form of a template value goes (W7).
+      responseExcerpt:
+        callback.responseBodyExcerpt !== undefined
+          ? redactSecrets(sanitizeStorableText(callback.responseBodyExcerpt.slice(0, 2048)), templateValuesOf(hook.webhook?.headers, options.env))
+          : null,
       generation,
     };
     const lastErrorClass = outcome === 'delivered' ? null : outcome === 'failed' && critical ? CRITICAL_ERROR_CLASS : attempt.errorClass;

@@ -290,6 +290,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
         nextSigningKey: settings.QSTASH_NEXT_SIGNING_KEY,
         logger,
         metrics,
+        env: config.env,
       });
       postRoutes[QSTASH_CALLBACK_PATH] = handler;
       postRoutes[QSTASH_FAILURE_PATH] = handler;
