@@ -3,7 +3,7 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { loadSettings } from '../config/settings.ts';
 import { SettingsError } from '../config/errors.ts';
 import { RedisUnavailableError } from '../queue/errors.ts';
-import { EmbeddedStoreUnavailableError, StoreNotFoundError } from '../store/errors.ts';
+import { EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreNotFoundError } from '../store/errors.ts';
 import { isStoreUnreachable, storeUnavailable } from '../store/unreachable.ts';
 import { HookConfigError } from '../contract/errors.ts';
 import { isHookrelayError } from '../contract/hookrelayError.ts';
@@ -154,6 +154,7 @@ export async function main(argv: string[] = process.argv, deps: CliDeps = NO_WOR
       err instanceof CliUsageError ||
       err instanceof RedisUnavailableError ||
       err instanceof EmbeddedStoreUnavailableError ||
+      err instanceof EmbeddedStoreUntrustedError ||
       err instanceof StoreNotFoundError ||
       err instanceof HookConfigError ||
       (isHookrelayError(err) && USAGE_ERROR_CODES.has(err.code))
