@@ -5,6 +5,7 @@
  * them as they are. Job bodies are not built here (see enqueueBodies.ts: they are built while
  * Postgres stores the rows).
  */
+import { assertPrintableId } from '../contract/terminalText.ts';
 import { EventValidationError } from '../contract/errors.ts';
 import { IngestEventSchema, serializeEventJson } from '../contract/events.ts';
 import { endpointKey } from '../contract/endpoint.ts';
@@ -56,6 +57,7 @@ export function prepareItems(items: readonly EnqueueInput[], rules: EnqueueRules
 
 function prepareItem(input: EnqueueInput, rules: EnqueueRules, hooksSeen: Map<unknown, PreparedHook[]>): PreparedItem {
   if (typeof input.operationId !== 'string' || input.operationId === '') throw new TypeError('enqueue: operationId must be a non-empty string');
+  assertPrintableId(input.operationId, 'enqueue', 'operationId');
   if (!isHookType(input.type)) throw new TypeError(`enqueue: unknown hook type ${JSON.stringify(input.type)}`);
   if (input.idempotencyKey !== undefined && (typeof input.idempotencyKey !== 'string' || input.idempotencyKey === '')) {
     throw new TypeError('enqueue: idempotencyKey must be a non-empty string when given');
