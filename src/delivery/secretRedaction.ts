@@ -34,7 +34,17 @@ const MIN_TAIL_BASE64 = 4;
  * An escape cut off at the end (`\u00`, `%2`, `&plu`: the excerpt cap) is left out of the view, so
  * the secret's start before it is still seen as a tail.
  */
-type View = { text: string; start: Int32Array; end: Int32Array; bytes: boolean; lower?: string };
+type View = {
+  text: string;
+  start: Int32Array;
+  end: Int32Array;
+  bytes: boolean;
+  lower?: string;
+  /** Hex digits are escaped by no encoder but JSON's `\uXXXX`: hex is searched in the raw and JSON views only. */
+  hex?: boolean;
+  /** `+` read as a space: only for secrets with a space (a base64 `+` is not one). */
+  plus?: boolean;
+};
 
 /** What is searched for one secret, per kind of view. */
 type Targets = {
@@ -46,6 +56,8 @@ type Targets = {
   /** Lower-case hex of the UTF-8 bytes; searched in an ASCII-lower-cased copy of every view. */
   hex: string;
   short: boolean;
+  /** Holds another secret (`Bearer ${TOKEN}` holds TOKEN): its encoded forms are that one's; only the text itself is searched, to take it out whole. */
+  textOnly: boolean;
 };
 
 type Span = [number, number];
@@ -56,9 +68,18 @@ type Span = [number, number];
  */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
   if (text.length === 0) return text;
-  const targets = secrets.filter((s) => s.length > 0).map(targetsOf);
+  const values = [...new Set(secrets.filter((s) => s.length > 0))];
+  const targets = values.map((s) =>
+    targetsOf(
+      s,
+      values.some((other) => other !== s && other.length >= MIN_SECRET_BYTES && s.includes(other)),
+    ),
+  );
   if (targets.length === 0) return text;
   const spaces = targets.some((t) => t.text.includes(' '));
+  // Most texts show no secret: their views are decoded as plain strings and searched; only a
+  // text with a hit pays for the views that map each character back to the original.
+  if (!targets.some((t) => hits(viewTextsOf(text, spaces), t))) return text;
   const views = viewsOf(text, spaces);
   const spans: Span[] = [];
   for (const t of targets) {
@@ -94,7 +115,7 @@ export function redactSecretsDeep<T>(value: T, secrets: readonly string[]): T {
   return redact(value) as T;
 }
 
-function targetsOf(secret: string): Targets {
+function targetsOf(secret: string, textOnly: boolean): Targets {
   const raw = Buffer.from(secret, 'utf8');
   const base64 = new Set<string>();
   const std = raw.toString('base64');
@@ -118,6 +139,7 @@ function targetsOf(secret: string): Targets {
     base64: [...base64].filter((f) => f.length > 0),
     hex: raw.toString('hex'),
     short: raw.length < MIN_SECRET_BYTES,
+    textOnly,
   };
 }
 
@@ -141,8 +163,10 @@ function rawView(text: string): View {
  */
 function viewsOf(text: string, spaces: boolean): View[] {
   const raw = rawView(text);
+  raw.hex = true;
   const views: View[] = [raw];
   const json = jsonUnescape(raw);
+  if (json !== undefined) json.hex = true;
   const html = htmlUnescape(raw);
   const both = json !== undefined ? htmlUnescape(json) : undefined;
   for (const v of [json, html, both]) if (v !== undefined) views.push(v);
@@ -154,8 +178,100 @@ function viewsOf(text: string, spaces: boolean): View[] {
     if (twice !== undefined) views.push(twice);
   }
   const plus = spaces ? percentDecode(top, true) : undefined;
-  if (plus !== undefined) views.push(plus);
+  if (plus !== undefined) {
+    plus.plus = true;
+    views.push(plus);
+  }
   return views;
+}
+
+/** A view's text alone, with the flags that choose what is searched in it. */
+type ViewText = Pick<View, 'text' | 'bytes' | 'hex' | 'plus'>;
+
+/** What viewsOf decodes, as strings only (native replaces): the same texts, no position maps. */
+function viewTextsOf(text: string, spaces: boolean): ViewText[] {
+  const views: ViewText[] = [{ text, bytes: false, hex: true }];
+  const json = jsonUnescapeText(text);
+  const html = htmlUnescapeText(text);
+  const both = json !== undefined ? htmlUnescapeText(json) : undefined;
+  if (json !== undefined) views.push({ text: json, bytes: false, hex: true });
+  if (html !== undefined) views.push({ text: html, bytes: false });
+  if (both !== undefined) views.push({ text: both, bytes: false });
+  const top = both ?? json ?? html ?? text;
+  const once = percentDecodeText(top, false, false);
+  if (once !== undefined) {
+    views.push({ text: once, bytes: true });
+    const twice = percentDecodeText(once, true, false);
+    if (twice !== undefined) views.push({ text: twice, bytes: true });
+  }
+  const plus = spaces ? percentDecodeText(top, false, true) : undefined;
+  if (plus !== undefined) views.push({ text: plus, bytes: true, plus: true });
+  return views;
+}
+
+const JSON_ESCAPE_OR_CUT = /\\(?:u([0-9A-Fa-f]{4})|(["\\/bfnrt])|u[0-9A-Fa-f]{0,3}$|$)/g;
+
+function jsonUnescapeText(s: string): string | undefined {
+  if (!s.includes('\\')) return undefined;
+  return s.replace(JSON_ESCAPE_OR_CUT, (m, hex: string | undefined, simple: string | undefined) => {
+    if (hex !== undefined) return String.fromCharCode(Number.parseInt(hex, 16));
+    if (simple !== undefined) return String.fromCharCode(JSON_SIMPLE[simple] as number);
+    return m === '\\' || m.startsWith('\\u') ? '' : m;
+  });
+}
+
+function htmlUnescapeText(s: string): string | undefined {
+  if (!s.includes('&')) return undefined;
+  let changed = false;
+  const decoded = s.replace(ENTITY, (m) => {
+    const d = decodeHTMLStrict(m);
+    if (d !== m) changed = true;
+    return d;
+  });
+  // An entity cut off at the end holds no `;`, so it is the decoded text's end as well.
+  const cut = CUT_ENTITY.exec(s.slice(-40));
+  if (cut !== null) return decoded.slice(0, decoded.length - cut[0].length);
+  return changed ? decoded : undefined;
+}
+
+const PERCENT_OR_CUT = /%([0-9A-Fa-f]{2})|%[0-9A-Fa-f]?$/g;
+const PERCENT_PLUS_OR_CUT = /%([0-9A-Fa-f]{2})|%[0-9A-Fa-f]?$|\+/g;
+
+function percentDecodeText(s: string, bytes: boolean, plusAsSpace: boolean): string | undefined {
+  if (!s.includes('%') && !(plusAsSpace && s.includes('+'))) return undefined;
+  let changed = false;
+  const input = bytes ? s : Buffer.from(s, 'utf8').toString('latin1');
+  const decoded = input.replace(plusAsSpace ? PERCENT_PLUS_OR_CUT : PERCENT_OR_CUT, (m, hex: string | undefined) => {
+    changed = true;
+    if (hex !== undefined) return String.fromCharCode(Number.parseInt(hex, 16));
+    return m === '+' ? ' ' : '';
+  });
+  return changed ? decoded : undefined;
+}
+
+/** Whether a view text shows a form of the secret, or ends with the start of one. */
+function hits(views: readonly ViewText[], t: Targets): boolean {
+  for (const v of views) {
+    const own = v.bytes ? t.bytes : t.text;
+    if (v.text.includes(own) || tailLength(v.text, own, MIN_TAIL_CHARS) > 0) return true;
+    if (t.textOnly || v.plus === true) continue;
+    for (const form of t.base64) if (v.text.includes(form) || tailLength(v.text, form, MIN_TAIL_BASE64) > 0) return true;
+    if (v.hex === true) {
+      const lower = /[A-F]/.test(v.text) ? v.text.replace(/[A-F]/g, (c) => c.toLowerCase()) : v.text;
+      if (lower.includes(t.hex) || tailLength(lower, t.hex, MIN_TAIL_HEX) > 0) return true;
+    }
+  }
+  return false;
+}
+
+/** How many characters of `form`'s start (at least `min`, fewer than all) `haystack` ends with; 0 when none. */
+function tailLength(haystack: string, form: string, min: number): number {
+  const last = haystack.length - 1;
+  for (let k = Math.min(form.length - 1, haystack.length); k >= min; k--) {
+    if (haystack.charCodeAt(last) !== form.charCodeAt(k - 1)) continue;
+    if (haystack.endsWith(form.slice(0, k))) return k;
+  }
+  return 0;
 }
 
 /** Collects a view's characters (UTF-16 code units, or bytes) and their spans; `capacity` bounds its length. */
@@ -288,9 +404,10 @@ function percentDecode(v: View, plusAsSpace: boolean): View | undefined {
     } else if (v.bytes || c < 0x80) out.push(c, v.start[i] as number, v.end[i] as number);
     else {
       // A text character: its UTF-8 bytes, each mapped to the whole character (a pair too; a lone
-      // surrogate is encoded as it is: it cannot be part of a secret's UTF-8 bytes either way).
-      const code = s.codePointAt(i) as number;
-      const width = code > 0xffff ? 2 : 1;
+      // surrogate as U+FFFD, as Buffer.from writes it).
+      const point = s.codePointAt(i) as number;
+      const width = point > 0xffff ? 2 : 1;
+      const code = point >= 0xd800 && point <= 0xdfff ? 0xfffd : point;
       const from = v.start[i] as number;
       const to = v.end[i + width - 1] as number;
       if (code < 0x800) {
@@ -330,20 +447,17 @@ function matches(views: readonly View[], t: Targets): Span[] {
   const spans: Span[] = [];
   for (const v of views) {
     occurrences(v.text, v.bytes ? t.bytes : t.text, v, spans);
+    if (t.textOnly || v.plus === true) continue;
     for (const form of t.base64) occurrences(v.text, form, v, spans);
-    occurrences(lowerOf(v), t.hex, v, spans);
+    if (v.hex === true) occurrences(lowerOf(v), t.hex, v, spans);
   }
   return spans;
 }
 
 /** A view ending with the start (at least `min` characters) of `form`: the span from there to the end. */
 function tailOf(haystack: string, form: string, min: number, view: View, textEnd: number): Span | undefined {
-  const last = haystack.length - 1;
-  for (let k = Math.min(form.length - 1, haystack.length); k >= min; k--) {
-    if (haystack.charCodeAt(last) !== form.charCodeAt(k - 1)) continue;
-    if (haystack.endsWith(form.slice(0, k))) return [view.start[haystack.length - k] as number, textEnd];
-  }
-  return undefined;
+  const k = tailLength(haystack, form, min);
+  return k > 0 ? [view.start[haystack.length - k] as number, textEnd] : undefined;
 }
 
 /** A text cut by the excerpt cap may end inside a secret: that tail goes too. */
@@ -351,10 +465,11 @@ function tails(views: readonly View[], t: Targets, textEnd: number): Span[] {
   const spans: Span[] = [];
   for (const v of views) {
     if (v.text.length === 0) continue;
+    const encoded = !t.textOnly && v.plus !== true;
     const candidates: Array<Span | undefined> = [
       tailOf(v.text, v.bytes ? t.bytes : t.text, MIN_TAIL_CHARS, v, textEnd),
-      tailOf(lowerOf(v), t.hex, MIN_TAIL_HEX, v, textEnd),
-      ...t.base64.map((form) => tailOf(v.text, form, MIN_TAIL_BASE64, v, textEnd)),
+      ...(encoded && v.hex === true ? [tailOf(lowerOf(v), t.hex, MIN_TAIL_HEX, v, textEnd)] : []),
+      ...(encoded ? t.base64.map((form) => tailOf(v.text, form, MIN_TAIL_BASE64, v, textEnd)) : []),
     ];
     for (const span of candidates) if (span !== undefined) spans.push(span);
   }
@@ -377,3 +492,9 @@ function replaceSpans(text: string, spans: Span[]): string {
   }
   return out + text.slice(at);
 }
+
+/** For tests: the texts of the mapped views and of the string-only ones must be the same. */
+export const viewTextsForTest = (text: string, spaces: boolean) => ({
+  mapped: viewsOf(text, spaces).map((v) => v.text),
+  strings: viewTextsOf(text, spaces).map((v) => v.text),
+});

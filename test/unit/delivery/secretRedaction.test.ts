@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactSecrets, redactSecretsDeep, REDACTED, WITHHELD_SHORT_SECRET } from '../../../src/delivery/secretRedaction.ts';
+import { REDACTED, redactSecrets, redactSecretsDeep, viewTextsForTest, WITHHELD_SHORT_SECRET } from '../../../src/delivery/secretRedaction.ts';
 import { echoForms, leaksIn } from '../../support/secretForms.ts';
 
 /** `/`, `+` and `=` change under JSON, percent and entity encoding; base64 changes everything. */
@@ -57,4 +57,29 @@ describe('LEAK-1 (W7): one redaction finds a secret in every common encoding', (
     expect(leaksIn(JSON.stringify(out), TOKEN)).toEqual([]);
     expect(out).toEqual({ reason: `echo ${REDACTED}`, evidence: { [REDACTED]: [REDACTED, 3, null, true] } });
   });
+});
+
+describe('LEAK-1 (W7): the string-only views (searched first) are the mapped views', () => {
+  const corpus = [
+    'plain',
+    '{"a":"x\\/y\\u003d\\n\\\\","b":"%2Bq%2fz+w%252B","c":"&plus;&#43;&#x2B;&amp;&notanentity;"}',
+    'é€😀\ud800 %C3%A9 %E2%82%AC',
+    'cut json \\u00',
+    'cut json \\',
+    'escaped backslash at end \\\\',
+    'cut pct %2',
+    'cut pct %',
+    'cut entity &plu',
+    'cut entity &#x2',
+    '&amp;%2B\\u0026',
+    '\\u0025\\u0032\\u0042 then &#37;2B',
+  ];
+  for (const text of corpus) {
+    it(`LEAK-1 (W7): ${JSON.stringify(text).slice(0, 50)}`, () => {
+      for (const spaces of [false, true]) {
+        const { mapped, strings } = viewTextsForTest(text, spaces);
+        expect(strings).toEqual(mapped);
+      }
+    });
+  }
 });
