@@ -20,7 +20,7 @@ export const REDACTED = '[redacted]';
 /** Shorter values cannot be found inside longer base64 text (their base64 core is under 4 characters). */
 const MIN_SECRET_BYTES = 4;
 export const WITHHELD_SHORT_SECRET = `[withheld: a header template value sent with this request is shorter than ${MIN_SECRET_BYTES} bytes and appears in the text; it cannot be taken out without guessing]`;
-export const WITHHELD_UNREDACTABLE = '[withheld: the text still showed a secret sent with this request after redaction]';
+const WITHHELD_UNREDACTABLE = '[withheld: the text still showed a secret sent with this request after redaction]';
 
 /** A cut text that ends with this many characters of a secret's start (decoded) loses them too. */
 const MIN_TAIL_CHARS = 3;

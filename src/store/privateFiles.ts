@@ -6,13 +6,13 @@
  */
 import { chmodSync, lstatSync, mkdirSync, type Stats, statSync } from 'node:fs';
 
-export const PRIVATE_DIR_MODE = 0o700;
+const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 const GROUP_OR_WORLD_WRITABLE = 0o022;
 const GROUP_OR_WORLD_ANY = 0o077;
 
 /** This process's uid, or undefined where there are none (Windows): ownership is not checked there. */
-export function currentUid(): number | undefined {
+function currentUid(): number | undefined {
   return typeof process.getuid === 'function' ? process.getuid() : undefined;
 }
 
