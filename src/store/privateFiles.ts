@@ -5,6 +5,7 @@
  * by group or others. Each check answers with the reason a file is refused, for the message.
  */
 import { chmodSync, lstatSync, mkdirSync, type Stats, statSync } from 'node:fs';
+import { EmbeddedStoreUntrustedError } from './errors.ts';
 
 const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
@@ -28,14 +29,18 @@ function lstatOrUndefined(file: string, followLinks = false): Stats | undefined 
 /**
  * `dir` (and missing parents) created 0700; an existing one must be a folder of ours and is
  * narrowed to 0700 (it holds the ledger, the private Redis files and the store socket). Throws
- * with the reason when it is another user's. `followLinks`: a data dir the operator pointed at
+ * EmbeddedStoreUntrustedError with the reason when it is another user's. `followLinks`: a data dir the operator pointed at
  * through a link is the folder linked to; hookrelay's own subfolders never are links.
  */
 export function ensurePrivateDir(dir: string, options: { followLinks?: boolean } = {}): void {
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const followLinks = options.followLinks === true;
   const problem = ownFolderProblem(dir, { anyAccess: false, followLinks });
-  if (problem !== undefined) throw new Error(`${dir} ${problem}`);
+  if (problem !== undefined) {
+    throw new EmbeddedStoreUntrustedError(
+      `${dir} ${problem}: hookrelay keeps its data only in a folder of yours; set HOOKRELAY_DATA_DIR to one, or DATABASE_URL`,
+    );
+  }
   const stats = followLinks ? statSync(dir) : lstatSync(dir);
   if ((stats.mode & GROUP_OR_WORLD_ANY) !== 0) chmodSync(dir, PRIVATE_DIR_MODE);
 }

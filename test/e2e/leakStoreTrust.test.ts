@@ -150,6 +150,21 @@ describe('LEAK-2 (W7): a planted store.json is refused and no password reaches t
     await expectRefused(dir, /names the socket folder .* which is open to other users \(mode 0755/);
   }, 60_000);
 
+  it.skipIf(!otherUser)(
+    'LEAK-2 (W7): with no store.json, a data folder another user owns is not opened either',
+    async () => {
+      const dir = path.join(scratch, 'foreign', '.hookrelay');
+      mkdirSync(path.join(dir, 'pgdata'), { recursive: true });
+      writeFileSync(path.join(dir, 'pgdata', 'PG_VERSION'), '17\n');
+      chownSync(dir, NOBODY, NOBODY);
+      chmodSync(dir, 0o777);
+      const r = await cli(['deliveries', 'list'], dir);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/is owned by uid 65534, not by you .*a folder of yours/);
+    },
+    60_000,
+  );
+
   it('LEAK-2 (W7): an old-style file naming a loopback port is never connected to (pid 1, our own file)', async () => {
     const dir = planted('oldstyle', { ...pointingAtThief(), pid: 1 });
     const before = thief.received().length;
