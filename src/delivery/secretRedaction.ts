@@ -1,6 +1,7 @@
 /**
  * W7 / Q8: the one redaction for every text a receiver or a callback controls before it is stored
- * or shown (fetch response excerpts, QStash callback bodies, a remote interceptor's reasons).
+ * or shown (fetch response excerpts, QStash callback bodies, a decision webhook's deny reason, a
+ * remote interceptor's reasons and evidence).
  *
  * A receiver may echo what it was sent in any encoding its stack likes, so each resolved secret is
  * looked for raw and as JSON escapes (`\/`, `\uXXXX` of any character, e.g. Gson's `\u003d`),
@@ -79,7 +80,8 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   const spaces = targets.some((t) => t.text.includes(' '));
   // Most texts show no secret: their views are decoded as plain strings and searched; only a
   // text with a hit pays for the views that map each character back to the original.
-  if (!targets.some((t) => hits(viewTextsOf(text, spaces), t))) return text;
+  const texts = viewTextsOf(text, spaces);
+  if (!targets.some((t) => hits(texts, t))) return text;
   const views = viewsOf(text, spaces);
   const spans: Span[] = [];
   for (const t of targets) {
@@ -100,7 +102,7 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
 
 /**
  * A JSON-like value with every string (keys too) passed through `redactSecrets`; other values
- * (numbers, lossless numbers, booleans, null) are kept. Iterative over plain objects and arrays.
+ * (numbers, lossless numbers, booleans, null) are kept; plain objects and arrays are copied.
  */
 export function redactSecretsDeep<T>(value: T, secrets: readonly string[]): T {
   if (secrets.length === 0) return value;
