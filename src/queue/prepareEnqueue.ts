@@ -57,13 +57,13 @@ export function prepareItems(items: readonly EnqueueInput[], rules: EnqueueRules
 
 function prepareItem(input: EnqueueInput, rules: EnqueueRules, hooksSeen: Map<unknown, PreparedHook[]>): PreparedItem {
   if (typeof input.operationId !== 'string' || input.operationId === '') throw new TypeError('enqueue: operationId must be a non-empty string');
-  assertPrintableId(input.operationId, 'enqueue', 'operationId');
   if (!isHookType(input.type)) throw new TypeError(`enqueue: unknown hook type ${JSON.stringify(input.type)}`);
   if (input.idempotencyKey !== undefined && (typeof input.idempotencyKey !== 'string' || input.idempotencyKey === '')) {
     throw new TypeError('enqueue: idempotencyKey must be a non-empty string when given');
   }
   // Text Postgres cannot store is refused here, so it never reaches (and fails) a shared INSERT.
   if (!isStorableText(input.operationId)) assertStorableEvent(input.operationId, 'enqueue', 'operationId');
+  assertPrintableId(input.operationId, 'enqueue', 'operationId');
   if (input.idempotencyKey !== undefined && !isStorableText(input.idempotencyKey)) assertStorableEvent(input.idempotencyKey, 'enqueue', 'idempotencyKey');
   const event = normalizeEvent(input);
   const payloadJson = serializeCheckedEvent(event, rules.maxPayloadBytes);
