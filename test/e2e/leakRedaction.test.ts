@@ -8,10 +8,8 @@
  * carries back. No form of the token is in any Postgres row, in `deliveries show` (text and
  * --json) or on the console's delivery page; each excerpt is redacted or withheld with a marker.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import path from 'node:path';
 import { decodeHTML } from 'entities';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/observability/logger.ts';
@@ -21,34 +19,18 @@ import { getDeliveryRow } from '../../src/store/deliveriesRepo.ts';
 import { type RunningDeliveryWorker, startDeliveryWorker } from '../../src/worker/startDeliveryWorker.ts';
 import { waitFor } from '../integration/queue/harness.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
-import { ROOT } from '../support/hookrelayProcess.ts';
+import { runCli } from '../support/hookrelayProcess.ts';
 import { startQStashServer, type QStashServer } from '../support/qstashServer.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { deleteKeys, queueKeys, TEST_REDIS_URL } from '../support/redisKeys.ts';
 import { echoForms, leaksIn } from '../support/secretForms.ts';
 
-const BIN = path.join(ROOT, 'bin/hookrelay.mjs');
 /** `+`, `/` and `=` change under JSON, percent and entity encoding; base64 changes everything. */
 const TOKEN = `sk+live/${randomBytes(9).toString('hex')}=`;
 const CONSOLE_TOKEN = `console-${randomBytes(12).toString('hex')}`;
 const FORMS = Object.keys(echoForms(TOKEN));
 
-type Run = { code: number | null; stdout: string; stderr: string };
-
-function cli(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (args: string[], env: Record<string, string>) => runCli(args, env);
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {

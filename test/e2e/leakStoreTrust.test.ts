@@ -16,33 +16,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHookProducer } from '../../src/queue/producer.ts';
-import { ROOT, startHookrelay } from '../support/hookrelayProcess.ts';
+import { ROOT, runCli, startHookrelay } from '../support/hookrelayProcess.ts';
 import { deleteKeys, queueKeys, TEST_REDIS_URL } from '../support/redisKeys.ts';
 
-const BIN = path.join(ROOT, 'bin/hookrelay.mjs');
 const NOBODY = 65_534;
 const CANARY = `pgpass-canary-${randomBytes(8).toString('hex')}`;
 /** `runuser` exists and the machine has a `nobody` user (uid 65534): the other-user cases can run. */
 const otherUser = spawnSync('runuser', ['-u', 'nobody', '--', 'true']).status === 0 && process.getuid?.() === 0;
 if (!otherUser) console.warn('LEAK-2: the other-user cases are skipped: they need root, `runuser` and a `nobody` user (uid 65534)');
 
-type Run = { code: number | null; stdout: string; stderr: string };
-
-function cli(args: string[], dataDir: string, extra: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ROOT,
-      // PGPASSWORD set, as many shells have it: it must never reach an address a planted file names.
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', REDIS_URL: TEST_REDIS_URL, HOOKRELAY_DATA_DIR: dataDir, PGPASSWORD: CANARY, ...extra },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** PGPASSWORD set, as many shells have it: it must never reach an address a planted file names. */
+const cli = (args: string[], dataDir: string, extra: Record<string, string> = {}) =>
+  runCli(args, { REDIS_URL: TEST_REDIS_URL, HOOKRELAY_DATA_DIR: dataDir, PGPASSWORD: CANARY, ...extra });
 
 /** A thief on 127.0.0.1: answers any startup with "send your password in clear text" and keeps every byte. */
 async function startThief(): Promise<{ port: number; received: () => Buffer; close: () => Promise<void> }> {

@@ -7,9 +7,7 @@
  * `HOOKRELAY_*` variable whose name holds ESC is warned about escaped. The bin as a process; real
  * Postgres and Redis.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventValidationError, HookConfigError } from '../../src/contract/errors.ts';
 import { HookDispatcher } from '../../src/dispatch/hookDispatcher.ts';
@@ -18,10 +16,9 @@ import { createOperationStore } from '../../src/operations/operationStore.ts';
 import { createHookProducer } from '../../src/queue/producer.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
-import { ROOT } from '../support/hookrelayProcess.ts';
+import { runCli } from '../support/hookrelayProcess.ts';
 import { deleteKeys, queueKeys, TEST_REDIS_URL } from '../support/redisKeys.ts';
 
-const BIN = path.join(ROOT, 'bin/hookrelay.mjs');
 /** OSC 52: write "pwned" to the operator's clipboard. */
 const OSC52 = '\u001b]52;c;cHduZWQ=\u0007';
 /** Erase the line and go back to its start, then print a fake row: a failed delivery reads "delivered". */
@@ -32,22 +29,7 @@ const HOSTILE_HOOK = `crm${ERASE}dlv_0000  delivered\u009b31m\u202Eevil`;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding raw controls in output is the point
 const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
-type Run = { code: number | null; stdout: string; stderr: string };
-
-function cli(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (args: string[], env: Record<string, string>) => runCli(args, env);
 
 describe('LEAK-3 (W7): ids with terminal controls are refused at ingest', () => {
   let t: TestStore;
