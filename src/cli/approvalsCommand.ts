@@ -4,17 +4,11 @@ import { APPROVAL_STATUSES, type Approval, type ApprovalAnswer } from '../contra
 import { TENANT_PATTERN } from '../contract/tenant.ts';
 import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
-import { formatTable, iso, printJson, printJsonArray } from './output.ts';
+import { formatTable, iso, printError, printJson, printJsonArray, printText, shown } from './output.ts';
 
 type ListFlags = { status?: string; operation?: string; tenant?: string; limit?: number; json?: boolean };
 type ShowFlags = { tenant?: string; json?: boolean };
 type DecideFlags = { tenant?: string; json?: boolean; reason?: string; by?: string };
-
-/** Caller-chosen text (ids, reasons, context) printed to a terminal has its control characters escaped (SPEC §10a). */
-function printable(text: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what is escaped
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
 
 function tenantFlag(value: string | undefined): string | undefined {
   if (value !== undefined && !TENANT_PATTERN.test(value)) throw new CliUsageError('--tenant must be 1–128 characters of A-Z a-z 0-9 . _ : -');
@@ -51,9 +45,9 @@ function detailText(a: Approval): string {
   ];
   const context = (JSON.stringify(a.context, null, 2) ?? 'null')
     .split('\n')
-    .map((l) => `  ${printable(l)}`)
+    .map((l) => `  ${shown(l)}`)
     .join('\n');
-  return `${rows.map(([k, v]) => `${k.padEnd(11)} ${printable(v)}`).join('\n')}\ncontext\n${context}\n`;
+  return `${rows.map(([k, v]) => `${k.padEnd(11)} ${shown(v)}`).join('\n')}\ncontext\n${context}\n`;
 }
 
 function defaultDecider(): string {
@@ -103,16 +97,7 @@ export function registerApprovalsCommand(program: Command, parsePositiveInt: (v:
         process.stdout.write(
           formatTable(
             ['ID', 'STATUS', 'TENANT', 'OPERATION', 'TOOL', 'REQUESTED', 'EXPIRES', 'DECIDED BY'],
-            list.map((a) => [
-              a.id,
-              a.status,
-              printable(a.tenant),
-              printable(a.operationId),
-              printable(a.toolCall?.name ?? a.point),
-              iso(a.requestedAt),
-              iso(a.expiresAt),
-              printable(a.decidedBy ?? '-'),
-            ]),
+            list.map((a) => [a.id, a.status, a.tenant, a.operationId, a.toolCall?.name ?? a.point, iso(a.requestedAt), iso(a.expiresAt), a.decidedBy ?? '-']),
           ),
         );
       });
@@ -130,10 +115,10 @@ export function registerApprovalsCommand(program: Command, parsePositiveInt: (v:
       const [{ withContext }, { getApprovalRow, toApproval }] = await Promise.all([import('./context.ts'), import('../store/approvalsRepo.ts')]);
       await withContext(async (ctx) => {
         const row = await getApprovalRow(ctx.store.db, id, tenant);
-        if (row === undefined) throw new CliUsageError(`no approval ${printable(id)}${tenant ? ` for tenant ${tenant}` : ''}`);
+        if (row === undefined) throw new CliUsageError(`no approval ${shown(id)}${tenant ? ` for tenant ${tenant}` : ''}`);
         const approval = toApproval(row);
         if (flags.json) return printJson(approvalJson(approval));
-        process.stdout.write(detailText(approval));
+        printText(detailText(approval));
       });
     });
 
@@ -178,11 +163,11 @@ async function decide(id: string, answer: ApprovalAnswer, flags: DecideFlags): P
       const row = await decideApproval(ctx.store.db, { id, answer, by: checked.by, reason: checked.reason ?? undefined, tenant });
       const approval = toApproval(row);
       if (flags.json) return printJson(approvalJson(approval));
-      process.stdout.write(`${approval.id} ${approval.status} by ${printable(approval.decidedBy ?? checked.by)}\n`);
+      printText(`${approval.id} ${approval.status} by ${shown(approval.decidedBy ?? checked.by)}\n`);
     } catch (err) {
-      if (err instanceof ApprovalNotFoundError) throw new CliUsageError(`no approval ${printable(id)}${tenant ? ` for tenant ${tenant}` : ''}`);
+      if (err instanceof ApprovalNotFoundError) throw new CliUsageError(`no approval ${shown(id)}${tenant ? ` for tenant ${tenant}` : ''}`);
       if (err instanceof ApprovalNotPendingError || err instanceof ApprovalTokenError) {
-        process.stderr.write(`hookrelay: ${printable(err.message)}\n`);
+        printError(err.message);
         process.exitCode = EXIT.partial;
         return;
       }

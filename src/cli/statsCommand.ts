@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { formatTable, printJson } from './output.ts';
+import { formatTable, printJson, printText } from './output.ts';
 
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 const QUEUE_TIMEOUT_MS = 3_000;
@@ -29,14 +29,14 @@ export function registerStatsCommand(program: Command): void {
         const ledgerCounts = Object.fromEntries(ledger.byStatus.map((s) => [s.status, s.count]));
         const held = ledgerCounts.held ?? 0;
         if (flags.json) return printJson({ ledger: ledgerCounts, queue, oldestUndeliveredAgeSeconds: oldestAgeSeconds, held, oldestHeldAgeSeconds: heldAge });
-        process.stdout.write(
+        printText(
           formatTable(
             ['STATUS', 'COUNT'],
             ledger.byStatus.map((s) => [s.status, String(s.count)]),
           ),
         );
-        process.stdout.write('\n');
-        process.stdout.write(
+        printText('\n');
+        printText(
           queue
             ? formatTable(
                 ['QUEUE', 'JOBS'],
@@ -44,9 +44,9 @@ export function registerStatsCommand(program: Command): void {
               )
             : `queue: Redis did not answer at REDIS_URL within ${QUEUE_TIMEOUT_MS / 1000} s\n`,
         );
-        process.stdout.write(`\noldest undelivered: ${oldestAgeSeconds === null ? 'none' : `${oldestAgeSeconds} s ago`}\n`);
+        printText(`\noldest undelivered: ${oldestAgeSeconds === null ? 'none' : `${oldestAgeSeconds} s ago`}\n`);
         if (held > 0)
-          process.stdout.write(
+          printText(
             `held: ${held} ${held === 1 ? 'delivery waits' : 'deliveries wait'} for a disabled endpoint (the oldest ${heldAge ?? 0} s ago), never sent until you enable it: hookrelay endpoints list\n`,
           );
       });

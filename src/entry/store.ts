@@ -19,7 +19,7 @@ export type {
   CreateOperationInput,
 } from '../operations/operationStoreTypes.ts';
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/errors.ts';
-export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, StoreUnavailableError } from '../store/errors.ts';
+export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreUnavailableError } from '../store/errors.ts';
 export { createStoreRecordSink, type StoreRecordSink } from '../store/interceptionRecordSink.ts';
 export {
   createApprovalQueue,
