@@ -23,9 +23,7 @@ import { markApprovalAnnounced, unannouncedApprovalRows, type ApprovalRow } from
 import type { Db } from '../store/db.ts';
 import { loadOperationHooks } from '../store/operationsRepo.ts';
 import { signAnswerToken } from './answerToken.ts';
-
-/** The secrets that sign answer tokens, and the worker's answer endpoint when its public URL is known. */
-export type AnswerLinks = { url?: string | undefined; secrets: readonly string[] };
+import type { AnswerLinks } from './types.ts';
 
 export type ApprovalAnnouncer = {
   /** Announce what these rows still need (requested, then resolved); failures are logged, the sweep retries. */

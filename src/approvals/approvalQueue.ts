@@ -18,17 +18,11 @@ import type { WebhookConfigInput } from '../contract/webhook.ts';
 import type { HookProducer } from '../queue/types.ts';
 import { checkDecisionInput, decideApproval } from './decideApproval.ts';
 import { displayContext, type ApprovalDisplayRedactor } from './displayContext.ts';
-import { createApprovalAnnouncer, type AnswerLinks } from './announce.ts';
+import { createApprovalAnnouncer } from './announce.ts';
 import { ApprovalNotFoundError, ApprovalNotPendingError } from './errors.ts';
 import { resolveApproval, type QueueResolution } from './resolveApproval.ts';
-import {
-  requestIntervention,
-  resumeIntervention,
-  type InterventionDeps,
-  type InterventionOutcome,
-  type RequestInterventionInput,
-  type ResumeInterventionInput,
-} from './interventions.ts';
+import { requestIntervention, resumeIntervention, type InterventionDeps } from './interventions.ts';
+import type { AnswerLinks, InterventionOutcome, RequestInterventionInput, ResumeInterventionInput } from './types.ts';
 
 /** How long the resolver waits for a decision before the run ends "approval pending" (ms). */
 export const DEFAULT_APPROVAL_WAIT_MS = 1_000;

@@ -12,43 +12,18 @@
  *     ambiguous or spent decision is a reject, recorded.
  */
 import { randomBytes } from 'node:crypto';
-import type { AgentContext, JsonObject, JsonValue } from '../contract/agentHooks.ts';
+import type { AgentContext, JsonValue } from '../contract/agentHooks.ts';
 import { SPEC_VERSION } from '../contract/agentHooks.ts';
 import type { Approval } from '../contract/approval.ts';
+import type { InterventionOutcome, InterventionTool, RequestInterventionInput, ResumeInterventionInput } from './types.ts';
 import type { HookType } from '../contract/hookTypes.ts';
-import type { ApprovalDecision, OperationDispatcher, OperationStore } from '../operations/operationStoreTypes.ts';
+import type { ApprovalDecision } from '../operations/operationStoreTypes.ts';
 import { getApprovalRow, openPendingApproval, toApproval, type ApprovalRow } from '../store/approvalsRepo.ts';
 import type { Db } from '../store/db.ts';
 import { approvalIdentity } from './approvalIdentity.ts';
 import { APPROVAL_REASONS } from './reasons.ts';
 import { settleDecision, type SettleScope } from './resolveApproval.ts';
 import type { Logger } from '../observability/logger.ts';
-
-/** A tool call waiting for a person (a `pendingTools` entry, with its id and arguments). */
-export type InterventionTool = { toolCallId: string; identifier: string; apiName: string; args: JsonObject };
-
-/** What the flow needs of the runtime: its operation store (placeholders, claim, publish) and its dispatcher. */
-type InterventionPorts = {
-  operations: Pick<OperationStore, 'createPlaceholder' | 'claimApproval' | 'publishApproval'>;
-  dispatcher: OperationDispatcher;
-};
-
-export type RequestInterventionInput = InterventionPorts & {
-  operationId: string;
-  stepIndex?: number;
-  pendingTools: InterventionTool[];
-};
-
-export type ResumeInterventionInput = InterventionPorts & { operationId: string; tool: InterventionTool };
-
-/**
- * `pending`: no decision yet (the tool must not run). Otherwise the decision was claimed and
- * published: run the tool only for `approved`; `rejected` is the approver's, `denied` a doubt
- * (expired, ambiguous, spent) — both published as a reject receipt.
- */
-export type InterventionOutcome =
-  | { status: 'pending'; approval: Approval }
-  | { status: 'approved' | 'rejected' | 'denied'; decision: ApprovalDecision; approval: Approval | undefined; published: boolean };
 
 export type InterventionDeps = {
   db: () => Promise<Db>;

@@ -32,7 +32,7 @@ export {
   type DecideOptions,
 } from '../approvals/approvalQueue.ts';
 export { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../approvals/errors.ts';
-export type { InterventionTool, InterventionOutcome, RequestInterventionInput, ResumeInterventionInput } from '../approvals/interventions.ts';
+export type { AnswerLinks, InterventionTool, InterventionOutcome, RequestInterventionInput, ResumeInterventionInput } from '../approvals/types.ts';
 export { APPROVAL_REASONS } from '../approvals/reasons.ts';
 export type { Approval, ApprovalStatus, ApprovalKind, ApprovalOutcome, PendingApproval } from '../contract/approval.ts';
 export { MIGRATIONS_FOLDER } from '../store/migrationsFolder.ts';

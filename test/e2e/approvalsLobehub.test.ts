@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApprovalQueue } from '../../src/approvals/approvalQueue.ts';
-import type { InterventionTool } from '../../src/approvals/interventions.ts';
+import type { InterventionTool } from '../../src/approvals/types.ts';
 import type { AgentHook } from '../../src/contract/hook.ts';
 import { HookDispatcher } from '../../src/dispatch/hookDispatcher.ts';
 import { createOperationStore } from '../../src/operations/operationStore.ts';
