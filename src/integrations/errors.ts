@@ -39,7 +39,7 @@ export class UninterceptedToolError extends HookrelayError {
   readonly agent: string;
   /** The tool's name (what `allowUninterceptedTools` takes), or the MCP method. */
   readonly tool: string;
-  /** The tool's kind: `hosted_tool`, `computer`, `shell` (a hosted shell), `agent_tool`, `mcp_method`, `mcp_task`, `model`, `function`. */
+  /** The tool's kind: `hosted_tool`, `computer`, `shell` (a hosted shell), `agent_tool`, `mcp_method`, `mcp_task`, `model`, `function`, `ungoverned_turn` (a prepared agent the SDK runs outside a hookrelay run). */
   readonly kind: string;
   constructor(agent: string, tool: string, kind: string, remedy?: string) {
     const subject =

@@ -2,7 +2,7 @@ import type { Agent, Handoff, InputGuardrail, Model, ModelProvider, OutputGuardr
 import { AgentHooksInstallError } from '../interception/errors.ts';
 import { UninterceptedToolError } from './errors.ts';
 import { agentToolSource, type loadSdk } from './openaiAgentsSdk.ts';
-import { hookClassOf, makerOf, registerMade, type TurnJudge } from './openaiAgentsSeam.ts';
+import { hookClassOf, makerOf, markPrepared, registerMade, type TurnJudge } from './openaiAgentsSeam.ts';
 
 /**
  * Every agent an Agents SDK run can reach, wrapped once per run: the agent itself, its handoff
@@ -99,6 +99,7 @@ export class AgentGraph {
       throw new AgentHooksInstallError(
         `agent "${agent.name}" was prepared by another hookrelay run: prepare the app's own agent — one AGENT-HOOKS-0.1 bundle judges a run (stacked bundles are refused)`,
       );
+    markPrepared(agent);
     const known = await this.#known(agent, role, visiting);
     if (known !== undefined) return known;
     const { model, modelId } = await this.#modelFor(agent, override);

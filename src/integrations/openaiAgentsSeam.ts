@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Agent, Handoff, Tool } from '@openai/agents';
+import { UninterceptedToolError } from './errors.ts';
 
 /**
  * Where the Agents SDK's runner takes each turn's capabilities: at every turn it asks the agent it
@@ -9,7 +10,8 @@ import type { Agent, Handoff, Tool } from '@openai/agents';
  * list is re-derived and judged by the hookrelay run that governs the agent: a clone of a prepared
  * agent (`clone()` passes the run on), a tool pushed onto `agent.tools` later, a handoff added at
  * run time, every agent a run started with `runAgent()` / `resume()` reaches (a resumed `RunState`
- * is re-derived onto the run's clones). An agent no hookrelay run governs is left as the SDK made it.
+ * is re-derived onto the run's clones). An agent no hookrelay run governs is left as the SDK made it,
+ * unless it is an app agent hookrelay prepared: that one is refused outside a run.
  */
 
 // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent
@@ -20,6 +22,66 @@ export type TurnJudge = {
   turnTools(agent: AnyAgent, tools: Tool[]): Promise<Tool[]>;
   turnHandoffs(agent: AnyAgent, handoffs: Handoff[]): Promise<Handoff[]>;
 };
+
+/**
+ * The app's own agents hookrelay has walked in `prepare()` (the originals, not the clones): the
+ * app meant them to run judged. A turn of one of them with no governing run is the SDK running it
+ * outside hookrelay — typically `RunState.fromString(appAgent, saved)` handed to the SDK's own
+ * `run()` — and its tools and handoffs refuse to run (I5) rather than run as the SDK made them.
+ */
+const prepared = new WeakSet<object>();
+
+export function markPrepared(agent: object): void {
+  prepared.add(agent);
+}
+
+function ungovernedError(agent: AnyAgent, tool: string): UninterceptedToolError {
+  return new UninterceptedToolError(
+    typeof agent.name === 'string' ? agent.name : 'agent',
+    tool,
+    'ungoverned_turn',
+    'this agent was prepared by hookrelay but the SDK is running it outside a hookrelay run (e.g. a RunState handed to run() directly): run it with r.runAgent(agent) or resume it with r.resume(agent, state)',
+  );
+}
+
+/** The executors a local tool runs through (`shell`, `editor`, `computer`): every method refuses. */
+const EXECUTORS = ['shell', 'editor', 'computer'] as const;
+
+function refusingExecutor(executor: object, refuse: () => never): object {
+  return new Proxy(executor, {
+    get: (target, key) => (typeof Reflect.get(target, key) === 'function' ? refuse : Reflect.get(target, key)),
+  });
+}
+
+/**
+ * The tools of a prepared app agent reached with no governing run, made to refuse when run: the
+ * SDK may still read them (`RunState.fromString(appAgent, saved)` maps the saved calls onto them,
+ * and `r.resume()` then re-derives that state onto its judged clones), but calling one throws.
+ */
+function refusingTools(agent: AnyAgent, tools: Tool[]): Tool[] {
+  return tools.map((t) => {
+    const refuse = (): never => {
+      throw ungovernedError(agent, t.name);
+    };
+    const copy = Object.assign(Object.create(Object.getPrototypeOf(t)) as Tool, t);
+    if (t.type === 'function') Object.assign(copy, { invoke: async () => refuse() });
+    for (const key of EXECUTORS) {
+      const executor: unknown = Reflect.get(t, key);
+      if (executor !== null && typeof executor === 'object') Reflect.set(copy, key, refusingExecutor(executor, refuse));
+    }
+    return copy;
+  });
+}
+
+function refusingHandoffs(agent: AnyAgent, handoffs: Handoff[]): Handoff[] {
+  return handoffs.map((h) =>
+    Object.assign(Object.create(Object.getPrototypeOf(h)) as Handoff, h, {
+      onInvokeHandoff: async () => {
+        throw ungovernedError(agent, h.toolName);
+      },
+    }),
+  );
+}
 
 /** The run whose `run()` / `resume()` is executing (its async context). */
 const current = new AsyncLocalStorage<TurnJudge>();
@@ -65,7 +127,8 @@ function hook(proto: AgentProto): void {
       value: async function (this: AnyAgent, ...args: unknown[]) {
         const judge = judgeOf(this);
         const tools = await getAllTools.apply(this, args);
-        return judge === undefined ? tools : judge.turnTools(this, tools);
+        if (judge !== undefined) return judge.turnTools(this, tools);
+        return prepared.has(this) ? refusingTools(this, tools) : tools;
       },
       writable: true,
       configurable: true,
@@ -74,7 +137,8 @@ function hook(proto: AgentProto): void {
       value: async function (this: AnyAgent, ...args: unknown[]) {
         const judge = judgeOf(this);
         const handoffs = await getEnabledHandoffs.apply(this, args);
-        return judge === undefined ? handoffs : judge.turnHandoffs(this, handoffs);
+        if (judge !== undefined) return judge.turnHandoffs(this, handoffs);
+        return prepared.has(this) ? refusingHandoffs(this, handoffs) : handoffs;
       },
       writable: true,
       configurable: true,

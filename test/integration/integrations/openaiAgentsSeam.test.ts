@@ -6,7 +6,7 @@
  * `delete_all` unjudged before (issue 47, measured 2). And a prepared agent prepared again by
  * another run is a stacked bundle, refused.
  */
-import { Agent, type MCPServerStdio, RunState, run, setTracingDisabled, tool } from '@openai/agents';
+import { Agent, type MCPServerStdio, RunState, run, setTracingDisabled, ToolCallError, tool } from '@openai/agents';
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -101,6 +101,25 @@ describe('SEAM-2 (I5): Agents SDK judged at the run, however the graph was built
     expect(ran).toEqual([]);
     expect(s.judged()).toEqual(['delete_all']);
     expect(resumed.finalOutput).toBe('done');
+  });
+
+  it("SEAM-2 (I5) Agents-SDK the same RunState handed to the SDK's own run() with the app's prepared agent (no hookrelay run): the run rejects with UninterceptedToolError, delete_all never runs", async () => {
+    const s = relay();
+    const ran: string[] = [];
+    const model = new ScriptedModel([[functionCall('delete_all', {}, { callId: 'd1' })], [assistantMessage('done')]]);
+    const app = new Agent({ name: 'files', instructions: 'x', model, tools: [deleteAll(ran, true)] });
+    const first = await s.relay.startRun({ input: 'clean up' }).runAgent(app);
+    const state = await RunState.fromString(app, first.state.toString());
+    state.approve(state.getInterruptions()[0]!);
+    const refused = await run(app, state).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    // The SDK wraps a tool's throw in its ToolCallError (the run rejects); the cause is hookrelay's refusal.
+    const cause = refused instanceof ToolCallError ? refused.error : refused;
+    expect(cause).toBeInstanceOf(UninterceptedToolError);
+    expect((cause as UninterceptedToolError).kind).toBe('ungoverned_turn');
+    expect(ran).toEqual([]);
   });
 
   it('SEAM-2 (I5) Agents-SDK a clone given another model: the turn is refused (UninterceptedToolError), its model never called', async () => {
