@@ -7,6 +7,8 @@ import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import { assertStorableEvent } from '../contract/storableText.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
+import { ToolCallContextError } from '../payload/errors.ts';
+import { parseToolCallHookContext } from '../payload/toolCallContext.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
 import { CriticalHookDeliveryError, type CriticalFailure } from '../contract/errors.ts';
 import { storeOf, type Store } from '../store/db.ts';
@@ -43,8 +45,6 @@ export type {
 
 export { DeferredContextError, ApprovalNotClaimedError };
 
-const REQUIRED_CONTEXT = ['toolCallId', 'assistantMessageId', 'identifier', 'apiName', 'callIndex', 'stepIndex', 'operationId', 'executor'] as const;
-
 /** Completion reasons that map to a stored status other than `completed`. */
 const STATUS_BY_REASON: Record<string, string> = { error: 'error', interrupted: 'interrupted', parked: 'parked' };
 
@@ -60,13 +60,20 @@ function published(written: { applied: boolean; result: unknown }, status: 'allo
   return written.applied ? { applied: true, result, status } : { applied: false, result };
 }
 
-function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string | undefined): ToolCallHookContext | undefined {
+function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string | undefined): ToolCallHookContext {
   const ctx: Record<string, unknown> = { operationId: input.operationId, toolCallId: input.toolCallId, executor: 'server', args: {}, ...input.context };
   // T3: the runtime account (the operation's owner) when the callback carries none.
   if ((ctx.userId === undefined || ctx.userId === '') && ownerUserId) ctx.userId = ownerUserId;
   if (ctx.args === null || typeof ctx.args !== 'object' || Array.isArray(ctx.args)) ctx.args = {};
-  for (const key of REQUIRED_CONTEXT) if (ctx[key] === undefined || ctx[key] === '') return undefined;
-  return ctx as ToolCallHookContext;
+  // T1: the validator every tool context passes (buildToolCallHookContext's): required ids non-empty.
+  try {
+    return parseToolCallHookContext(ctx);
+  } catch (error) {
+    if (!(error instanceof ToolCallContextError)) throw error;
+    throw new DeferredContextError(
+      `cannot rebuild the tool call for result control (${error.fields.join(', ')}: missing, empty or invalid; pass them in \`context\`); nothing was written`,
+    );
+  }
 }
 
 /**
@@ -207,8 +214,6 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
           }
         }
         const context = rebuildContext(input, owner);
-        if (!context)
-          throw new DeferredContextError('cannot rebuild the tool call for result control (need toolCallId, identifier, apiName, …); nothing was written');
         for (const [i, round] of rounds.entries()) {
           // Later rounds review the effective result so far (an I4 transform in an earlier round).
           const outcome = await dispatcher.evaluateAfterToolCall(round.operationId, context, final, {

@@ -355,6 +355,23 @@ describe.each(MODES)('%s mode', (m) => {
       expect(await placeholderResult(op2)).toBeNull();
     });
 
+    it.each(['toolCallId', 'assistantMessageId', 'identifier', 'apiName'] as const)(
+      "DOOR-6 (T1): a deferred result whose context has '' as %s is refused by the same validator, naming it; nothing asked or written",
+      async (field) => {
+        const op = nextOp(`empty-${field}`);
+        await ops.createOperation({ operationId: op, hooks: [control('p', `${rx.url}/p`)] });
+        await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
+        const error = await ops
+          .publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), context: ctx(op, 'c', { [field]: '' }), dispatcher: dispatcher() })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(DeferredContextError);
+        // It names the field the validator refused (not a fixed list of what a rebuild needs).
+        expect((error as Error).message).toContain(`(${field}: `);
+        expect(rx.requests).toHaveLength(0);
+        expect(await placeholderResult(op)).toBeNull();
+      },
+    );
+
     it('L5/P5: a control registered only in the running dispatcher (not persisted) still requires the context and runs', async () => {
       const op = nextOp('memory-only');
       await ops.createOperation({ operationId: op, hooks: [] });
