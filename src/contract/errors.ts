@@ -84,6 +84,8 @@ export type CriticalFailure = { hookId: string; cause: unknown };
 /**
  * D6: webhooks with `fallback: 'none'` that failed, thrown after the rest of the tier ran. Names
  * the first failing hook and lists every critical failure of the tier. Fatal in the worker (Q4).
+ * Never replaced by another error of the same call (an invalid environment-hook configuration,
+ * say): such errors travel with it in `otherErrors`, so a caller that stops on this class stops.
  */
 export class CriticalHookDeliveryError extends HookrelayError {
   readonly code = 'HOOKRELAY_CRITICAL_DELIVERY_FAILED' as const;
@@ -91,8 +93,10 @@ export class CriticalHookDeliveryError extends HookrelayError {
   readonly hookId: string;
   override readonly cause: unknown;
   readonly failures: CriticalFailure[];
+  /** D6: the call's other errors (not critical failures), thrown together with them; `[]` when none. */
+  readonly otherErrors: unknown[];
 
-  constructor(failures: CriticalFailure[]) {
+  constructor(failures: CriticalFailure[], otherErrors: readonly unknown[] = []) {
     const first = failures[0];
     if (!first) throw new TypeError('CriticalHookDeliveryError needs at least one failure');
     const more =
@@ -102,11 +106,18 @@ export class CriticalHookDeliveryError extends HookrelayError {
             .map((f) => f.hookId)
             .join(', ')})`
         : '';
-    super(`Critical webhook delivery failed: ${first.hookId}${more}`);
+    // Names only (an error's class), never its message: the failures' causes are not shown here either.
+    const also = otherErrors.length > 0 ? `; also failed: ${otherErrors.map(errorName).join(', ')} (see otherErrors)` : '';
+    super(`Critical webhook delivery failed: ${first.hookId}${more}${also}`);
     this.hookId = first.hookId;
     this.cause = first.cause;
     this.failures = failures;
+    this.otherErrors = [...otherErrors];
   }
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
 }
 
 /**

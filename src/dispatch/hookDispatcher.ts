@@ -294,12 +294,13 @@ export class HookDispatcher {
     }
     const hooks = [...caller, ...envHooks].filter((h) => h.type === type && !isControlHook(h) && matchesHook(h, event));
     const failures = await this.#delivery.deliver(operationId, type, event, hooks);
-    if (envError !== undefined) throw envError;
     if (failures.length > 0) {
-      const error = new CriticalHookDeliveryError(failures);
+      // D6: critical stays critical — an invalid environment configuration travels with it, never instead of it.
+      const error = new CriticalHookDeliveryError(failures, envError === undefined ? [] : [envError]);
       this.#logger.error({ operationId, hookType: type, hookIds: failures.map((f) => f.hookId) }, error.message);
       throw error;
     }
+    if (envError !== undefined) throw envError;
   }
 
   /**

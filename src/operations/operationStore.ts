@@ -307,13 +307,15 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       const hooks = await loadOperationHooks(d, input.operationId);
       const base = { ...(record?.userId ? { userId: record.userId } : {}), ...input.event, operationId: input.operationId };
       const failures: CriticalFailure[] = [];
-      let other: unknown;
+      const others: unknown[] = [];
       const run = async (type: 'onComplete' | 'onError', event: Record<string, unknown>) => {
         try {
           await input.dispatcher.dispatch(input.operationId, type, event, hooks);
         } catch (error) {
-          if (error instanceof CriticalHookDeliveryError) failures.push(...error.failures);
-          else other ??= error;
+          if (error instanceof CriticalHookDeliveryError) {
+            failures.push(...error.failures);
+            others.push(...error.otherErrors);
+          } else others.push(error);
         }
       };
       // §1: the run's error (any shape) becomes a readable errorMessage + raw errorDetail (errorMessage.ts).
@@ -325,8 +327,9 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       } finally {
         input.dispatcher.unregister(input.operationId, { reason: input.reason }); // agent_shutdown says how it ended
       }
-      if (failures.length > 0) throw new CriticalHookDeliveryError(failures);
-      if (other !== undefined) throw other;
+      // D6: critical stays critical; the other errors of both dispatches travel with it.
+      if (failures.length > 0) throw new CriticalHookDeliveryError(failures, others);
+      if (others.length > 0) throw others[0];
     },
 
     async close(): Promise<void> {

@@ -456,6 +456,23 @@ describe('E1–E4: environment hooks over a real socket', () => {
     expect(paths()).toEqual(['/caller']);
   });
 
+  it('DOOR-5 (D6): a critical failure and an invalid env in one dispatch → CriticalHookDeliveryError reaches the caller, carrying the env error', async () => {
+    const env = envFor();
+    const d = make({ env });
+    routes['/critical'] = { status: 500 };
+    d.register(OP, [{ id: 'critical', type: 'onComplete', webhook: { url: at('/critical'), fallback: 'none' } }]);
+    env.AGENT_HOOK_WEBHOOK_TOKEN = '';
+    const error = await rejection(d.dispatch(OP, 'onComplete', { operationId: OP }));
+    expect(error).toBeInstanceOf(CriticalHookDeliveryError);
+    const critical = error as CriticalHookDeliveryError;
+    expect(critical.hookId).toBe('critical');
+    expect(critical.otherErrors).toHaveLength(1);
+    expect((critical.otherErrors[0] as Error).name).toBe('EnvHookConfigError');
+    expect((critical.otherErrors[0] as Error).message).toContain('AGENT_HOOK_WEBHOOK_TOKEN');
+    expect(critical.message).toContain('EnvHookConfigError');
+    expect(paths()).toEqual(['/critical']);
+  });
+
   it('L5: an invalid env makes evaluate* fail closed (blocked, hook_control_error) without asking caller allows to decide', async () => {
     routes['/caller-ctl'] = { status: 200, body: '{"decision":"allow"}' };
     const env = envFor({ AGENT_HOOK_WEBHOOK_RESPONSE_HANDLING: 'toolCall' });

@@ -4,8 +4,9 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOperationStore, DeferredContextError, type OperationStore } from '../../../src/operations/operationStore.ts';
-import { HookConfigError } from '../../../src/contract/errors.ts';
-import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
+import { CriticalHookDeliveryError, HookConfigError } from '../../../src/contract/errors.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
+import { silentLogger } from '../../../src/observability/logger.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import {
   ALLOW,
@@ -455,5 +456,22 @@ describe.each(MODES)('%s mode', (m) => {
       expect(b).toEqual({ applied: true, status: 'blocked', result: deniedAfter('hook_control_error') });
       expect(rx.requests).toHaveLength(0);
     });
+  });
+});
+
+describe('DOOR-5 (D6): critical stays critical through completeOperation', () => {
+  it('DOOR-5 (D6): a critical onComplete failure and an invalid env → completeOperation throws CriticalHookDeliveryError carrying the env error', async () => {
+    const op = nextOp('critical-env');
+    const env: Env = {};
+    setEnvHooks(env, `${envR.url}/env`, { events: 'onComplete', mode: 'ignore' });
+    const d = new HookDispatcher({ env, allowedCidrs: '127.0.0.1/32', logger: silentLogger() });
+    dispatchers.push(d);
+    await ops.createOperation({ operationId: op, hooks: [{ id: 'critical', type: 'onComplete', webhook: { url: CLOSED_URL, fallback: 'none' } }] });
+    env.AGENT_HOOK_WEBHOOK_TOKEN = ''; // broken after registration: the dispatch finds it
+    const error = await ops.completeOperation({ operationId: op, reason: 'done', dispatcher: d }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CriticalHookDeliveryError);
+    expect((error as CriticalHookDeliveryError).hookId).toBe('critical');
+    expect((error as CriticalHookDeliveryError).otherErrors.map((e) => (e as Error).name)).toEqual(['EnvHookConfigError']);
+    expect(envR.requests).toHaveLength(0);
   });
 });
