@@ -18,6 +18,7 @@ import { openConfiguredStore } from '../store/openConfigured.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
+import { createRedisAvailability, type RedisAvailability } from './redisAvailability.ts';
 import { activeTracer, inSpan, serializeTraceContext, SpanKind, type Span } from '../observability/tracing.ts';
 import { type CallOutcome, settleCall } from './answerCalls.ts';
 import { createGroupCommit, type GroupCommit } from './groupCommit.ts';
@@ -77,7 +78,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     databaseUrl: options.databaseUrl ?? settings.DATABASE_URL,
     dataDir: settings.HOOKRELAY_DATA_DIR,
   });
-  const group = createGroupCommit({ db: connections.db, queue: connections.queue, queueTimeoutMs, logger });
+  const group = createGroupCommit({ db: connections.db, queue: connections.queue, redis: connections.redis, queueTimeoutMs, logger });
   let closing = false;
 
   const enqueueMany = async (items: readonly EnqueueInput[]): Promise<EnqueueManyResult> => {
@@ -166,7 +167,25 @@ function producerConnections(options: HookProducerOptions, logger: Logger, s: Co
   let storePromise: Promise<Store> | undefined;
   let queue: Queue<DeliveryJobData> | undefined;
   let ownedRedis: QueueRedis | undefined;
+  let availability: RedisAvailability | undefined;
   let closed = false;
+  const openQueue = (): Queue<DeliveryJobData> => {
+    if (queue) return queue;
+    let connection: QueueRedis | undefined = options.redis;
+    if (!connection) {
+      // F3: a command is never kept for later — not while the connection is down (no offline
+      // queue), not across a reconnect (no resend of unanswered commands): an add that outlived
+      // its enqueue's answer must not run after the reconciler delivered its row.
+      ownedRedis = createQueueRedis(s.redisUrl, s.redisCluster, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+      // Reconnection is ioredis' job; a down Redis must not crash the server app.
+      ownedRedis.on('error', (err: Error) => logger.debug({ err: err }, 'producer redis connection error'));
+      connection = ownedRedis;
+    }
+    availability = createRedisAvailability(connection, logger);
+    queue = new Queue<DeliveryJobData>(s.queueName, { connection, prefix: s.queuePrefix, streams: QUEUE_STREAMS });
+    queue.on('error', (err: Error) => logger.debug({ err: err }, 'producer queue error'));
+    return queue;
+  };
   return {
     async db(): Promise<Db> {
       if (closed) throw new Error('the hook producer is closed');
@@ -180,21 +199,14 @@ function producerConnections(options: HookProducerOptions, logger: Logger, s: Co
         throw error;
       }
     },
-    queue(): Queue<DeliveryJobData> {
-      if (queue) return queue;
-      let connection: QueueRedis | undefined = options.redis;
-      if (!connection) {
-        ownedRedis = createQueueRedis(s.redisUrl, s.redisCluster);
-        // Reconnection is ioredis' job; a down Redis must not crash the server app.
-        ownedRedis.on('error', (err: Error) => logger.debug({ err: err }, 'producer redis connection error'));
-        connection = ownedRedis;
-      }
-      queue = new Queue<DeliveryJobData>(s.queueName, { connection, prefix: s.queuePrefix, streams: QUEUE_STREAMS });
-      queue.on('error', (err: Error) => logger.debug({ err: err }, 'producer queue error'));
-      return queue;
+    queue: openQueue,
+    redis(): RedisAvailability {
+      openQueue();
+      return availability!;
     },
     async close(): Promise<void> {
       closed = true;
+      availability?.close();
       if (queue)
         await withTimeout(
           queue.close().then(() => true),

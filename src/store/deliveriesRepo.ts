@@ -329,6 +329,22 @@ export async function loadClaimableDeliveries(db: Db, ids: readonly string[]): P
   return rowsOf<ClaimRow>(result).map(toClaimed);
 }
 
+/**
+ * F3: the generation of each row that may still be attempted (queued, retrying, in_flight); a row
+ * delivered, failed, skipped or accepted — or unknown — is absent, so a job that outlived its
+ * row's end (a late add, a replayed command) is acknowledged without a request. Reads no payload.
+ */
+export async function claimableGenerations(db: Db, ids: readonly string[]): Promise<Map<string, number>> {
+  if (ids.length === 0) return new Map();
+  const result = await storageCall('read delivery states', () =>
+    db.execute(sql`
+    SELECT d.id, d.generation FROM deliveries AS d
+     WHERE d.id = ANY(${sql.param([...ids])}::text[])
+       AND d.status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])`),
+  );
+  return new Map(rowsOf<{ id: string; generation: number }>(result).map((r) => [r.id, Number(r.generation)]));
+}
+
 function toClaimed(r: ClaimRow): ClaimedDelivery {
   return {
     id: r.id,

@@ -14,6 +14,7 @@ import { StorageError } from '../contract/errors.ts';
 import { type Logger, silentLogger } from '../observability/logger.ts';
 import type { Db } from '../store/db.ts';
 import {
+  claimableGenerations,
   failUnwritableDelivery,
   loadClaimableDeliveries,
   markDeliveriesInFlight,
@@ -35,12 +36,14 @@ export const OUTCOME_UNWRITABLE = 'outcome_unwritable';
 export type LedgerWriter = {
   /** The row when it may still be attempted; undefined when delivered, failed, accepted by QStash, or unknown. */
   load(id: string): Promise<ClaimedDelivery | undefined>;
+  /** F3: the row's generation when it may still be attempted (no payload read); undefined when final or unknown. */
+  claimableGeneration(id: string): Promise<number | undefined>;
   record(outcome: AttemptOutcome): Promise<void>;
   markInFlight(mark: InFlightMark): Promise<void>;
   drain(): Promise<void>;
 };
 
-type LedgerOp = { kind: 'load'; id: string } | { kind: 'record'; outcome: AttemptOutcome } | { kind: 'mark'; mark: InFlightMark };
+type LedgerOp = { kind: 'load'; id: string } | { kind: 'check'; id: string } | { kind: 'record'; outcome: AttemptOutcome } | { kind: 'mark'; mark: InFlightMark };
 
 export type LedgerWriterOptions = { logger?: Logger };
 
@@ -92,7 +95,7 @@ async function replaceUnwritable(db: Db, outcome: AttemptOutcome, cause: unknown
 
 export function createLedgerWriter(db: Db, options: LedgerWriterOptions = {}): LedgerWriter {
   const logger = options.logger ?? silentLogger();
-  const batcher = createBatcher<LedgerOp, ClaimedDelivery | undefined>({
+  const batcher = createBatcher<LedgerOp, ClaimedDelivery | number | undefined>({
     maxBatch: LEDGER_BATCH_ROWS,
     maxConcurrent: LEDGER_CONCURRENT_FLUSHES,
     async run(ops) {
@@ -121,11 +124,17 @@ export function createLedgerWriter(db: Db, options: LedgerWriterOptions = {}): L
       if (marks.length > 0) await markDeliveriesInFlight(db, marks);
       const loadIds = [...new Set(ops.flatMap((op) => (op.kind === 'load' ? [op.id] : [])))];
       const byId = new Map((await loadClaimableDeliveries(db, loadIds)).map((r) => [r.id, r]));
-      return ops.map((op, i) => (failed.has(i) ? new BatchItemFailure(failed.get(i)) : op.kind === 'load' ? byId.get(op.id) : undefined));
+      const generations = await claimableGenerations(db, [...new Set(ops.flatMap((op) => (op.kind === 'check' ? [op.id] : [])))]);
+      return ops.map((op, i) => {
+        if (failed.has(i)) return new BatchItemFailure(failed.get(i));
+        if (op.kind === 'load') return byId.get(op.id);
+        return op.kind === 'check' ? generations.get(op.id) : undefined;
+      });
     },
   });
   return {
-    load: (id) => batcher.submit({ kind: 'load', id }),
+    load: (id) => batcher.submit({ kind: 'load', id }) as Promise<ClaimedDelivery | undefined>,
+    claimableGeneration: (id) => batcher.submit({ kind: 'check', id }) as Promise<number | undefined>,
     async record(outcome) {
       await batcher.submit({ kind: 'record', outcome });
     },
