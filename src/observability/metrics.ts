@@ -36,7 +36,7 @@ export type DeliveryMetrics = {
   registry: Registry;
   /** Attempts (every try, retries included) by outcome (delivered, accepted_by_qstash, retrying, failed) and transport. */
   attempts: Counter<'outcome' | 'transport'>;
-  /** Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed), once each. */
+  /** Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed, skipped), once each. */
   finished: Counter<'outcome' | 'transport'>;
   attemptDuration: Histogram<'transport'>;
   reconciled: Counter;
@@ -214,7 +214,7 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
     }),
     finished: new Counter({
       name: 'hookrelay_deliveries_total',
-      help: 'Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed), each counted once (every try is in hookrelay_delivery_attempts_total; a later QStash callback in hookrelay_qstash_callbacks_total)',
+      help: 'Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed; skipped: an environment hook the worker no longer has), each counted once (every try is in hookrelay_delivery_attempts_total; a later QStash callback in hookrelay_qstash_callbacks_total)',
       labelNames: ['outcome', 'transport'],
       registers: [registry],
     }),

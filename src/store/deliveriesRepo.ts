@@ -539,6 +539,22 @@ export async function failWaitingDelivery(db: Db, input: { id: string; generatio
   return Number(rowsOf<{ failed: number }>(result)[0]?.failed ?? 0) > 0;
 }
 
+/**
+ * F4: an environment-hook delivery whose hook the worker's environment no longer has becomes
+ * `skipped` with the reason (final, nothing sent). Applies only to a row still claimable in this
+ * generation; returns whether it did.
+ */
+export async function skipDeliveryAttempt(db: Db, input: { id: string; generation: number; reason: string }): Promise<boolean> {
+  const result = await storageCall('skip delivery', () =>
+    db.execute(sql`
+    UPDATE deliveries
+       SET status = 'skipped', failure_reason = ${input.reason}, next_attempt_at = NULL, lease_expires_at = NULL, updated_at = now()
+     WHERE id = ${input.id} AND generation = ${input.generation} AND status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])
+    RETURNING id`),
+  );
+  return rowsOf<{ id: string }>(result).length > 0;
+}
+
 /** Q4: the failure reason of a critical row QStash accepted whose outcome nobody reported by its deadline. */
 export const QSTASH_OUTCOME_UNKNOWN = 'qstash_outcome_unknown';
 
