@@ -10,7 +10,7 @@ import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContex
 import { ToolCallContextError } from '../payload/errors.ts';
 import { parseToolCallHookContext } from '../payload/toolCallContext.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
-import { CriticalHookDeliveryError, type CriticalFailure } from '../contract/errors.ts';
+import { CriticalHookDeliveryError, type CriticalFailure, type DispatchReport, type NotAcceptedDelivery } from '../contract/errors.ts';
 import { storeOf, type Store } from '../store/db.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { createOperationWithHooks, finishOperation, getOperation, loadOperationHooks } from '../store/operationsRepo.ts';
@@ -297,20 +297,22 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
      * `error` → `error`, `interrupted` / `max_steps` / `cost_limit` → `cancelled`) — except for
      * `parked` (waiting on an async tool): no hooks, no unregister, the session stays open.
      */
-    async completeOperation(input: CompleteOperationInput): Promise<void> {
+    async completeOperation(input: CompleteOperationInput): Promise<DispatchReport> {
       assertStorableEvent({ operationId: input.operationId, event: input.event }, 'completeOperation', '');
       const d = await db();
       await finishOperation(d, input.operationId, STATUS_BY_REASON[input.reason] ?? 'completed', input.reason);
-      if (input.reason === 'parked') return;
+      if (input.reason === 'parked') return { notAccepted: [] };
       const record = await getOperation(d, input.operationId);
       // D9a: nothing stored → undefined, so the in-memory onComplete / onError hooks run (queue mode too).
       const hooks = await loadOperationHooks(d, input.operationId);
       const base = { ...(record?.userId ? { userId: record.userId } : {}), ...input.event, operationId: input.operationId };
       const failures: CriticalFailure[] = [];
       const others: unknown[] = [];
+      const notAccepted: NotAcceptedDelivery[] = [];
       const run = async (type: 'onComplete' | 'onError', event: Record<string, unknown>) => {
         try {
-          await input.dispatcher.dispatch(input.operationId, type, event, hooks);
+          const report = await input.dispatcher.dispatch(input.operationId, type, event, hooks);
+          if (report) notAccepted.push(...report.notAccepted);
         } catch (error) {
           if (error instanceof CriticalHookDeliveryError) {
             failures.push(...error.failures);
@@ -330,6 +332,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       // D6: critical stays critical; the other errors of both dispatches travel with it.
       if (failures.length > 0) throw new CriticalHookDeliveryError(failures, others);
       if (others.length > 0) throw others[0];
+      return { notAccepted };
     },
 
     async close(): Promise<void> {

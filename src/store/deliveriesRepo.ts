@@ -738,6 +738,11 @@ export async function recordQStashCallback(db: Db, update: QStashCallbackUpdate)
   return row ? { operationId: row.operation_id } : undefined;
 }
 
+/** Resolves when the ledger answers and has its table (a database not migrated yet is not ready); the producer's outage probe. */
+export async function ledgerAnswers(db: Db): Promise<void> {
+  await db.execute(sql`SELECT 1 FROM deliveries LIMIT 0`);
+}
+
 /** The current status of each known id (the console's live status column). */
 export async function deliveryStatuses(db: Db, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();

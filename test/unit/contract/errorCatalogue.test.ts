@@ -28,6 +28,7 @@ const CATALOGUE: Record<string, `HOOKRELAY_${string}`> = {
   EmbeddedStoreUnavailableError: 'HOOKRELAY_EMBEDDED_STORE_UNAVAILABLE',
   EnvHookConfigError: 'HOOKRELAY_ENV_HOOK_CONFIG_INVALID',
   EventValidationError: 'HOOKRELAY_EVENT_INVALID',
+  EventNotAcceptedError: 'HOOKRELAY_EVENT_NOT_ACCEPTED',
   HookConfigError: 'HOOKRELAY_HOOK_CONFIG_INVALID',
   HostFailureError: 'HOOKRELAY_HOST_ERROR',
   HostErrorFailure: 'HOOKRELAY_HOST_ERROR',
