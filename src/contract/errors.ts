@@ -145,7 +145,8 @@ const NOT_ACCEPTED_WHY: Record<NotAcceptedReason, string> = {
   spool_off: 'the ledger store (Postgres at DATABASE_URL) could not take it and the local spool is off (HOOKRELAY_SPOOL_MAX_BYTES=0 or spool: false)',
   spool_full: 'the ledger store (Postgres at DATABASE_URL) could not take it and the local spool is full (HOOKRELAY_SPOOL_MAX_BYTES)',
   spool_unwritable: 'the ledger store (Postgres at DATABASE_URL) could not take it and the local spool could not be written (HOOKRELAY_DATA_DIR)',
-  idempotency_key: 'the ledger store (Postgres at DATABASE_URL) could not take it, and an event with an idempotencyKey is not spooled: retry with the same key once it answers',
+  idempotency_key:
+    'the ledger store (Postgres at DATABASE_URL) could not take it, and an event with an idempotencyKey is not spooled: retry with the same key once it answers',
   refused: 'the producer refused it',
 };
 

@@ -24,6 +24,8 @@ export type HttpServerOptions = {
   logger: Logger;
   registry?: Registry;
   readiness?: Record<string, ReadinessCheck>;
+  /** More of `/readyz`'s body, read per request (F1: the local spool), never deciding readiness. */
+  readinessDetails?: () => Promise<Record<string, unknown>>;
   /** POST routes by path (query string excluded). */
   postRoutes?: Record<string, PostRoute>;
   /** Tried in order before the 404 (each owns its own path prefix). */
@@ -71,8 +73,9 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
     const checks = Object.entries(options.readiness ?? {});
     const results = await Promise.all(checks.map(async ([name, check]) => [name, await withinTimeout(check)] as const));
     const ready = results.every(([, ok]) => ok);
+    const details = options.readinessDetails ? await options.readinessDetails().catch(() => ({})) : {};
     res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ready, checks: Object.fromEntries(results) }));
+    res.end(JSON.stringify({ ready, checks: Object.fromEntries(results), ...details }));
     return;
   }
   if (req.method === 'GET' && path === '/metrics' && options.registry) {

@@ -21,10 +21,10 @@ import { addDeliveryJobs, withTimeout } from './jobs.ts';
 import type { PreparedItem } from './prepareEnqueue.ts';
 import type { RedisAvailability } from './redisAvailability.ts';
 import { SpoolWriteError } from './errors.ts';
-import { createSpool, type Spool, type SpoolStatus } from './spool.ts';
+import { createSpool, type Spool } from './spool.ts';
 import { drainSpoolSegment } from './spoolDrain.ts';
 import { createStoreAvailability, isStoreUnusable, type StoreAvailability } from './storeAvailability.ts';
-import type { DeliveryJobData, EnqueueManyResult } from './types.ts';
+import type { DeliveryJobData, EnqueueManyResult, SpoolStatus } from './types.ts';
 
 /** What commit's store timeout answers when it fired first. */
 const STORE_TIMED_OUT = Symbol('store timed out');
@@ -127,7 +127,8 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
         return;
       }
     }
-    if (events > 0) logger.info({ events, rejected }, `spool drained: ${events - rejected} spooled events are in the ledger, with the delivery ids they were given`);
+    if (events > 0)
+      logger.info({ events, rejected }, `spool drained: ${events - rejected} spooled events are in the ledger, with the delivery ids they were given`);
   };
   const drain = (): Promise<void> => {
     draining ??= runDrain().finally(() => {
@@ -147,9 +148,13 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
   /** The call into the spool, or EventNotAcceptedError saying why it could not be (nothing of it stored). */
   const toSpool = async (prepared: PreparedItem[], cause: unknown): Promise<EnqueueManyResult> => {
     const hookIds = [...new Set(prepared.flatMap((p) => p.rows.map((r) => r.hookId)))];
-    const unavailable = storeUnavailable(cause ?? lastStoreError ?? new StoreUnavailableError('the ledger store (Postgres at DATABASE_URL) is unreachable'), 'nothing was stored');
+    const unavailable = storeUnavailable(
+      cause ?? lastStoreError ?? new StoreUnavailableError('the ledger store (Postgres at DATABASE_URL) is unreachable'),
+      'nothing was stored',
+    );
     // Q1a: a keyed call needs the ledger to check its key; the caller retries it with the same key.
-    const refuse = (reason: NotAcceptedReason, detail?: string, error?: unknown) => new EventNotAcceptedError({ reason, hookIds, cause: error ?? unavailable, detail });
+    const refuse = (reason: NotAcceptedReason, detail?: string, error?: unknown) =>
+      new EventNotAcceptedError({ reason, hookIds, cause: error ?? unavailable, detail });
     if (prepared.some((p) => p.idempotencyKey !== undefined)) throw refuse('idempotency_key');
     if (!spool) throw refuse('spool_off');
     try {

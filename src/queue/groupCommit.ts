@@ -76,7 +76,14 @@ async function commitGroup(deps: GroupCommitDeps, calls: PreparedItem[][]): Prom
   numberOrderedRows(rows, stored.sequences);
   // Add jobs: every stored row gets its job, whatever happens to a sibling call.
   const inserted = rows.filter((r) => stored.inserted.has(r.id));
-  const queued = await addStoredJobs(deps.queue, inserted, deps.queueTimeoutMs, deps.logger, deps.redis(), inserted.length === rows.length ? staged : undefined);
+  const queued = await addStoredJobs(
+    deps.queue,
+    inserted,
+    deps.queueTimeoutMs,
+    deps.logger,
+    deps.redis(),
+    inserted.length === rows.length ? staged : undefined,
+  );
   // Answer: each call its own ids or its own error.
   return answerCalls(calls, stored, queued);
 }

@@ -140,7 +140,8 @@ function spoolSettings(
 ): { dir: string; maxBytes: number } | undefined {
   if (options.spool === false) return undefined;
   const maxBytes = options.spool?.maxBytes ?? s.HOOKRELAY_SPOOL_MAX_BYTES ?? DEFAULT_SPOOL_MAX_BYTES;
-  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new TypeError('createHookProducer: spool.maxBytes must be a whole number of bytes (0 turns the spool off)');
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0)
+    throw new TypeError('createHookProducer: spool.maxBytes must be a whole number of bytes (0 turns the spool off)');
   if (maxBytes === 0) return undefined;
   const ledger = ledgerIdentity(options, options.databaseUrl ?? s.DATABASE_URL, s.HOOKRELAY_DATA_DIR);
   return { dir: options.spool?.dir ?? spoolFolder(s.HOOKRELAY_DATA_DIR, ledger, s.queueName, s.queuePrefix), maxBytes };

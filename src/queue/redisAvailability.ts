@@ -16,7 +16,7 @@ const PROBE_INTERVAL_MS = 1_000;
 const PROBE_TIMEOUT_MS = 1_000;
 
 /** `up`: send the add. `connecting`: never connected yet, no failure seen: wait for it (bounded). `down`: answer at once. */
-export type RedisState = 'up' | 'connecting' | 'down';
+type RedisState = 'up' | 'connecting' | 'down';
 
 export type RedisAvailability = {
   state(): RedisState;

@@ -22,6 +22,7 @@ import path from 'node:path';
 import type { Logger } from '../observability/logger.ts';
 import type { PreparedRow } from './prepareEnqueue.ts';
 import { SpoolWriteError } from './errors.ts';
+import type { SpoolStatus } from './types.ts';
 import { countSpoolLines, encodeSpoolRecord, SPOOL_SEGMENT_SUFFIX } from './spoolFormat.ts';
 
 /** A segment is sealed once it holds this much, so a drained part of the spool is removed early. */
@@ -32,17 +33,6 @@ const HEARTBEAT_MS = 10_000;
 const STALE_MS = 60_000;
 const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;
-
-
-export type SpoolStatus = {
-  /** The spool's folder. */
-  dir: string;
-  /** Calls waiting to be drained into the ledger (each one enqueue / enqueueMany call). */
-  events: number;
-  bytes: number;
-  /** When the oldest waiting call was spooled (its segment's time); null when empty. */
-  oldestAt: Date | null;
-};
 
 export type Spool = {
   /** Writes one call's rows and fsyncs them; throws SpoolWriteError when it cannot (nothing written). */

@@ -17,7 +17,7 @@ import { HookTypeSchema } from '../contract/hookTypes.ts';
 import type { NewDelivery } from '../store/deliveriesRepo.ts';
 import type { PreparedRow } from './prepareEnqueue.ts';
 
-export const SPOOL_FORMAT_VERSION = 1;
+const SPOOL_FORMAT_VERSION = 1;
 /** A segment's file name ends so; anything else in the folder is not read. */
 export const SPOOL_SEGMENT_SUFFIX = '.spool';
 

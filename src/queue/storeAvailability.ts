@@ -57,7 +57,10 @@ export function createStoreAvailability(options: {
       if (closed || downSince === undefined) return;
       const ms = Date.now() - downSince;
       downSince = undefined;
-      options.logger.info({ dependency: 'postgres', outageMs: ms }, `postgres answers again after ${(ms / 1000).toFixed(1)} s; enqueue stores events in the ledger again`);
+      options.logger.info(
+        { dependency: 'postgres', outageMs: ms },
+        `postgres answers again after ${(ms / 1000).toFixed(1)} s; enqueue stores events in the ledger again`,
+      );
       options.onUp();
     }, delayMs);
     timer.unref();

@@ -8,7 +8,6 @@ import type { SerializedHook } from '../contract/hook.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { StoreHandle } from '../store/types.ts';
-import type { SpoolStatus } from './spool.ts';
 
 /** The documented defaults (defined once, in the contract). */
 export { DEFAULT_QUEUE_NAME, DEFAULT_REDIS_URL, DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_QUEUE_PREFIX } from '../contract/defaults.ts';
@@ -85,7 +84,15 @@ export type EnqueueManyResult = {
 };
 
 /** F1: the producer's local spool now (`producer.spoolStatus()`). */
-export type { SpoolStatus } from './spool.ts';
+export type SpoolStatus = {
+  /** The spool's folder. */
+  dir: string;
+  /** Calls waiting to be drained into the ledger (each one enqueue / enqueueMany call). */
+  events: number;
+  bytes: number;
+  /** When the oldest waiting call was spooled (its segment's time); null when empty. */
+  oldestAt: Date | null;
+};
 
 export type HookProducerOptions = {
   /** Default `REDIS_URL`, else `redis://127.0.0.1:6379`. */

@@ -13,10 +13,7 @@ import { isEnvHookId } from '../contract/hookTypes.ts';
 
 export type EnvironmentTarget =
   /** Not an environment hook: the stored hook is the target. */
-  | { kind: 'stored' }
-  | { kind: 'current'; hook: ParsedSerializedHook }
-  | { kind: 'removed' }
-  | { kind: 'invalid'; problem: string };
+  { kind: 'stored' } | { kind: 'current'; hook: ParsedSerializedHook } | { kind: 'removed' } | { kind: 'invalid'; problem: string };
 
 const STORED: EnvironmentTarget = { kind: 'stored' };
 const REMOVED: EnvironmentTarget = { kind: 'removed' };
@@ -26,7 +23,9 @@ export function createEnvironmentTargets(env: Record<string, string | undefined>
   let cache: { key: string; hooks: Map<string, ParsedSerializedHook> | Error } | undefined;
   const current = (): Map<string, ParsedSerializedHook> | Error => {
     // The token stays a template (resolved at send time): a rotated token needs no re-parse.
-    const key = JSON.stringify(Object.values(ENV_HOOK_VARIABLES).map((name) => (name === ENV_HOOK_VARIABLES.token ? (env[name] ?? '').trim() === '' : env[name])));
+    const key = JSON.stringify(
+      Object.values(ENV_HOOK_VARIABLES).map((name) => (name === ENV_HOOK_VARIABLES.token ? (env[name] ?? '').trim() === '' : env[name])),
+    );
     if (cache?.key === key) return cache.hooks;
     let hooks: Map<string, ParsedSerializedHook> | Error;
     try {

@@ -43,7 +43,11 @@ export type LedgerWriter = {
   drain(): Promise<void>;
 };
 
-type LedgerOp = { kind: 'load'; id: string } | { kind: 'check'; id: string } | { kind: 'record'; outcome: AttemptOutcome } | { kind: 'mark'; mark: InFlightMark };
+type LedgerOp =
+  | { kind: 'load'; id: string }
+  | { kind: 'check'; id: string }
+  | { kind: 'record'; outcome: AttemptOutcome }
+  | { kind: 'mark'; mark: InFlightMark };
 
 export type LedgerWriterOptions = { logger?: Logger };
 

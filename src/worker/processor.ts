@@ -194,7 +194,9 @@ class DeliveryPipeline {
   /** F4: the worker's environment no longer has this environment hook: `skipped`, nothing sent. */
   async skipRemovedEnvironmentHook(target: AttemptTarget): Promise<void> {
     const deps = this.#deps;
-    const skipped = await deps.gate.run(() => skipDeliveryAttempt(deps.db, { id: target.id, generation: target.generation, reason: ENVIRONMENT_HOOK_REMOVED_REASON }));
+    const skipped = await deps.gate.run(() =>
+      skipDeliveryAttempt(deps.db, { id: target.id, generation: target.generation, reason: ENVIRONMENT_HOOK_REMOVED_REASON }),
+    );
     if (!skipped) return; // finished or replayed by someone else meanwhile
     deps.metrics?.finished.inc({ outcome: 'skipped', transport: 'fetch' });
     deps.logger.info(

@@ -363,7 +363,13 @@ describe.each(MODES)('%s mode', (m) => {
         await ops.createOperation({ operationId: op, hooks: [control('p', `${rx.url}/p`)] });
         await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
         const error = await ops
-          .publishDeferredResult({ operationId: op, toolCallId: 'c', result: toolResult('r'), context: ctx(op, 'c', { [field]: '' }), dispatcher: dispatcher() })
+          .publishDeferredResult({
+            operationId: op,
+            toolCallId: 'c',
+            result: toolResult('r'),
+            context: ctx(op, 'c', { [field]: '' }),
+            dispatcher: dispatcher(),
+          })
           .catch((e: unknown) => e);
         expect(error).toBeInstanceOf(DeferredContextError);
         // It names the field the validator refused (not a fixed list of what a rebuild needs).

@@ -10,7 +10,8 @@ import { copyFile, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../../../src/cli/main.ts';
 import { EventNotAcceptedError } from '../../../src/contract/errors.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
@@ -158,12 +159,16 @@ describe('DOOR-1 (F1): accepted into the ledger or the spool, or the caller is t
     const dir = await spoolDir();
     const producer = producerOn(target.url, { spool: { dir, maxBytes: 1_200 } });
     const hook = fetchHook('full', `${receiver.url}/full`);
-    const keyed = await producer.enqueue({ operationId: 'op-door1-full', type: 'onComplete', event: {}, hooks: [hook], idempotencyKey: 'k1' }).catch((e: unknown) => e);
+    const keyed = await producer
+      .enqueue({ operationId: 'op-door1-full', type: 'onComplete', event: {}, hooks: [hook], idempotencyKey: 'k1' })
+      .catch((e: unknown) => e);
     expect((keyed as EventNotAcceptedError).reason).toBe('idempotency_key');
     const first = await producer.enqueue({ operationId: 'op-door1-full', type: 'onComplete', event: { pad: 'x'.repeat(300) }, hooks: [hook] });
     expect(first.spooled).toBe(true);
     const bytes = producer.spoolStatus()!.bytes;
-    const second = await producer.enqueue({ operationId: 'op-door1-full', type: 'onComplete', event: { pad: 'y'.repeat(900) }, hooks: [hook] }).catch((e: unknown) => e);
+    const second = await producer
+      .enqueue({ operationId: 'op-door1-full', type: 'onComplete', event: { pad: 'y'.repeat(900) }, hooks: [hook] })
+      .catch((e: unknown) => e);
     expect(second).toBeInstanceOf(EventNotAcceptedError);
     expect((second as EventNotAcceptedError).reason).toBe('spool_full');
     expect(producer.spoolStatus()).toMatchObject({ events: 1, bytes });
@@ -177,7 +182,8 @@ describe('DOOR-1 (F1): accepted into the ledger or the spool, or the caller is t
     await first.enqueue({ operationId: 'op-door1-handover', type: 'onComplete', event: { i: 0 }, hooks: [hook] });
     await pgProxy.cut();
     const ids: string[] = [];
-    for (let i = 1; i <= 3; i++) ids.push(...(await first.enqueue({ operationId: 'op-door1-handover', type: 'onComplete', event: { i }, hooks: [hook] })).deliveryIds);
+    for (let i = 1; i <= 3; i++)
+      ids.push(...(await first.enqueue({ operationId: 'op-door1-handover', type: 'onComplete', event: { i }, hooks: [hook] })).deliveryIds);
     const [segment] = (await readdir(dir)).filter((f) => f.endsWith('.spool'));
     const copy = path.join(dir, '..', `${path.basename(dir)}-copy`);
     await copyFile(path.join(dir, segment!), copy);
@@ -198,4 +204,37 @@ describe('DOOR-1 (F1): accepted into the ledger or the spool, or the caller is t
     for (const id of ids) expect(sentTo('/handover').filter((r) => r.headers['webhook-id'] === id)).toHaveLength(1);
     expect(third.spoolStatus()?.events).toBe(0);
   }, 60_000);
+
+  it("DOOR-1 (F1): what the spool holds is visible in `hookrelay stats`, the worker's /readyz and its hookrelay_spool_events gauge", async () => {
+    const dataDir = await spoolDir();
+    const target = laterSchema(); // the ledger is not there: both events are spooled under the data dir
+    const producer = producerOn(target.url, { env: { HOOKRELAY_DATA_DIR: dataDir } });
+    for (let i = 0; i < 2; i++) {
+      const r = await producer.enqueue({ operationId: 'op-door1-seen', type: 'onComplete', event: { i }, hooks: [fetchHook('seen', `${receiver.url}/seen`)] });
+      expect(r.spooled).toBe(true);
+    }
+    expect(producer.spoolStatus()?.dir.startsWith(path.join(dataDir, 'spool'))).toBe(true);
+    const worker = await stack.startWorker({ HOOKRELAY_DATA_DIR: dataDir });
+    const ready = (await (await fetch(`http://127.0.0.1:${worker.httpPort}/readyz`)).json()) as { spool: { events: number; oldestAgeSeconds: number | null } };
+    expect(ready.spool.events).toBe(2);
+    expect(ready.spool.oldestAgeSeconds).not.toBeNull();
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/^hookrelay_spool_events 2$/m);
+    vi.stubEnv('HOOKRELAY_DATA_DIR', dataDir);
+    vi.stubEnv('DATABASE_URL', stack.db.url);
+    vi.stubEnv('REDIS_URL', TEST_REDIS_URL);
+    const out: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      out.push(String(chunk));
+      return true;
+    });
+    try {
+      expect(await main(['node', 'hookrelay', 'stats', '--json'])).toBe(0);
+    } finally {
+      write.mockRestore();
+      vi.unstubAllEnvs();
+      process.exitCode = undefined;
+    }
+    expect((JSON.parse(out.join('')) as { spool: { events: number } }).spool.events).toBe(2);
+  });
 });

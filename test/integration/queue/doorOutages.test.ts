@@ -23,7 +23,15 @@ function captured() {
   const msgs: string[] = [];
   const logger = createLogger({
     level: 'info',
-    destination: { write: (chunk: string) => void msgs.push(...chunk.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg)) } as never,
+    destination: {
+      write: (chunk: string) =>
+        void msgs.push(
+          ...chunk
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => (JSON.parse(l) as { msg: string }).msg),
+        ),
+    } as never,
   });
   return { logger, msgs };
 }
@@ -61,10 +69,19 @@ describe('DOOR-2 (F2): outages cost nothing on the agent path', () => {
 
   it('DOOR-2 (F2): 20 dispatches during a Redis outage each answer within 100 ms, rows committed with queued:false; one log line each way', async () => {
     const log = captured();
-    const producer = createHookProducer({ store: stack.db.store, redisUrl: redisProxy.url(TEST_REDIS_URL), queueName: stack.queueName, queuePrefix: stack.prefix, env: {}, logger: log.logger });
+    const producer = createHookProducer({
+      store: stack.db.store,
+      redisUrl: redisProxy.url(TEST_REDIS_URL),
+      queueName: stack.queueName,
+      queuePrefix: stack.prefix,
+      env: {},
+      logger: log.logger,
+    });
     const d = new HookDispatcher({ mode: 'queue', producer, env: {}, logger: log.logger });
     try {
-      expect((await producer.enqueue({ operationId: 'op-door2-r0', type: 'onComplete', event: {}, hooks: [fetchHook('h', 'https://hooks.example.com/x')] })).queued).toBe(true);
+      expect(
+        (await producer.enqueue({ operationId: 'op-door2-r0', type: 'onComplete', event: {}, hooks: [fetchHook('h', 'https://hooks.example.com/x')] })).queued,
+      ).toBe(true);
       await redisProxy.cut();
       const times = await timedDispatches(d, 'op-door2-redis');
       expect(times.filter((ms) => ms >= BOUND_MS).map((ms) => Math.round(ms))).toEqual([]);

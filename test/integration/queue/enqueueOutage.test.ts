@@ -115,7 +115,9 @@ describe('FAULT-enqueue during an outage (Q2, Q13)', () => {
       expect((error as EventNotAcceptedError).code).toBe('HOOKRELAY_EVENT_NOT_ACCEPTED');
       expect((error as EventNotAcceptedError).reason).toBe('spool_off');
       expect((error as EventNotAcceptedError).cause).toBeInstanceOf(StoreUnavailableError);
-      expect(((error as EventNotAcceptedError).cause as Error).message).toMatch(/^the ledger store \(Postgres at DATABASE_URL\) (is unreachable|did not answer)/);
+      expect(((error as EventNotAcceptedError).cause as Error).message).toMatch(
+        /^the ledger store \(Postgres at DATABASE_URL\) (is unreachable|did not answer)/,
+      );
       const closing = Date.now();
       await producer.close();
       expect(Date.now() - closing).toBeLessThan(10_000 + SLACK_MS);
