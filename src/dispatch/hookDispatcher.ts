@@ -170,7 +170,7 @@ export class HookDispatcher {
       // owned (and closed) by this dispatcher; it connects on its first enqueue.
       const owned: OwnedProducer | undefined = options.producer
         ? undefined
-        : defaults.createProducer!({ env, ...withDefined({ templateEnv: options.templateEnv }) });
+        : defaults.createProducer!({ env, ...withDefined({ templateEnv: options.templateEnv, logger: options.logger }) });
       this.#delivery = createQueueDelivery(options.producer ?? owned!, this.#logger, owned);
     } else {
       this.#delivery = createLocalDelivery(this.#send, payloads);

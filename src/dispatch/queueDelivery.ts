@@ -18,7 +18,7 @@ export type DispatchProducer = {
 
 /** A producer the dispatcher owns (and closes): the composition root supplies the factory, so dispatch never imports queue. */
 export type OwnedProducer = DispatchProducer & { close(): Promise<void> };
-export type OwnedProducerFactory = (options: { env: Record<string, string | undefined>; templateEnv?: string }) => OwnedProducer;
+export type OwnedProducerFactory = (options: { env: Record<string, string | undefined>; templateEnv?: string; logger?: Logger }) => OwnedProducer;
 
 /** JSON-safe copy of an event for queue mode: drops functions (`mock`) and `finalState` (B4a). */
 function queueEvent(event: LooseHookEvent): LooseHookEvent {

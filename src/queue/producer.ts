@@ -13,7 +13,7 @@
  */
 import path from 'node:path';
 import { Queue } from 'bullmq';
-import { silentLogger, type Logger } from '../observability/logger.ts';
+import { createLogger, type Logger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { getDelivery } from '../store/deliveriesRepo.ts';
 import { QUEUE_STREAMS, withTimeout } from './jobs.ts';
@@ -44,12 +44,12 @@ const PRODUCER_SETTINGS = [
   'HOOKRELAY_QUEUE_PREFIX',
   'HOOKRELAY_REDIS_CLUSTER',
   'HOOKRELAY_SPOOL_MAX_BYTES',
+  'LOG_LEVEL',
 ] as const;
 /** How long close() waits for the queue connection before dropping it. */
 const CLOSE_TIMEOUT_MS = 2_000;
 
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
-  const logger = options.logger ?? silentLogger();
   // Resolved once (a bad value throws a SettingsError naming the variable); explicit options win
   // over the environment. Redis Cluster: the prefix must be a hash tag (one slot per queue),
   // refused here, not at the first enqueue. W2: an invalid template pattern fails here too.
@@ -61,6 +61,14 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     ownsRedis: !options.redis,
   });
   const settings = config.settings;
+  // F2: the app hears of an outage once each way, on stderr, unless it hands its own logger (a library speaks only then: during outages).
+  const logger =
+    options.logger ??
+    createLogger({
+      level: (config.env as Record<string, string | undefined>).LOG_LEVEL?.trim() ? settings.LOG_LEVEL : 'info',
+      pretty: false,
+      destination: process.stderr,
+    });
   const queueName = options.queueName ?? settings.HOOKRELAY_QUEUE;
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
   const storeTimeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
