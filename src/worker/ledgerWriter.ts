@@ -43,11 +43,10 @@ export type LedgerWriter = {
   drain(): Promise<void>;
 };
 
-type LedgerOp =
-  | { kind: 'load'; id: string }
-  | { kind: 'check'; id: string }
-  | { kind: 'record'; outcome: AttemptOutcome }
-  | { kind: 'mark'; mark: InFlightMark };
+type LedgerOp = { kind: 'load'; id: string } | { kind: 'record'; outcome: AttemptOutcome } | { kind: 'mark'; mark: InFlightMark };
+
+/** F3 status reads: their own flushes, so a job's read never waits behind other jobs' outcome writes. */
+const CHECK_CONCURRENT_FLUSHES = 2;
 
 export type LedgerWriterOptions = { logger?: Logger };
 
@@ -99,7 +98,15 @@ async function replaceUnwritable(db: Db, outcome: AttemptOutcome, cause: unknown
 
 export function createLedgerWriter(db: Db, options: LedgerWriterOptions = {}): LedgerWriter {
   const logger = options.logger ?? silentLogger();
-  const batcher = createBatcher<LedgerOp, ClaimedDelivery | number | undefined>({
+  const checks = createBatcher<string, number | undefined>({
+    maxBatch: LEDGER_BATCH_ROWS,
+    maxConcurrent: CHECK_CONCURRENT_FLUSHES,
+    async run(ids) {
+      const generations = await claimableGenerations(db, [...new Set(ids)]);
+      return ids.map((id) => generations.get(id));
+    },
+  });
+  const batcher = createBatcher<LedgerOp, ClaimedDelivery | undefined>({
     maxBatch: LEDGER_BATCH_ROWS,
     maxConcurrent: LEDGER_CONCURRENT_FLUSHES,
     async run(ops) {
@@ -128,23 +135,20 @@ export function createLedgerWriter(db: Db, options: LedgerWriterOptions = {}): L
       if (marks.length > 0) await markDeliveriesInFlight(db, marks);
       const loadIds = [...new Set(ops.flatMap((op) => (op.kind === 'load' ? [op.id] : [])))];
       const byId = new Map((await loadClaimableDeliveries(db, loadIds)).map((r) => [r.id, r]));
-      const generations = await claimableGenerations(db, [...new Set(ops.flatMap((op) => (op.kind === 'check' ? [op.id] : [])))]);
-      return ops.map((op, i) => {
-        if (failed.has(i)) return new BatchItemFailure(failed.get(i));
-        if (op.kind === 'load') return byId.get(op.id);
-        return op.kind === 'check' ? generations.get(op.id) : undefined;
-      });
+      return ops.map((op, i) => (failed.has(i) ? new BatchItemFailure(failed.get(i)) : op.kind === 'load' ? byId.get(op.id) : undefined));
     },
   });
   return {
-    load: (id) => batcher.submit({ kind: 'load', id }) as Promise<ClaimedDelivery | undefined>,
-    claimableGeneration: (id) => batcher.submit({ kind: 'check', id }) as Promise<number | undefined>,
+    load: (id) => batcher.submit({ kind: 'load', id }),
+    claimableGeneration: (id) => checks.submit(id),
     async record(outcome) {
       await batcher.submit({ kind: 'record', outcome });
     },
     async markInFlight(mark) {
       await batcher.submit({ kind: 'mark', mark });
     },
-    drain: () => batcher.drain(),
+    drain: async () => {
+      await Promise.all([batcher.drain(), checks.drain()]);
+    },
   };
 }
