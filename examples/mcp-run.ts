@@ -5,8 +5,9 @@
  *   (and `hookrelay worker` with the same DATABASE_URL / REDIS_URL delivers the webhooks)
  *
  * The example starts examples/mcp-files-server.ts over stdio (a real MCP server in its own
- * process, serving a scratch folder of two files) and calls its tools through the wrapped
- * `@modelcontextprotocol/sdk` `Client`. What it shows:
+ * process, serving a scratch folder of two files) and calls its tools through a guarded `Client`
+ * of either MCP SDK major: `@modelcontextprotocol/sdk` 1.x (default) or, with MCP_SDK=2,
+ * `@modelcontextprotocol/client` / `@modelcontextprotocol/server` 2.x. What it shows:
  * - a policy webhook (`createRemoteInterceptor`; a stand-in on 127.0.0.1 unless POLICY_URL)
  *   denying `delete_all`: the server is never asked, the caller gets an MCP error result naming
  *   the reason, and the files are still there;
@@ -24,8 +25,6 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { FetchTransport, HookDispatcher, Verdict, createAgentHooks, createRemoteInterceptor, type InterceptionRecord } from 'hookrelay';
 import { createMcpHooks } from 'hookrelay/mcp';
 import { createHookProducer } from 'hookrelay/queue';
@@ -41,7 +40,31 @@ export type McpExampleOptions = {
   policyUrl?: string;
   allowedCidrs?: string;
   operationId?: string;
+  /** The MCP SDK major of the client and the server: 1 (`@modelcontextprotocol/sdk`, default) or 2 (`@modelcontextprotocol/client`). */
+  sdk?: 1 | 2;
 };
+
+/** A client of the chosen major connected over stdio to the files server (same major), as a host starts one. */
+async function connectFilesServer(sdk: 1 | 2, folder: string) {
+  const params = {
+    command: process.execPath,
+    args: ['--import', 'tsx', path.join(import.meta.dirname, 'mcp-files-server.ts')],
+    env: { PATH: process.env.PATH ?? '', FILES_DIR: folder, MCP_SDK: String(sdk) },
+    stderr: 'inherit' as const,
+  };
+  if (sdk === 2) {
+    const { Client } = await import('@modelcontextprotocol/client');
+    const { StdioClientTransport } = await import('@modelcontextprotocol/client/stdio');
+    const client = new Client({ name: 'hookrelay-example', version: '1.0.0' });
+    await client.connect(new StdioClientTransport(params));
+    return client;
+  }
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const client = new Client({ name: 'hookrelay-example', version: '1.0.0' });
+  await client.connect(new StdioClientTransport(params));
+  return client;
+}
 
 /** A stand-in policy service: denies `delete_all`, allows the rest (bare verdict objects, `{ decision, reason?, message? }`). */
 async function startPolicyService(): Promise<{ url: string; close(): Promise<void> }> {
@@ -75,17 +98,9 @@ export async function runMcpExample(options: McpExampleOptions) {
   const transport = new FetchTransport({ allowedCidrs: options.allowedCidrs });
   const records = createStoreRecordSink(store.db);
   const seen: InterceptionRecord[] = [];
-  const client = new Client({ name: 'hookrelay-example', version: '1.0.0' });
+  // The MCP server in its own process, as a host starts one.
+  const client = await connectFilesServer(options.sdk ?? 1, folder);
   try {
-    // The MCP server in its own process, as a host starts one.
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: ['--import', 'tsx', path.join(import.meta.dirname, 'mcp-files-server.ts')],
-        env: { PATH: process.env.PATH ?? '', FILES_DIR: folder },
-        stderr: 'inherit',
-      }),
-    );
     const hooks = createAgentHooks({
       interceptors: {
         policy: createRemoteInterceptor({ url: options.policyUrl ?? (standIn as { url: string }).url }, { fetchTransport: transport }),
@@ -109,7 +124,7 @@ export async function runMcpExample(options: McpExampleOptions) {
       { id: 'notify-done', type: 'onComplete', webhook: { url: options.notifyUrl } },
     ]);
 
-    // The one wrap: every callTool on `tools` is judged at pre_tool_call and post_tool_call.
+    // The one wrap: the client's connection is guarded — every tool call on it is judged at pre_tool_call and post_tool_call.
     const run = createMcpHooks({ hooks, dispatcher }).startRun({ input: 'Summarise the Q3 report, then clear the folder.', operationId });
     const tools = run.wrapClient(client);
     const read = await tools.callTool({ name: 'read_file', arguments: { name: 'q3.txt' } });
@@ -146,6 +161,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     policyUrl: process.env.POLICY_URL,
     allowedCidrs: process.env.HOOKRELAY_ALLOWED_CIDRS,
     operationId: process.env.OPERATION_ID,
+    sdk: process.env.MCP_SDK === '2' ? 2 : 1,
   });
   console.log(`operation ${out.operationId}, session ${out.sessionId}`);
   console.log(`read_file: ${textOf(out.read).trim()}`);

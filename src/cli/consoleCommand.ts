@@ -46,6 +46,8 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
         { createConsole },
         { startHttpServer },
         { createLogger },
+        { createCredentialGuard },
+        { opsAccessPolicy },
         { sql },
       ] = await Promise.all([
         import('../config/settings.ts'),
@@ -55,6 +57,8 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
         import('../console/consoleHandler.ts'),
         import('../observability/httpServer.ts'),
         import('../observability/logger.ts'),
+        import('../observability/credentialGuard.ts'),
+        import('../observability/opsAccess.ts'),
         import('drizzle-orm'),
       ]);
       // Read and resolved once, at the console's start; its queue and sessions use this prefix.
@@ -68,12 +72,20 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
       const host = flags.host ?? DEFAULT_CONSOLE_HOST;
       let port: number | undefined;
       // Without HOOKRELAY_CONSOLE_ORIGIN, browser forms must come from the address it listens on.
-      const app = createConsole({ db: store.db, settings, operator, token, logger, listening: () => (port === undefined ? undefined : { host, port }) });
+      // One token-guess throttle for the console's sign-in and bearer and /readyz's bearer.
+      const guard = createCredentialGuard({ logger });
+      const app = createConsole({ db: store.db, settings, operator, token, logger, guard, listening: () => (port === undefined ? undefined : { host, port }) });
       const server = await startHttpServer({
         port: flags.port ?? DEFAULT_CONSOLE_PORT,
         host,
         logger,
         handlers: [app.handle],
+        ops: opsAccessPolicy({
+          allowFrom: settings.HOOKRELAY_OPS_ALLOW_FROM,
+          hosts: settings.HOOKRELAY_OPS_HOSTS,
+          knownUrls: [settings.HOOKRELAY_CONSOLE_ORIGIN],
+        }),
+        opsBearer: { token, guard },
         readiness: {
           postgres: async () => {
             await store.db.execute(sql`select 1`);

@@ -63,6 +63,29 @@ function allowedCidrsProblem(v: string): string | undefined {
   return `entry ${bad + 1} of ${entries.length} is not a CIDR: give comma-separated IPv4/IPv6 ranges such as 10.0.0.0/8,127.0.0.1/32,fd00::/8`;
 }
 
+/** Why a HOOKRELAY_OPS_ALLOW_FROM value is not `loopback`, `any` or a list of CIDRs, naming the entry's position. */
+function opsAllowFromProblem(v: string): string | undefined {
+  const rule = 'must be loopback, any, or comma-separated CIDRs such as 10.0.0.0/8,fd00::/8 (loopback is always allowed)';
+  if (/^(loopback|any)$/i.test(v)) return undefined;
+  const entries = v
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  if (entries.length === 0) return rule;
+  const bad = entries.findIndex((e) => e.toLowerCase() !== 'loopback' && !ipaddr.isValidCIDR(e));
+  return bad === -1 ? undefined : `entry ${bad + 1} of ${entries.length}: ${rule}`;
+}
+
+/** Why a HOOKRELAY_OPS_HOSTS value is not `*` or a list of host names. */
+function opsHostsProblem(v: string): string | undefined {
+  const names = v
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  const ok = names.length > 0 && names.every((n) => n === '*' || /^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$/.test(n));
+  return ok ? undefined : 'must be * or comma-separated host names such as worker.internal,hookrelay-worker (no scheme, port or path)';
+}
+
 /** A string setting checked by `problem` (a message naming the expected form, never the value). */
 const checked = (problem: (v: string) => string | undefined) =>
   z.string().superRefine((v, ctx) => {
@@ -127,6 +150,23 @@ export const SettingsSchema = z.object({
   HOOKRELAY_SHUTDOWN_TIMEOUT_MS: intFrom(0).default(D.DEFAULT_SHUTDOWN_TIMEOUT_MS),
   HOOKRELAY_HTTP_PORT: intFrom(0, 65_535).default(D.DEFAULT_HTTP_PORT),
   HOOKRELAY_PUBLIC_URL: httpUrl().optional(),
+  /**
+   * Who may read `/metrics` and `/readyz` on the worker's HTTP server without a credential:
+   * `loopback` (this machine), `any`, or comma-separated CIDRs (loopback always included), e.g.
+   * `10.0.0.0/8` for a Prometheus in the cluster network. A request relayed by a proxy
+   * (`Forwarded`, `X-Forwarded-For`, `X-Real-IP`) is never judged by the proxy's address. With
+   * HOOKRELAY_CONSOLE_TOKEN set, `Authorization: Bearer <token>` is accepted from anywhere.
+   * `/healthz` answers everyone.
+   * @defaultValue `loopback`
+   */
+  HOOKRELAY_OPS_ALLOW_FROM: checked(opsAllowFromProblem).optional(),
+  /**
+   * Host names `/metrics` and `/readyz` answer to (the `Host` header, against DNS rebinding),
+   * comma-separated, besides `localhost`, IP literals and the hosts of HOOKRELAY_PUBLIC_URL and
+   * HOOKRELAY_CONSOLE_ORIGIN; `*` answers any name.
+   * @defaultValue unset: only `localhost`, IP literals and those two URLs' hosts
+   */
+  HOOKRELAY_OPS_HOSTS: checked(opsHostsProblem).optional(),
   HOOKRELAY_RETENTION_DAYS: intFrom(1, MAX_DAYS).default(D.DEFAULT_RETENTION_DAYS),
   /** Q11 (opt-in): finished rows older than this many days are deleted, metadata and all; unset keeps their metadata forever. */
   HOOKRELAY_RETENTION_DELETE_DAYS: intFrom(1, MAX_DAYS).optional(),

@@ -1,13 +1,16 @@
 /**
  * Who is asking and whether they may change something: the bearer token, or a browser's live
  * server-side session (sessions.ts, in Redis) with its CSRF value and the console's public origin
- * (the pure checks are in auth.ts). Redis not answering a session lookup in time is 503.
+ * (the pure checks are in auth.ts). Redis not answering a session lookup in time is 503. Every
+ * presented token (bearer or sign-in form) goes through the credential guard: guesses are
+ * throttled per address and overall (429 with Retry-After) and each burst of them logged once.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Settings } from '../config/settings.ts';
+import { createCredentialGuard, type CredentialGuard } from '../observability/credentialGuard.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorQueue } from '../operator/operatorQueue.ts';
-import { bearerOf, csrfValue, defaultConsoleOrigins, sameOrigin, sameSecret, sessionIdOf } from './auth.ts';
+import { bearerToken, csrfValue, defaultConsoleOrigins, sameOrigin, sameSecret, sessionIdOf } from './auth.ts';
 import { BASE } from './pages.ts';
 import { HttpError } from './errors.ts';
 import { createSessionStore, type Session, type SessionRedis, type SessionStore } from './sessions.ts';
@@ -21,13 +24,18 @@ const SESSION_REDIS_TIMEOUT_MS = 3_000;
 export type ConsoleAccess = {
   sessions: SessionStore;
   token: string;
+  /** Throttles and logs every presented token (sign-in form and bearer). */
+  guard: CredentialGuard;
   /** The origins browser forms may come from: the configured public origin, else where the console listens. */
   allowedOrigins(): readonly string[];
   /** The cookie is Secure when the public origin is https (a proxy in front terminates TLS). */
   secureCookie(): boolean;
   /** Redis's answer within the timeout, else 503 (a session cannot be checked or made without it). */
   withSessions<T>(work: () => Promise<T>): Promise<T>;
-  /** Who is asking. A wrong bearer is anonymous even with a good cookie (the caller meant the bearer). */
+  /**
+   * Who is asking. A wrong bearer is anonymous even with a good cookie (the caller meant the
+   * bearer); too many wrong ones from the caller's address are refused unchecked (HttpError 429).
+   */
   callerOf(req: IncomingMessage, path: string): Promise<Caller>;
   /** A change needs the token; from a browser session also the session's CSRF value and the public origin. */
   assertMayChange(req: IncomingMessage, caller: Caller, form: URLSearchParams): void;
@@ -40,8 +48,11 @@ export function createConsoleAccess(p: {
   logger: Logger;
   listening?: () => { host?: string; port: number } | undefined;
   sessions?: SessionStore;
+  /** Shared with the HTTP server's /metrics bearer check (one throttle per process); default: the console's own. */
+  guard?: CredentialGuard;
 }): ConsoleAccess {
   const { settings, token, logger } = p;
+  const guard = p.guard ?? createCredentialGuard({ logger });
   const sessions =
     p.sessions ??
     createSessionStore({
@@ -78,12 +89,21 @@ export function createConsoleAccess(p: {
   return {
     sessions,
     token,
+    guard,
     allowedOrigins,
     secureCookie: () => settings.HOOKRELAY_CONSOLE_ORIGIN?.startsWith('https:') === true,
     withSessions,
     async callerOf(req, path) {
-      const bearer = bearerOf(req, token);
-      if (bearer !== 'none') return bearer === 'ok' ? { kind: 'bearer' } : { kind: 'anonymous' };
+      const presented = bearerToken(req);
+      if (presented !== undefined) {
+        const verdict = await guard.judge('bearer', req, () => sameSecret(presented, token));
+        if (verdict.ok) return { kind: 'bearer' };
+        if (verdict.status === 429)
+          throw new HttpError(429, `too many wrong tokens from this address: try again in ${verdict.retryAfterSeconds} s`, {
+            'retry-after': String(verdict.retryAfterSeconds),
+          });
+        return { kind: 'anonymous' };
+      }
       const id = sessionIdOf(req);
       if (id === undefined || id === '') return { kind: 'anonymous' };
       // The page's own polling (/console/api/*) does not count as activity: an open tab still idles out.

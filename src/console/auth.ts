@@ -6,17 +6,13 @@
  * that session's id and must come from the console's public origin (HOOKRELAY_CONSOLE_ORIGIN, or
  * the address it listens on) — never judged by the request's own Host header.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { sameSecret } from '../contract/sameSecret.ts';
+
+export { sameSecret };
 
 const SESSION_COOKIE = 'hookrelay_console';
-
-/** Constant-time comparison of two strings of any length. */
-export function sameSecret(a: string, b: string): boolean {
-  const ha = createHash('sha256').update(a).digest();
-  const hb = createHash('sha256').update(b).digest();
-  return timingSafeEqual(ha, hb);
-}
 
 /** The CSRF value of one session: unguessable without its id, different for every session. */
 export function csrfValue(sessionId: string): string {
@@ -42,9 +38,15 @@ export function sessionIdOf(req: IncomingMessage): string | undefined {
 
 /** `ok` for the right bearer token, `wrong` for another, `none` without an Authorization bearer. */
 export function bearerOf(req: IncomingMessage, token: string): 'ok' | 'wrong' | 'none' {
+  const presented = bearerToken(req);
+  if (presented === undefined) return 'none';
+  return sameSecret(presented, token) ? 'ok' : 'wrong';
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or undefined without one. */
+export function bearerToken(req: IncomingMessage): string | undefined {
   const auth = req.headers.authorization;
-  if (typeof auth !== 'string' || !auth.startsWith('Bearer ')) return 'none';
-  return sameSecret(auth.slice(7).trim(), token) ? 'ok' : 'wrong';
+  return typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined;
 }
 
 const LOOPBACK_OR_ANY = new Set(['', '0.0.0.0', '::', '127.0.0.1', 'localhost', '::1']);

@@ -13,11 +13,13 @@
  * Security: it exists only with HOOKRELAY_CONSOLE_TOKEN; every request but the sign-in page and
  * the static assets needs a live server-side session (cookie, sessions.ts) or the bearer token;
  * every POST from a cookie session needs the session's CSRF value and an Origin equal to the
- * console's public origin; a wrong or missing credential is 401 and changes nothing; a bad query
+ * console's public origin; a wrong or missing credential is 401 and changes nothing (a POST's
+ * form unread); token guesses are throttled per address and overall (access.ts); a bad query
  * value is 400 (never 500); every response carries a strict Content-Security-Policy.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Settings } from '../config/settings.ts';
+import type { CredentialGuard } from '../observability/credentialGuard.ts';
+import type { RequestHandler } from '../observability/httpServer.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { OperatorQueue } from '../operator/operatorQueue.ts';
 import type { Db } from '../store/db.ts';
@@ -46,11 +48,13 @@ export type ConsoleOptions = {
   listening?: () => { host?: string; port: number } | undefined;
   /** Session store override (tests); default: Redis through the operator's queue connection. */
   sessions?: SessionStore;
+  /** The process's token-guess throttle, shared with the HTTP server's /metrics bearer check; default: the console's own. */
+  guard?: CredentialGuard;
 };
 
 export type Console = {
   /** Handles a request under /console; false for any other path (the caller answers it). */
-  handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  handle: RequestHandler;
   close(): Promise<void>;
 };
 
@@ -68,19 +72,20 @@ export function createConsole(options: ConsoleOptions): Console {
       logger,
       ...(options.listening ? { listening: options.listening } : {}),
       ...(options.sessions ? { sessions: options.sessions } : {}),
+      ...(options.guard ? { guard: options.guard } : {}),
     }),
     sampler: createQueueSampler(operator, options.sampleQueue !== false),
   };
 
   return {
-    async handle(req, res) {
+    async handle(req, res, io) {
       const raw = req.url ?? '/';
       if (!URL.canParse(raw, 'http://console.invalid')) return false;
       const url = new URL(raw, 'http://console.invalid');
       if (url.pathname !== BASE && !url.pathname.startsWith(`${BASE}/`)) return false;
       const state: { csrf?: string } = {};
       try {
-        await routeRequest(ctx, CONSOLE_ROUTES, req, res, url, state);
+        await routeRequest(ctx, CONSOLE_ROUTES, req, res, io, url, state);
       } catch (caught) {
         answerError(caught, { res, url, csrf: state.csrf, logger });
       }

@@ -17,8 +17,15 @@ export function answerError(caught: unknown, p: { res: ServerResponse; url: URL;
   const err = caught instanceof ConsoleInputError ? new HttpError(400, caught.message) : caught;
   if (err instanceof HttpError) {
     const wantsJson = p.url.pathname.startsWith(`${BASE}/api/`) || err.status === 401;
-    if (wantsJson) sendJson(res, err.status, { error: err.message });
-    else send(res, err.status, messagePage(err.status === 404 ? 'Not found' : err.status === 400 ? 'Bad request' : 'Not done', err.message, p.csrf));
+    if (wantsJson) sendJson(res, err.status, { error: err.message }, err.headers);
+    else
+      send(
+        res,
+        err.status,
+        messagePage(err.status === 404 ? 'Not found' : err.status === 400 ? 'Bad request' : 'Not done', err.message, p.csrf),
+        undefined,
+        err.headers,
+      );
     return;
   }
   if (notMigrated(err)) {

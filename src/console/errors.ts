@@ -10,11 +10,12 @@ export class ConsoleInputError extends HookrelayError {
   }
 }
 
-/** A refusal a handler means to give: its status and the one line the visitor reads. */
+/** A refusal a handler means to give: its status, the one line the visitor reads, and headers it needs (Retry-After). */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
   }

@@ -16,13 +16,19 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cross-origin-opener-policy': 'same-origin',
 };
 
-export function send(res: ServerResponse, status: number, body: string | Buffer, type = 'text/html; charset=utf-8', extra: Record<string, string> = {}): void {
+export function send(
+  res: ServerResponse,
+  status: number,
+  body: string | Buffer,
+  type = 'text/html; charset=utf-8',
+  extra: Readonly<Record<string, string>> = {},
+): void {
   res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type, ...extra });
   res.end(body);
 }
 
-export function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  send(res, status, JSON.stringify(value), 'application/json; charset=utf-8');
+export function sendJson(res: ServerResponse, status: number, value: unknown, extra: Readonly<Record<string, string>> = {}): void {
+  send(res, status, JSON.stringify(value), 'application/json; charset=utf-8', extra);
 }
 
 export function redirect(res: ServerResponse, to: string, extra: Record<string, string> = {}): void {

@@ -1,18 +1,20 @@
 /**
  * The console's router: method + path (exact, or a pattern whose groups are the handler's params)
  * → handler. Public routes answer before the caller is known; the others need a session or the
- * bearer token, and a POST's form is read and checked (origin, CSRF, text) before its handler runs.
+ * bearer token — known before a POST's form is read (a caller without one is answered unread) —
+ * and a POST's form is then read and checked (origin, CSRF, text) before its handler runs.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpIo } from '../observability/httpServer.ts';
 import { type Caller, safeNext } from './access.ts';
 import type { ConsoleContext } from './context.ts';
-import { readForm } from './formReader.ts';
+import { MAX_FORM_BYTES, readForm } from './formReader.ts';
 import { BASE, loginPage } from './pages.ts';
 import { badTextProblem } from './queryInput.ts';
 import { send, sendJson } from './respond.ts';
 import { HttpError } from './errors.ts';
 
-type Call = { ctx: ConsoleContext; req: IncomingMessage; res: ServerResponse; url: URL; p: string; params: string[] };
+type Call = { ctx: ConsoleContext; req: IncomingMessage; res: ServerResponse; io: HttpIo; url: URL; p: string; params: string[] };
 export type AuthedCall = Call & { caller: Exclude<Caller, { kind: 'anonymous' }>; csrf: string };
 export type PostCall = AuthedCall & { form: URLSearchParams };
 export type Route<C> = { path: string | RegExp; handle: (call: C) => Promise<void> };
@@ -49,6 +51,7 @@ export async function routeRequest(
   table: RouteTable,
   req: IncomingMessage,
   res: ServerResponse,
+  io: HttpIo,
   url: URL,
   state: { csrf?: string },
 ): Promise<void> {
@@ -59,7 +62,7 @@ export async function routeRequest(
     table.public.filter((r) => r.method === '*' || r.method === method),
     p,
   );
-  if (open) return open.route.handle({ ctx, req, res, url, p, params: open.params });
+  if (open) return open.route.handle({ ctx, req, res, io, url, p, params: open.params });
 
   const caller = await ctx.access.callerOf(req, p);
   if (caller.kind === 'anonymous') {
@@ -74,17 +77,17 @@ export async function routeRequest(
   if (method === 'GET') {
     const found = find(table.get, p);
     if (!found) throw new HttpError(404, 'not found');
-    return found.route.handle({ ctx, req, res, url, p, params: found.params, caller, csrf });
+    return found.route.handle({ ctx, req, res, io, url, p, params: found.params, caller, csrf });
   }
 
   if (method !== 'POST') throw new HttpError(405, 'method not allowed');
-  const form = await readForm(req);
+  const form = await readForm(req, res, io, { maxBytes: MAX_FORM_BYTES, unauthenticated: false });
   ctx.access.assertMayChange(req, caller, form);
   for (const [k, v] of form) {
-    const problem = badTextProblem(v, k, 1024 * 1024);
+    const problem = badTextProblem(v, k, MAX_FORM_BYTES);
     if (problem) throw new HttpError(400, problem);
   }
   const found = find(table.post, p);
   if (!found) throw new HttpError(404, 'not found');
-  return found.route.handle({ ctx, req, res, url, p, params: found.params, caller, csrf, form });
+  return found.route.handle({ ctx, req, res, io, url, p, params: found.params, caller, csrf, form });
 }

@@ -17,3 +17,5 @@ export {
   type LifecycleDispatcher,
   type RunFinish,
 } from '../integrations/aiSdk.ts';
+export { UninterceptedToolError } from '../integrations/errors.ts';
+export { AgentHooksInstallError } from '../interception/errors.ts';

@@ -15,6 +15,9 @@ export {
   type McpHooksOptions,
   type McpRunOptions,
   type McpToolClient,
+  type WrapClientOptions,
   type LifecycleDispatcher,
   type RunFinish,
 } from '../integrations/mcp.ts';
+export { UninterceptedToolError } from '../integrations/errors.ts';
+export { AgentHooksInstallError, AgentRunStateError } from '../interception/errors.ts';

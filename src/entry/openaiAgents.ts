@@ -12,6 +12,8 @@ export {
   type OpenAIAgentsRunOptions,
   type LifecycleDispatcher,
   type PrepareOptions,
+  type RunAgentOptions,
   type RunFinish,
 } from '../integrations/openaiAgents.ts';
 export { UninterceptedToolError } from '../integrations/errors.ts';
+export { AgentHooksInstallError } from '../interception/errors.ts';

@@ -1,6 +1,6 @@
 import type { LanguageModelMiddleware, ToolSet } from 'ai';
 import { InterceptionBlocked, InterceptionBlockedError } from '../interception/errors.ts';
-import { type AiSdkMiddlewareOptions, AiSdkModelRuns, type ModelRunRegistry, wrapRegistryTools } from './aiSdkMiddleware.ts';
+import { type AiSdkMiddlewareOptions, AiSdkModelRuns, type ModelRunRegistry, newModelRunRegistry, wrapRegistryTools } from './aiSdkMiddleware.ts';
 import { AiSdkRun } from './aiSdkRun.ts';
 import { ToolCallDeniedError } from './errors.ts';
 import { checkIntegrationOptions, type IntegrationOptions, type IntegrationRunOptions, RunBridge } from './runBridge.ts';
@@ -21,7 +21,7 @@ export type { AiSdkMiddlewareOptions } from './aiSdkMiddleware.ts';
 export class AiSdkHooks {
   readonly #options: IntegrationOptions;
   /** The open runs of every middleware of this bundle, by the tool call ids they asked for (what `wrapTools` looks up). */
-  readonly #registry: ModelRunRegistry = new Map();
+  readonly #registry: ModelRunRegistry = newModelRunRegistry();
   constructor(options: IntegrationOptions) {
     checkIntegrationOptions(options, 'createAiSdkHooks');
     this.#options = options;
@@ -41,7 +41,7 @@ export class AiSdkHooks {
     return new AiSdkModelRuns(this.#options, options, this.#registry).middleware;
   }
 
-  /** The tools for models wrapped with `middleware()`: each call runs under the run whose model asked for it; a call no run asked for is refused. */
+  /** The tools for models wrapped with `middleware()`: each call runs under the run whose model asked for it; a call no run asked for is refused, and so is a model call offering a tool not wrapped here. */
   wrapTools<TOOLS extends ToolSet>(tools: TOOLS): TOOLS {
     return wrapRegistryTools(this.#registry, tools);
   }

@@ -1,5 +1,6 @@
 import type { LanguageModelMiddleware, ToolSet } from 'ai';
 import { AiSdkRun } from './aiSdkRun.ts';
+import { judgeModelCall, refuseUnseen, registerTools, type ToolNames } from './aiSdkSeam.ts';
 import type { IntegrationOptions, IntegrationRunOptions } from './runBridge.ts';
 import { RunBridge } from './runBridge.ts';
 
@@ -11,7 +12,9 @@ import { RunBridge } from './runBridge.ts';
  * continues it, and the final answer (a response without tool calls) ends it after `output` — a
  * loop stopped on tool calls (a step limit) ends `completed` once `idleMs` pass with no
  * continuation. A wrapped tool belongs to the run whose model asked for it (by tool call id); one
- * no run asked for is refused, never run unjudged.
+ * no run asked for is refused, never run unjudged. A model call offering a tool `wrapTools` never
+ * saw, or carrying back a result no wrapped `execute` produced, is refused (`UninterceptedToolError`);
+ * a second hookrelay middleware on one model is refused (`AgentHooksInstallError`).
  */
 
 type WrapOptions = Parameters<NonNullable<LanguageModelMiddleware['wrapGenerate']>>[0];
@@ -27,8 +30,12 @@ export type AiSdkMiddlewareOptions = {
   idleMs?: number;
 };
 
-/** Open runs by the tool call ids their last response asked for (shared by a bundle's middlewares and its `wrapTools`). */
-export type ModelRunRegistry = Map<string, Live | typeof CLAIMED_TWICE>;
+/** What a bundle's middlewares and its `wrapTools` share: the open runs by the tool call ids their last response asked for, the tools wrapped, the calls a wrapped `execute` ran. */
+export type ModelRunRegistry = { byCall: Map<string, Live | typeof CLAIMED_TWICE>; names: ToolNames; claimed: Set<string> };
+
+export function newModelRunRegistry(): ModelRunRegistry {
+  return { byCall: new Map(), names: new Map(), claimed: new Set() };
+}
 
 /** A tool call id two open runs asked for (a provider reusing ids): its calls are refused, never run under the wrong run. */
 const CLAIMED_TWICE = Symbol('claimed twice');
@@ -79,7 +86,8 @@ export class AiSdkModelRuns {
   readonly #options: IntegrationOptions;
   readonly #idleMs: number;
   readonly #run: AiSdkMiddlewareOptions['run'];
-  readonly #byCall: ModelRunRegistry;
+  readonly #byCall: ModelRunRegistry['byCall'];
+  readonly #registry: ModelRunRegistry;
 
   constructor(options: IntegrationOptions, middleware: AiSdkMiddlewareOptions, registry: ModelRunRegistry) {
     if (middleware.idleMs !== undefined && (!Number.isInteger(middleware.idleMs) || middleware.idleMs < 1))
@@ -87,70 +95,81 @@ export class AiSdkModelRuns {
     this.#options = options;
     this.#idleMs = middleware.idleMs ?? 60_000;
     this.#run = middleware.run;
-    this.#byCall = registry;
+    this.#byCall = registry.byCall;
+    this.#registry = registry;
   }
 
   readonly middleware: LanguageModelMiddleware = {
     specificationVersion: 'v4',
-    wrapGenerate: async ({ params, model }) => {
-      const { live, params: p } = await this.#enter(params);
-      let result: GenerateResult;
-      try {
-        result = await live.run.middleware.wrapGenerate!({ params: p, model, doGenerate: () => model.doGenerate(p), doStream: () => model.doStream(p) });
-      } catch (err) {
-        await this.#end(live, { status: 'error', error: err });
-        throw err;
-      }
-      await this.#settle(live, result.content);
-      return result;
-    },
-    wrapStream: async ({ params, model }) => {
-      const { live, params: p } = await this.#enter(params);
-      let result: StreamResult;
-      try {
-        result = await live.run.middleware.wrapStream!({ params: p, model, doGenerate: () => model.doGenerate(p), doStream: () => model.doStream(p) });
-      } catch (err) {
-        await this.#end(live, { status: 'error', error: err });
-        throw err;
-      }
-      type Part = StreamResult['stream'] extends ReadableStream<infer P> ? P : never;
-      const parts: Part[] = [];
-      let failed: unknown;
-      const reader = result.stream.getReader();
-      // The run ends when the caller has read the answer, or ends `cancelled` when it stops reading.
-      const stream = new ReadableStream<Part>({
-        pull: async (controller) => {
-          let next: Awaited<ReturnType<typeof reader.read>>;
-          try {
-            next = await reader.read();
-          } catch (err) {
-            await this.#end(live, { status: 'error', error: err });
-            controller.error(err);
-            return;
-          }
-          if (next.done) {
-            if (failed !== undefined) await this.#end(live, { status: 'error', error: failed });
-            else await this.#settle(live, parts as unknown as GenerateResult['content']);
-            controller.close();
-            return;
-          }
-          if (next.value.type === 'error') failed ??= next.value.error;
-          else parts.push(next.value);
-          controller.enqueue(next.value);
-        },
-        cancel: async (reason) => {
-          await reader.cancel(reason).catch(() => undefined);
-          await this.#end(live, { status: 'cancelled' });
-        },
-      });
-      return { ...result, stream };
-    },
+    wrapGenerate: ({ params, model }) => judgeModelCall(() => this.#generate(params, model)),
+    wrapStream: ({ params, model }) => judgeModelCall(() => this.#stream(params, model)),
   };
+
+  async #generate(params: CallOptions, model: WrapOptions['model']): Promise<GenerateResult> {
+    const { live, params: p } = await this.#enter(params);
+    let result: GenerateResult;
+    try {
+      result = await live.run.callModel(p, model);
+    } catch (err) {
+      await this.#end(live, { status: 'error', error: err });
+      throw err;
+    }
+    await this.#settle(live, result.content);
+    return result;
+  }
+
+  async #stream(params: CallOptions, model: WrapOptions['model']): Promise<StreamResult> {
+    const { live, params: p } = await this.#enter(params);
+    let result: StreamResult;
+    try {
+      result = await live.run.streamModel(p, model);
+    } catch (err) {
+      await this.#end(live, { status: 'error', error: err });
+      throw err;
+    }
+    type Part = StreamResult['stream'] extends ReadableStream<infer P> ? P : never;
+    const parts: Part[] = [];
+    let failed: unknown;
+    const reader = result.stream.getReader();
+    // The run ends when the caller has read the answer, or ends `cancelled` when it stops reading.
+    const stream = new ReadableStream<Part>({
+      pull: async (controller) => {
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (err) {
+          await this.#end(live, { status: 'error', error: err });
+          controller.error(err);
+          return;
+        }
+        if (next.done) {
+          if (failed !== undefined) await this.#end(live, { status: 'error', error: failed });
+          else await this.#settle(live, parts as unknown as GenerateResult['content']);
+          controller.close();
+          return;
+        }
+        if (next.value.type === 'error') failed ??= next.value.error;
+        else parts.push(next.value);
+        controller.enqueue(next.value);
+      },
+      cancel: async (reason) => {
+        await reader.cancel(reason).catch(() => undefined);
+        await this.#end(live, { status: 'cancelled' });
+      },
+    });
+    return { ...result, stream };
+  }
 
   /** The run this model call belongs to (continued, or started and admitted), and the params to send. */
   async #enter(params: CallOptions): Promise<{ live: Live; params: CallOptions }> {
     const answered = answeredCalls(params.prompt);
     const continued = answered.map((id) => this.#byCall.get(id)).find((l): l is Live => l !== undefined && l !== CLAIMED_TWICE);
+    try {
+      refuseUnseen(params, this.#registry.names, new Set(continued?.calls ?? []), this.#registry.claimed);
+    } catch (err) {
+      if (continued !== undefined) await this.#end(continued, { status: 'error', error: err });
+      throw err;
+    }
     if (continued !== undefined) {
       for (const id of continued.calls) this.#byCall.delete(id);
       continued.calls.clear();
@@ -212,6 +231,7 @@ export class AiSdkModelRuns {
 
 /** Each tool with an `execute` runs through the pre/post_tool_call of the run whose model asked for it (as `AiSdkRun.wrapTools`). */
 export function wrapRegistryTools<TOOLS extends ToolSet>(registry: ModelRunRegistry, tools: TOOLS): TOOLS {
+  registerTools(registry.names, tools);
   const wrapped: Record<string, unknown> = {};
   for (const [name, t] of Object.entries(tools)) {
     const execute = (t as { execute?: unknown }).execute;
@@ -222,7 +242,7 @@ export function wrapRegistryTools<TOOLS extends ToolSet>(registry: ModelRunRegis
     wrapped[name] = {
       ...t,
       execute: (input: unknown, options: { toolCallId: string }) => {
-        const live = registry.get(options.toolCallId);
+        const live = registry.byCall.get(options.toolCallId);
         if (live === CLAIMED_TWICE)
           throw new Error(
             `hookrelay: tool call id ${options.toolCallId} (${name}) was asked for by two open runs: refused, as it cannot be told which run it belongs to`,
@@ -231,6 +251,7 @@ export function wrapRegistryTools<TOOLS extends ToolSet>(registry: ModelRunRegis
           throw new Error(
             `hookrelay: tool call ${options.toolCallId} (${name}) was asked for by no model wrapped with this bundle's middleware: wrap the model with wrapLanguageModel({ model, middleware: relay.middleware() })`,
           );
+        registry.claimed.add(options.toolCallId);
         const one = live.run.wrapTools({ [name]: t } as ToolSet)[name] as { execute: (input: unknown, options: unknown) => unknown };
         return one.execute(input, options);
       },

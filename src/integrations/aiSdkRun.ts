@@ -4,6 +4,7 @@ import { jsonEqual } from '../interception/json/jsonEqual.ts';
 import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
 import type { ModelToolCall } from '../interception/run/modelStream.ts';
 import { type ContentPart, isClientToolCall, judgedNonText, membersOf, parseArgs, type StreamPart } from './aiSdkParts.ts';
+import { judgeModelCall, refuseUnseen, registerTools, type ToolNames } from './aiSdkSeam.ts';
 import { ToolCallDeniedError } from './errors.ts';
 import type { RunBridge, RunFinish } from './runBridge.ts';
 import { withDefined } from '../contract/withDefined.ts';
@@ -201,16 +202,48 @@ function streamOf(parts: readonly StreamPart[]): ReadableStream<StreamPart> {
 /** One AI SDK run: see `createAiSdkHooks`. */
 export class AiSdkRun {
   readonly #bridge: RunBridge;
-  /** The language-model middleware: pass it to `wrapLanguageModel` yourself, or use `wrapModel`. */
+  /** The tools `wrapTools` saw; a model call offering another is refused. */
+  readonly #names: ToolNames = new Map();
+  /** Call ids the model asked for, and those a wrapped `execute` ran: a result for one asked, not run by hookrelay, is refused. */
+  readonly #asked = new Set<string>();
+  readonly #claimed = new Set<string>();
+  /**
+   * The language-model middleware: pass it to `wrapLanguageModel` yourself, or use `wrapModel`. A
+   * call offering a tool `wrapTools` did not wrap is refused (`UninterceptedToolError`), and so is
+   * this middleware inside another hookrelay middleware's model call (`AgentHooksInstallError`).
+   */
   readonly middleware: LanguageModelMiddleware;
 
   constructor(bridge: RunBridge) {
     this.#bridge = bridge;
+    const seen = (params: CallOptions) => refuseUnseen(params, this.#names, this.#asked, this.#claimed);
     this.middleware = {
       specificationVersion: 'v4',
-      wrapGenerate: ({ params, model }) => this.#generate(params, model),
-      wrapStream: ({ params, model }) => (bridge.streaming === 'incremental' ? this.#streamIncremental(params, model) : this.#streamBuffered(params, model)),
+      wrapGenerate: ({ params, model }) =>
+        judgeModelCall(async () => {
+          seen(params);
+          return this.callModel(params, model);
+        }),
+      wrapStream: ({ params, model }) =>
+        judgeModelCall(async () => {
+          seen(params);
+          return this.streamModel(params, model);
+        }),
     };
+  }
+
+  /** One model call under pre/post_model_call (no seam checks: the caller's middleware made them). */
+  callModel(params: CallOptions, model: InnerModel): Promise<GenerateResult> {
+    return this.#generate(params, model);
+  }
+
+  /** One streamed model call under pre/post_model_call, buffered or incremental as the bundle says. */
+  streamModel(params: CallOptions, model: InnerModel): Promise<StreamResult> {
+    return this.#bridge.streaming === 'incremental' ? this.#streamIncremental(params, model) : this.#streamBuffered(params, model);
+  }
+
+  #noteAsked(calls: readonly ModelToolCall[]): void {
+    for (const c of calls) if (c.id !== undefined) this.#asked.add(c.id);
   }
 
   get operationId(): string {
@@ -242,6 +275,7 @@ export class AiSdkRun {
 
   /** Each tool with an `execute` runs through pre/post_tool_call (and the operation's beforeToolCall mocks); a deny is the error result the model sees. */
   wrapTools<TOOLS extends ToolSet>(tools: TOOLS): TOOLS {
+    registerTools(this.#names, tools);
     const wrapped: Record<string, unknown> = {};
     for (const [name, t] of Object.entries(tools)) {
       const execute = (t as { execute?: (input: unknown, options: { toolCallId: string }) => unknown }).execute;
@@ -252,6 +286,7 @@ export class AiSdkRun {
       wrapped[name] = {
         ...t,
         execute: async (input: unknown, options: { toolCallId: string }) => {
+          this.#claimed.add(options.toolCallId);
           const args = isObject(input) ? input : { input };
           let thrown: unknown;
           const r = await this.#bridge.toolCall({ id: options.toolCallId, name, args }, async (admitted) => {
@@ -372,6 +407,7 @@ export class AiSdkRun {
       },
       { modelId: model.modelId },
     );
+    this.#noteAsked(result.toolCalls);
     const original = raw as GenerateResult;
     const before = responseOf(original.content, original.finishReason);
     if (sameResponse(before, result)) return original;
@@ -402,6 +438,7 @@ export class AiSdkRun {
       },
       { modelId: model.modelId },
     );
+    this.#noteAsked(result.toolCalls);
     return { ...meta, stream: streamOf(rebuiltParts(seen, result)) };
   }
 
@@ -437,6 +474,7 @@ export class AiSdkRun {
             { modelId: model.modelId },
           )
           .then(({ result }) => {
+            this.#noteAsked(result.toolCalls);
             bridge.setSink(undefined);
             if (textOpen) controller.enqueue({ type: 'text-end', id: 'hookrelay-text' });
             const original = responseFromParts(seen);

@@ -26,22 +26,28 @@ export class ToolCallDeniedError extends HookrelayError {
 }
 
 /**
- * `prepare()` (`hookrelay/openai-agents`) found a tool on an agent the run can reach whose calls
- * hookrelay cannot put through `pre_tool_call` / `post_tool_call` (a hosted tool the provider runs,
- * a hosted shell, the computer tool, an agent tool it cannot rebuild): refused so that
- * nothing runs unjudged. Name it in `allowUninterceptedTools` to let it through knowingly.
+ * Something hookrelay cannot put through `pre_tool_call` / `post_tool_call` was refused so that
+ * nothing runs unjudged: a tool on an agent an Agents SDK run reaches (a hosted tool the provider
+ * runs, a hosted shell, the computer tool, an agent tool it cannot rebuild), an MCP request whose
+ * method the guard does not know (it might run a tool or return a tool's output), a model call
+ * offering a tool whose `execute` hookrelay does not wrap. `remedy` says how to let it through
+ * knowingly.
  */
 export class UninterceptedToolError extends HookrelayError {
   readonly code = 'HOOKRELAY_TOOL_NOT_INTERCEPTED' as const;
-  /** The agent that carries the tool. */
+  /** The agent (or `mcp`, `ai-sdk`) that carries the tool. */
   readonly agent: string;
-  /** The tool's name (what `allowUninterceptedTools` takes). */
+  /** The tool's name (what `allowUninterceptedTools` takes), or the MCP method. */
   readonly tool: string;
-  /** The tool's kind: `hosted_tool`, `computer`, `shell` (a hosted shell) or `agent_tool`. */
+  /** The tool's kind: `hosted_tool`, `computer`, `shell` (a hosted shell), `agent_tool`, `mcp_method`, `mcp_task`, `model`, `function`. */
   readonly kind: string;
-  constructor(agent: string, tool: string, kind: string) {
+  constructor(agent: string, tool: string, kind: string, remedy?: string) {
+    const subject =
+      agent === 'mcp'
+        ? `the MCP ${kind === 'mcp_task' ? 'task result' : 'request'} "${tool}", which`
+        : `agent "${agent}" has the ${kind} tool "${tool}", whose calls`;
     super(
-      `agent "${agent}" has the ${kind} tool "${tool}", whose calls hookrelay cannot intercept: remove it, or pass allowUninterceptedTools: [${JSON.stringify(tool)}] to prepare() to run it without pre_tool_call / post_tool_call`,
+      `${subject} hookrelay cannot intercept: ${remedy ?? `remove it, or pass allowUninterceptedTools: [${JSON.stringify(tool)}] to prepare() to run it without pre_tool_call / post_tool_call`}`,
     );
     this.name = 'UninterceptedToolError';
     this.agent = agent;

@@ -1,66 +1,65 @@
-import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import type { AdmittedInput, AgentRun, RunEnd } from '../interception/run/agentRun.ts';
-import { InterceptionBlocked, InterceptionBlockedError, ToolError } from '../interception/errors.ts';
+import { InterceptionBlocked, InterceptionBlockedError } from '../interception/errors.ts';
+import { guardTransport, McpSeam } from './mcpGuard.ts';
 import { checkIntegrationOptions, type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 
 /**
  * `hookrelay/mcp`: the tools of an MCP server under AGENT-HOOKS-0.1, whatever runtime calls them.
- * `run.wrapClient(client)` hands back the `@modelcontextprotocol/sdk` `Client` (or anything with
- * its `callTool`) with every `callTool` — and every raw `request({ method: 'tools/call' })` —
- * put through `pre_tool_call` (a transform rewrites the arguments the server gets; a deny means
- * the server is never called) and `post_tool_call` (a transform rewrites the result's content; a
- * deny withholds it). A deny is an MCP error result, `{ isError: true, content: [{ type: 'text',
- * text }] }`, whose text is `{ error, reason, message? }` — never the blocked arguments or result.
+ * `run.wrapClient(client)` guards the connection of an `@modelcontextprotocol/sdk` (1.x) or
+ * `@modelcontextprotocol/client` (2.x) `Client`: every JSON-RPC message it writes is judged at its
+ * transport (mcpGuard.ts), on a snapshot, whichever API wrote it. A `tools/call` goes through
+ * `pre_tool_call` (a transform rewrites the arguments the server gets; a deny means the server is
+ * never asked) and `post_tool_call` over the tool's output (a transform rewrites the content; a
+ * deny withholds it) — for a task-augmented call, over the result `tasks/result` fetches. A deny
+ * is an MCP error result, `{ isError: true, content: [{ type: 'text', text }] }`, whose text is
+ * `{ error, reason, message? }` — never the blocked arguments or result. A method the guard does
+ * not know is refused (`UninterceptedToolError`) unless named in `allowMethods`.
  * Structural: loads no MCP SDK itself.
  */
 
 export type { IntegrationOptions as McpHooksOptions, IntegrationRunOptions as McpRunOptions, LifecycleDispatcher, RunFinish } from './runBridge.ts';
+export type { McpCallToolResult } from './mcpWire.ts';
 
 /** A `tools/call` request's params, as `Client.callTool` takes them. */
 export type McpCallToolParams = { name: string; arguments?: Record<string, unknown>; [key: string]: unknown };
 
-/** A `tools/call` result, as `Client.callTool` returns it. */
-export type McpCallToolResult = { content?: unknown[]; structuredContent?: unknown; isError?: boolean; [key: string]: unknown };
-
-/** What `wrapClient` needs of a client: `callTool` (the SDK's `Client` has it; `request` is wrapped too when present). */
+/** What `wrapClient` needs of a client: `callTool` and the transport it is connected over (the SDK's `Client` of either major). */
 export type McpToolClient = {
   callTool(params: McpCallToolParams, ...rest: never[]): Promise<unknown>;
+  readonly transport?: unknown;
 };
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
+export type WrapClientOptions = {
+  /** Methods the guard does not know that may pass unjudged (a vendor extension you vouch for), by name. `tools/call` and `tasks/result` are always judged. */
+  allowMethods?: readonly string[];
+};
 
-/** The judged value of a result: its content and structured content (not `_meta`, not `isError`, which is `is_error`). */
-function judgedValue(result: McpCallToolResult): JsonObject {
-  const value: JsonObject = { content: (result.content ?? []) as JsonValue };
-  if (result.structuredContent !== undefined) value.structuredContent = result.structuredContent as JsonValue;
-  return value;
-}
+/** One seam per client: the run binding is the client's, whichever transport it is connected over. */
+const seams = new WeakMap<object, McpSeam>();
 
-/** A verdicted value back as a result: `{ content, structuredContent? }` as left, anything else as one text item. */
-function resultOf(value: JsonValue, original: McpCallToolResult | undefined, isError: boolean): McpCallToolResult {
-  const base: McpCallToolResult = { ...(original ?? {}) };
-  delete base.structuredContent;
-  if (isObject(value) && Array.isArray(value.content)) {
-    base.content = value.content;
-    if (value.structuredContent !== undefined) base.structuredContent = value.structuredContent;
-  } else {
-    base.content = [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value) }];
-  }
-  if (isError) base.isError = true;
-  else delete base.isError;
-  return base;
-}
-
-function deniedResult(content: JsonValue): McpCallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(content) }], isError: true };
+/**
+ * The guard follows the client's connection: both majors keep it in `_transport`, set by
+ * `connect()`; a reconnect over a new transport is guarded before the first message is written.
+ */
+function followConnection(client: object, seam: McpSeam): void {
+  const own = Object.getOwnPropertyDescriptor(client, '_transport');
+  if (own === undefined || !own.configurable) return;
+  let current: unknown = own.get ? own.get.call(client) : own.value;
+  Object.defineProperty(client, '_transport', {
+    get: () => current,
+    set: (transport: unknown) => {
+      if (transport !== null && typeof transport === 'object') guardTransport(transport, seam);
+      current = transport;
+    },
+    enumerable: own.enumerable ?? true,
+    configurable: false,
+  });
 }
 
 /** One run whose MCP tool calls are judged: see `createMcpHooks`. */
 export class McpRun {
   readonly #bridge: RunBridge;
-  readonly #wrapped = new WeakMap<object, object>();
+  readonly #seams = new Set<McpSeam>();
 
   constructor(bridge: RunBridge) {
     this.#bridge = bridge;
@@ -85,61 +84,36 @@ export class McpRun {
   }
 
   /**
-   * The client with its tool calls intercepted (the same object underneath: connection, listTools,
-   * resources and prompts are untouched). Calling through the original client is not intercepted.
+   * Guards the client's connection for this run and returns the client itself: its tool calls —
+   * and those of every other path onto the same connection — are judged until `end()`; after it,
+   * tool calls are refused until another run wraps the client. One open run judges a client at a
+   * time (a second is refused with `AgentHooksInstallError`). Connect the client first.
    */
-  wrapClient<C extends McpToolClient>(client: C): C {
+  wrapClient<C extends McpToolClient>(client: C, options: WrapClientOptions = {}): C {
     if (client === null || typeof client !== 'object' || typeof client.callTool !== 'function')
       throw new TypeError('wrapClient(client): client must be an MCP Client (an object with callTool)');
-    const known = this.#wrapped.get(client);
-    if (known !== undefined) return known as C;
-    const callTool = (params: McpCallToolParams, ...rest: unknown[]) =>
-      this.#callTool(params, (p) => (client.callTool as (...a: unknown[]) => Promise<unknown>).call(client, p, ...rest));
-    const request = (req: unknown, ...rest: unknown[]) => {
-      const raw = (client as unknown as { request: (...a: unknown[]) => Promise<unknown> }).request;
-      if (!isObject(req) || req.method !== 'tools/call' || !isObject(req.params)) return raw.call(client, req, ...rest);
-      return this.#callTool(req.params as McpCallToolParams, (p) => raw.call(client, { ...req, params: p }, ...rest));
-    };
-    const proxy = new Proxy(client, {
-      get(target, prop, receiver) {
-        if (prop === 'callTool') return callTool;
-        if (prop === 'request' && typeof (target as { request?: unknown }).request === 'function') return request;
-        const value: unknown = Reflect.get(target, prop, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
-    this.#wrapped.set(client, proxy);
-    return proxy;
+    if (options === null || typeof options !== 'object') throw new TypeError('wrapClient(client, options): options must be an object');
+    const allow = options.allowMethods ?? [];
+    if (!Array.isArray(allow) || allow.some((m) => typeof m !== 'string' || m === ''))
+      throw new TypeError('wrapClient(client, options): allowMethods must be an array of JSON-RPC method names (strings)');
+    const transport = client.transport;
+    if (transport === null || typeof transport !== 'object')
+      throw new TypeError('wrapClient(client): connect the client first (await client.connect(transport)): the guard sits on its transport');
+    let seam = seams.get(client);
+    if (seam === undefined) {
+      seam = new McpSeam();
+      seams.set(client, seam);
+      followConnection(client, seam);
+    }
+    guardTransport(transport, seam);
+    seam.bind(this.#bridge, new Set(allow.filter((m) => m !== 'tools/call' && m !== 'tasks/result')));
+    this.#seams.add(seam);
+    return client;
   }
 
-  async #callTool(params: McpCallToolParams, send: (params: McpCallToolParams) => Promise<unknown>): Promise<McpCallToolResult> {
-    if (!isObject(params) || typeof params.name !== 'string' || params.name === '')
-      throw new TypeError('callTool(params): params.name must be the tool name (a non-empty string)');
-    if (params.arguments !== undefined && !isObject(params.arguments)) throw new TypeError('callTool(params): params.arguments must be an object');
-    let original: McpCallToolResult | undefined;
-    let thrown: unknown;
-    const r = await this.#bridge.toolCall({ name: params.name, args: params.arguments ?? {} }, async (admitted) => {
-      let result: unknown;
-      try {
-        result = await send({ ...params, arguments: admitted });
-      } catch (err) {
-        thrown = err;
-        throw err;
-      }
-      original = isObject(result) ? (result as McpCallToolResult) : { content: [] };
-      // An MCP error result is the tool's failure: post_tool_call sees is_error with the result.
-      if (original.isError === true) throw new ToolError(judgedValue(original), 'MCP tool returned an error result');
-      return judgedValue(original);
-    });
-    if (r.kind === 'result') return resultOf(r.value, original, false);
-    if (r.reason !== undefined) return deniedResult(r.content);
-    // The call failed: a protocol or transport error post_tool_call left as it was is the caller's to see.
-    if (thrown instanceof Error && original === undefined && r.message === thrown.message) throw thrown;
-    return resultOf(r.content, original, true);
-  }
-
-  /** End the run (idempotent; the first ending wins): agent_shutdown, onError, onComplete. */
-  end(how: RunFinish = { status: 'completed' }): Promise<RunEnd> {
+  /** End the run (idempotent; the first ending wins): calls in flight settle, then agent_shutdown, onError, onComplete. */
+  async end(how: RunFinish = { status: 'completed' }): Promise<RunEnd> {
+    await Promise.all([...this.#seams].map((s) => s.release(this.#bridge)));
     return this.#bridge.finish(how);
   }
 }

@@ -13,8 +13,12 @@ import type {
   ModelRequest,
   ModelResponse,
   OutputGuardrail,
+  RunResult,
+  RunState,
+  Runner,
   Shell,
   ShellAction,
+  StreamedRunResult,
   Tool,
 } from '@openai/agents';
 import type { JsonValue } from '../contract/agentHooks.ts';
@@ -25,6 +29,7 @@ import { AgentGraph, type AnyAgent, newClones } from './openaiAgentsGraph.ts';
 import { messagesOf, parseArgs, rebuiltOutput, requestOf, responseOf, type StreamEvent, withDeniedHandoffs } from './openaiAgentsItems.ts';
 import { defaultModelProvider, loadSdk } from './openaiAgentsSdk.ts';
 import { inHookrelaySpan } from './openaiAgentsTracing.ts';
+import { installTurnSeam, type TurnJudge, withinRun } from './openaiAgentsSeam.ts';
 import {
   type BridgedToolResult,
   checkIntegrationOptions,
@@ -40,7 +45,9 @@ import { withDefined } from '../contract/withDefined.ts';
  * lifecycle hooks. A run wraps an agent once, with every agent the run can reach: their models
  * (pre/post_model_call; `output` over the final answer), function and MCP tools and handoffs
  * (pre/post_tool_call, beforeToolCall mocks) and two guardrails that trip with the record's
- * reason on an `input` / `output` deny. Loads the SDK itself only when `prepare()` runs.
+ * reason on an `input` / `output` deny — and judges again at every turn what the SDK's runner is
+ * about to offer and run (openaiAgentsSeam.ts), however the agent graph was built, cloned or
+ * resumed. Loads the SDK itself only when `prepare()` runs.
  */
 
 /** How `prepare()` resolves models and which tools it may let through unjudged. */
@@ -51,6 +58,14 @@ export type PrepareOptions = {
   modelProvider?: ModelProvider;
   /** Tools hookrelay cannot intercept (hosted, computer, shell, apply_patch, an agent tool it cannot rebuild) that may run anyway, by name. */
   allowUninterceptedTools?: readonly string[];
+};
+
+/** How `r.runAgent()` / `r.resume()` run the agent. */
+export type RunAgentOptions = PrepareOptions & {
+  /** The `Runner` to run with; default the SDK's default runner (what its `run()` uses). Its `modelProvider` resolves the agents' model names unless `modelProvider` is given. */
+  runner?: Runner;
+  /** Options for `runner.run` (context, maxTurns, signal, session, stream …). */
+  run?: Record<string, unknown> & { stream?: boolean };
 };
 
 /** A tool call's verdict as its span shows it (a failed tool is allowed, `tool_error`). */
@@ -100,7 +115,7 @@ function tripwire(blocked: InterceptionBlockedError) {
 }
 
 /** One Agents SDK run: see `createOpenAIAgentsHooks`. */
-export class OpenAIAgentsRun {
+export class OpenAIAgentsRun implements TurnJudge {
   readonly #bridge: RunBridge;
   #step = 0;
   #outputBlocked: InterceptionBlockedError | undefined;
@@ -112,6 +127,10 @@ export class OpenAIAgentsRun {
   /** Handoff call id → the deny the model sees instead of the SDK's transfer message. */
   readonly #deniedHandoffs = new Map<string, JsonValue>();
   readonly #ourTools = new WeakSet<object>();
+  /** The models this run wrapped: a turn on an agent with another model is refused. */
+  readonly #models = new WeakSet<object>();
+  /** The graph of the latest `prepare()` (its options): what each turn is judged with. */
+  #graph: AgentGraph | undefined;
   /** The SDK as `prepare()` loaded it: the wrappers open `hookrelay.*` spans in its traces. */
   #sdk: Awaited<ReturnType<typeof loadSdk>> | undefined;
   readonly #builtAgentTools = new WeakSet<object>();
@@ -213,7 +232,7 @@ export class OpenAIAgentsRun {
       return { response, original: raw };
     };
     const modelId = options.modelId ?? (model as { model?: string }).model ?? 'model';
-    return {
+    const wrapped = {
       ...(model.getRetryAdvice ? { getRetryAdvice: model.getRetryAdvice.bind(model) } : {}),
       getResponse: async (request) => (await judge(request, (req) => model.getResponse(req), modelId)).response,
       async *getStreamedResponse(request) {
@@ -244,6 +263,18 @@ export class OpenAIAgentsRun {
         yield { ...done, response: { ...done.response, output: response.output } } as StreamEvent;
       },
     } as Model;
+    this.#models.add(wrapped);
+    return wrapped;
+  }
+
+  /** The turn seam: the tools the SDK derived for this turn of an agent this run governs, judged (see openaiAgentsSeam.ts). */
+  async turnTools(agent: AnyAgent, tools: Tool[]): Promise<Tool[]> {
+    return (this.#graph ?? (await this.#graphFor({}))).turnTools(agent, tools);
+  }
+
+  /** The turn seam: this turn's handoffs, each judged as a tool call before the SDK's handoff runs. */
+  async turnHandoffs(agent: AnyAgent, handoffs: Handoff[]): Promise<Handoff[]> {
+    return (this.#graph ?? (await this.#graphFor({}))).turnHandoffs(agent, handoffs);
   }
 
   #spanIds() {
@@ -400,7 +431,8 @@ export class OpenAIAgentsRun {
     const provider = options.modelProvider ?? (await defaultModelProvider());
     const sdk = await loadSdk();
     this.#sdk = sdk;
-    return new AgentGraph({
+    installTurnSeam(sdk.Agent);
+    this.#graph = new AgentGraph({
       sdk,
       provider,
       allow: new Set(allow),
@@ -411,7 +443,10 @@ export class OpenAIAgentsRun {
       guardrails: { input: this.inputGuardrail, output: this.outputGuardrail },
       invokeHandoff: (h, ctx, args, owner, next) => this.#invokeHandoff(h, ctx, args, owner, next),
       clones: this.#clones,
+      judge: this,
+      isOurModel: (m) => m !== null && typeof m === 'object' && this.#models.has(m),
     });
+    return this.#graph;
   }
 
   /** A handoff as a tool call: pre_tool_call judges it before the SDK's handoff runs; a deny keeps the current agent and the model sees the deny. */
@@ -472,6 +507,46 @@ export class OpenAIAgentsRun {
   }
 
   /**
+   * Runs the agent under this run — the judged way to run: `prepare()`s it, then runs the SDK's
+   * runner (`options.runner`, default the SDK's default runner) with the admitted input inside this
+   * run, so every turn of every agent it reaches is judged (openaiAgentsSeam.ts), and ends the run
+   * as `track()` does. Returns the SDK's result (a `StreamedRunResult` with `run: { stream: true }`).
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent
+  async runAgent<A extends Agent<any, any>>(agent: A, options: RunAgentOptions & { run: { stream: true } }): Promise<StreamedRunResult<unknown, A>>;
+  // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent
+  async runAgent<A extends Agent<any, any>>(agent: A, options?: RunAgentOptions): Promise<RunResult<unknown, A>>;
+  // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent
+  async runAgent<A extends Agent<any, any>>(agent: A, options: RunAgentOptions = {}): Promise<unknown> {
+    const { runner, run: runOptions, ...prepare } = options;
+    const prepared = await this.prepare(agent, { ...prepare, ...withDefined({ modelProvider: prepare.modelProvider ?? runner?.config.modelProvider }) });
+    const sdk = await loadSdk();
+    return withinRun(this, () => this.track((runner ?? sdk).run(prepared.agent, prepared.input, runOptions as never)));
+  }
+
+  /**
+   * Resumes an interrupted run (tool approvals, `needsApproval`) under this run: `state` — a
+   * `RunState` or its `toString()` — may have been made from any agent object (the app's own,
+   * `RunState.fromString(appAgent, saved)`): it is re-derived onto this run's judged graph of
+   * `agent` (the SDK finds its agents by name), so the approved calls and every later turn are
+   * judged. Approve or reject the interruptions on `state` first; its context (approvals) is kept.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent
+  async resume<A extends Agent<any, any>>(agent: A, state: RunState<any, any> | string, options: RunAgentOptions = {}): Promise<RunResult<unknown, A>> {
+    if (typeof state !== 'string' && (state === null || typeof state !== 'object' || typeof state.toString !== 'function'))
+      throw new TypeError('resume(agent, state): state must be a RunState or its toString()');
+    const { runner, run: runOptions, ...prepare } = options;
+    const prepared = await this.prepare(agent, { ...prepare, ...withDefined({ modelProvider: prepare.modelProvider ?? runner?.config.modelProvider }) });
+    const sdk = await loadSdk();
+    const judged = await withinRun(this, () =>
+      typeof state === 'string'
+        ? sdk.RunState.fromString(prepared.agent, state)
+        : sdk.RunState.fromStringWithContext(prepared.agent, state.toString(), state._context),
+    );
+    return withinRun(this, () => this.track((runner ?? sdk).run(prepared.agent, judged, runOptions as never))) as Promise<RunResult<unknown, A>>;
+  }
+
+  /**
    * Await `run(agent, input)`: ends the run `completed`, `error` (a tripped guardrail included) or
    * `cancelled`, and rethrows a failure. A streamed run (`{ stream: true }`) resolves before it
    * ran: `track` waits for its `completed` (its events stay buffered for the caller to read after)
@@ -494,7 +569,9 @@ export class OpenAIAgentsRun {
       await this.end({ status: 'error', error: err });
       throw err;
     }
-    if (!this.#bridge.outputJudged) {
+    // A run interrupted for approvals has no answer yet: nothing to judge at `output` (resume it with resume()).
+    const interrupted = ((result as { interruptions?: unknown[] }).interruptions?.length ?? 0) > 0;
+    if (!this.#bridge.outputJudged && !interrupted) {
       const finalOutput = (result as { finalOutput?: unknown }).finalOutput;
       try {
         await this.#bridge.judgeOutput(finalOutput ?? null);

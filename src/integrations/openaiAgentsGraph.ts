@@ -1,12 +1,16 @@
 import type { Agent, Handoff, InputGuardrail, Model, ModelProvider, OutputGuardrail, Tool } from '@openai/agents';
+import { AgentHooksInstallError } from '../interception/errors.ts';
 import { UninterceptedToolError } from './errors.ts';
 import { agentToolSource, type loadSdk } from './openaiAgentsSdk.ts';
+import { hookClassOf, makerOf, registerMade, type TurnJudge } from './openaiAgentsSeam.ts';
 
 /**
  * Every agent an Agents SDK run can reach, wrapped once per run: the agent itself, its handoff
  * targets (recursively; a cycle is wrapped once), the agents behind its `asTool()` tools, and
  * agents a handoff returns at run time. A wrapped agent is a clone (the original is untouched)
- * whose model, function tools, MCP server tools and handoffs go through the run's interception.
+ * whose model, function tools and handoffs go through the run's interception. The same wrapping
+ * is applied again at every turn (`turnTools`, `turnHandoffs`, called from the turn seam in
+ * openaiAgentsSeam.ts) to what the agent offers then: MCP server tools, tools added later, clones.
  */
 
 // biome-ignore lint/suspicious/noExplicitAny: the SDK's own bound for any agent
@@ -14,11 +18,17 @@ export type AnyAgent = Agent<any, any>;
 /** `run`: an agent whose answer may end the run (the top agent, handoff targets); `nested`: an agent used as a tool. */
 export type Role = 'run' | 'nested';
 type Entry = { agent: AnyAgent; filled: Promise<void> };
-/** The clones of one run, kept across its `prepare()` / `asTool()` calls. */
-export type Clones = { run: Map<AnyAgent, Entry>; nested: Map<AnyAgent, Entry>; ours: WeakSet<AnyAgent> };
+/** The clones of one run, kept across its `prepare()` / `asTool()` calls, with the role each was made for and the handoffs made for them. */
+export type Clones = {
+  run: Map<AnyAgent, Entry>;
+  nested: Map<AnyAgent, Entry>;
+  ours: WeakSet<AnyAgent>;
+  roles: WeakMap<AnyAgent, Role>;
+  handoffs: WeakSet<Handoff>;
+};
 
 export function newClones(): Clones {
-  return { run: new Map(), nested: new Map(), ours: new WeakSet() };
+  return { run: new Map(), nested: new Map(), ours: new WeakSet(), roles: new WeakMap(), handoffs: new WeakSet() };
 }
 
 export type GraphDeps = {
@@ -34,6 +44,10 @@ export type GraphDeps = {
   guardrails: { input: InputGuardrail; output: OutputGuardrail };
   invokeHandoff(handoff: Handoff, ctx: unknown, args: string, owner: AnyAgent, next: (agent: AnyAgent) => Promise<AnyAgent>): Promise<AnyAgent>;
   clones: Clones;
+  /** The run: its clones are registered to it (a clone of a clone too). */
+  judge: TurnJudge;
+  /** A model this run wrapped (a turn on an agent with any other model is refused). */
+  isOurModel(model: unknown): boolean;
 };
 
 type FunctionToolFields = {
@@ -78,6 +92,13 @@ export class AgentGraph {
     if (agent === null || typeof agent !== 'object' || typeof agent.clone !== 'function')
       throw new TypeError('prepare(agent): agent must be an Agents SDK Agent (new Agent({ name, ... }))');
     if (this.#d.clones.ours.has(agent)) return agent;
+    hookClassOf(agent);
+    const maker = makerOf(agent);
+    if (maker === this.#d.judge) return agent; // a clone of one of this run's clones
+    if (maker !== undefined)
+      throw new AgentHooksInstallError(
+        `agent "${agent.name}" was prepared by another hookrelay run: prepare the app's own agent — one AGENT-HOOKS-0.1 bundle judges a run (stacked bundles are refused)`,
+      );
     const known = await this.#known(agent, role, visiting);
     if (known !== undefined) return known;
     const { model, modelId } = await this.#modelFor(agent, override);
@@ -91,11 +112,12 @@ export class AgentGraph {
         : {}),
     });
     this.#d.clones.ours.add(clone);
+    this.#d.clones.roles.set(clone, role);
+    registerMade(clone, this.#d.judge);
     visiting.add(agent);
     const filled = (async () => {
-      clone.tools = await this.#tools(agent, visiting);
-      clone.handoffs = await this.#handoffs(agent, clone, role, visiting);
-      this.#mcpTools(clone);
+      clone.tools = await this.#tools(agent, agent.tools as Tool[], visiting);
+      clone.handoffs = await this.#handoffs(agent.handoffs, clone, role, visiting);
     })();
     this.#d.clones[role].set(agent, { agent: clone, filled });
     try {
@@ -120,68 +142,77 @@ export class AgentGraph {
     return { model, modelId: name === '' ? undefined : name };
   }
 
-  async #tools(agent: AnyAgent, visiting: Set<AnyAgent>): Promise<Tool[]> {
+  /**
+   * One turn of an agent the run governs, as the SDK derived it: the agent's model must be one this
+   * run wrapped, and each tool (MCP server tools, tools added since `prepare()`) is wrapped or
+   * refused as `prepare()` does.
+   */
+  async turnTools(agent: AnyAgent, tools: Tool[]): Promise<Tool[]> {
+    if (!this.#d.isOurModel(agent.model))
+      throw new UninterceptedToolError(
+        agent.name,
+        typeof agent.model === 'string' && agent.model !== '' ? agent.model : 'model',
+        'model',
+        'its model calls would not be judged (a model set after prepare(), or an agent no prepare() wrapped): prepare() the agent, or run it with r.runAgent(agent)',
+      );
+    return this.#tools(agent, tools, new Set());
+  }
+
+  /** One turn's handoffs: each goes through `pre_tool_call` before the SDK's handoff runs, its target wrapped. */
+  async turnHandoffs(owner: AnyAgent, handoffs: Handoff[]): Promise<Handoff[]> {
+    if (handoffs.every((h) => this.#d.clones.handoffs.has(h))) return handoffs;
+    return (await this.#handoffs(handoffs, owner, this.#d.clones.roles.get(owner) ?? 'run', new Set())) as Handoff[];
+  }
+
+  async #tools(agent: AnyAgent, tools: readonly Tool[], visiting: Set<AnyAgent>): Promise<Tool[]> {
     const out: Tool[] = [];
-    for (const tool of agent.tools as Tool[]) {
-      if (this.#d.isOurs(tool)) {
-        out.push(this.#d.wrapFunctionTool(tool));
-        continue;
-      }
-      if (tool.type !== 'function') {
-        const local = this.#d.wrapLocalTool(tool);
-        if (local !== undefined) {
-          out.push(local);
-          continue;
-        }
-        // Hosted tools (a hosted shell too) run at the provider; the computer tool's actions have no seam to judge one call by.
-        if (!this.#d.allow.has(tool.name)) throw new UninterceptedToolError(agent.name, tool.name, tool.type);
-        out.push(tool);
-        continue;
-      }
-      const source = await agentToolSource(tool);
-      const fields = tool as unknown as FunctionToolFields;
-      if (source === undefined && typeof fields.on !== 'function') {
-        out.push(this.#d.wrapFunctionTool(tool));
-        continue;
-      }
-      if (source === undefined || !isDefaultAgentToolSchema(fields.parameters)) {
-        // An agent tool hookrelay cannot rebuild around the wrapped agent: its own call is judged, its agent's calls would not be.
-        if (!this.#d.allow.has(tool.name)) throw new UninterceptedToolError(agent.name, tool.name, 'agent_tool');
-        out.push(this.#d.wrapFunctionTool(tool));
-        continue;
-      }
-      const nested = await this.#wrap(source, 'nested', visiting);
-      const rebuilt = nested.asTool({
-        toolName: fields.name,
-        toolDescription: fields.description,
-        needsApproval: fields.needsApproval as never,
-        isEnabled: fields.isEnabled as never,
-      }) as unknown as Tool;
-      out.push(this.#d.wrapFunctionTool(rebuilt));
-    }
+    for (const tool of tools) out.push(await this.#tool(agent, tool, visiting));
     return out;
   }
 
-  async #handoffs(agent: AnyAgent, owner: AnyAgent, role: Role, visiting: Set<AnyAgent>): Promise<AnyAgent['handoffs']> {
+  async #tool(agent: AnyAgent, tool: Tool, visiting: Set<AnyAgent>): Promise<Tool> {
+    if (this.#d.isOurs(tool)) return this.#d.wrapFunctionTool(tool);
+    if (tool.type !== 'function') {
+      const local = this.#d.wrapLocalTool(tool);
+      if (local !== undefined) return local;
+      // Hosted tools (a hosted shell too) run at the provider; the computer tool's actions have no seam to judge one call by.
+      if (!this.#d.allow.has(tool.name)) throw new UninterceptedToolError(agent.name, tool.name, tool.type);
+      return tool;
+    }
+    const source = await agentToolSource(tool);
+    const fields = tool as unknown as FunctionToolFields;
+    if (source === undefined && typeof fields.on !== 'function') return this.#d.wrapFunctionTool(tool);
+    if (source === undefined || !isDefaultAgentToolSchema(fields.parameters)) {
+      // An agent tool hookrelay cannot rebuild around the wrapped agent: its own call is judged, its agent's calls would not be.
+      if (!this.#d.allow.has(tool.name)) throw new UninterceptedToolError(agent.name, tool.name, 'agent_tool');
+      return this.#d.wrapFunctionTool(tool);
+    }
+    if (makerOf(source) === this.#d.judge) return this.#d.wrapFunctionTool(tool); // built around one of this run's clones already
+    const nested = await this.#wrap(source, 'nested', visiting);
+    const rebuilt = nested.asTool({
+      toolName: fields.name,
+      toolDescription: fields.description,
+      needsApproval: fields.needsApproval as never,
+      isEnabled: fields.isEnabled as never,
+    }) as unknown as Tool;
+    return this.#d.wrapFunctionTool(rebuilt);
+  }
+
+  async #handoffs(entries: AnyAgent['handoffs'], owner: AnyAgent, role: Role, visiting: Set<AnyAgent>): Promise<AnyAgent['handoffs']> {
     const out: AnyAgent['handoffs'] = [];
-    for (const entry of agent.handoffs) {
+    for (const entry of entries) {
+      if (this.#d.clones.handoffs.has(entry as Handoff)) {
+        out.push(entry);
+        continue;
+      }
       const handoff = this.#d.sdk.getHandoff(entry);
       const target = await this.#wrap(handoff.agent, role, visiting);
       // An agent a handoff returns at run time (its own onInvokeHandoff) is wrapped when it is returned.
       const next = (produced: AnyAgent) => this.#wrap(produced, role, new Set());
-      out.push(handoff.clone({ agent: target, onInvokeHandoff: (ctx, args) => this.#d.invokeHandoff(handoff, ctx, args, owner, next) }));
+      const judged = handoff.clone({ agent: target, onInvokeHandoff: (ctx, args) => this.#d.invokeHandoff(handoff, ctx, args, owner, next) });
+      this.#d.clones.handoffs.add(judged);
+      out.push(judged);
     }
     return out;
-  }
-
-  /** MCP server tools are listed per turn: the clone lists them as the SDK does and wraps each (they are function tools). */
-  #mcpTools(clone: AnyAgent): void {
-    const list = Object.getPrototypeOf(clone).getMcpTools as AnyAgent['getMcpTools'];
-    const wrap = this.#d.wrapFunctionTool;
-    Object.defineProperty(clone, 'getMcpTools', {
-      configurable: true,
-      writable: true,
-      value: async (...args: Parameters<AnyAgent['getMcpTools']>) => (await list.apply(clone, args)).map((t) => (t.type === 'function' ? wrap(t) : t)),
-    });
   }
 }

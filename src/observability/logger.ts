@@ -1,5 +1,6 @@
 import { pino, stdSerializers, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
 import { carriesQueryParameters, toStorageError } from '../contract/storageError.ts';
+import { createLogLimiter } from './logLimiter.ts';
 
 export type { Logger };
 
@@ -67,20 +68,9 @@ export function silentLogger(): Logger {
  * One log line per kind of failure per window instead of one per occurrence: a client that
  * reconnects every few hundred ms while Redis is down would otherwise fill the log (44 lines in
  * 12 s). The first occurrence is logged with its error (stack included); repeats within
- * `windowMs` are counted and reported once when the next one arrives after the window.
+ * `windowMs` are counted and reported in one line when the window ends (logLimiter.ts).
  */
 export function throttledErrorLog(logger: Pick<Logger, 'warn'>, message: string, windowMs = 30_000): (err: Error) => void {
-  const seen = new Map<string, { at: number; repeats: number }>();
-  return (err) => {
-    const key = `${err.name}:${err.message}`;
-    const now = Date.now();
-    const entry = seen.get(key);
-    if (entry && now - entry.at < windowMs) {
-      entry.repeats++;
-      return;
-    }
-    seen.set(key, { at: now, repeats: 0 });
-    if (seen.size > 100) seen.delete(seen.keys().next().value as string);
-    logger.warn({ err, ...(entry && entry.repeats > 0 ? { repeatedSinceLastLog: entry.repeats } : {}) }, message);
-  };
+  const limit = createLogLimiter({ windowMs, maxKeys: 100 });
+  return (err) => limit(`${err.name}:${err.message}`, (repeats) => logger.warn({ err, ...(repeats > 0 ? { repeatedSinceLastLog: repeats } : {}) }, message));
 }

@@ -44,6 +44,8 @@ export type DeliveryMetrics = {
   retentionPruned: Counter;
   retentionDeleted: Counter;
   qstashCallbacks: Counter<'kind' | 'result'>;
+  /** Requests and connections the HTTP server refused (connection cap, body cap or budget, pre-read check, throttle, ops access). */
+  httpRefused: Counter<'reason'>;
   /** Breaker transitions (to open, half_open, closed, disabled, enabled), each counted by the process that made it. */
   endpointTransitions: Counter<'to'>;
   /** Jobs put back without an attempt because their endpoint was busy, rate-limited or open. */
@@ -268,8 +270,14 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
     }),
     qstashCallbacks: new Counter({
       name: 'hookrelay_qstash_callbacks_total',
-      help: 'QStash callbacks received',
+      help: 'QStash callbacks received, by kind (callback, failure) and result (delivered, attempt_failed, failed, stale, replayed, or why refused)',
       labelNames: ['kind', 'result'],
+      registers: [registry],
+    }),
+    httpRefused: new Counter({
+      name: 'hookrelay_http_refused_total',
+      help: 'Requests (and connections) the worker HTTP server refused, by reason: connection_limit, body_too_large, body_budget, body_aborted, pre_read, throttled, ops_address, ops_host',
+      labelNames: ['reason'],
       registers: [registry],
     }),
   };

@@ -1,11 +1,13 @@
 /**
  * Q7: QStash's callback (after each attempt) and failure callback (retries exhausted) record the
  * final outcome of a QStash-path delivery. Each request is verified with both signing keys
- * against the exact URL QStash was given; an unverified one changes nothing.
+ * against the exact URL QStash was given; an unverified one changes nothing, nor does a replay of
+ * a verified one (`acceptOnce`, qstashCallbackRoute.ts). The route in front of it
+ * (qstashCallbackRoute.ts) checks the token before the body is read and rate-limits the log.
  */
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 import { sanitizeStorableText } from '../contract/storableText.ts';
-import { verifyQStashCallback } from './qstashCallbacksVerify.ts';
+import { verifyQStashCallback, type QStashCallback } from './qstashCallbacksVerify.ts';
 import { CriticalHookDeliveryError, WebhookDeliveryError } from '../contract/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
@@ -18,7 +20,9 @@ import { publicBase, QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashC
 /** A row a callback may still change: accepted, or not yet written by the worker that published it (its attempt is still in flight). */
 const WAITING_ON_QSTASH = new Set(['accepted_by_qstash', 'in_flight', 'queued', 'retrying']);
 
-export type CallbackResponse = { status: number; body: string };
+type CallbackResponse = { status: number; body: string; headers?: Readonly<Record<string, string>> };
+
+export type CallbackKind = 'callback' | 'failure';
 
 export type QStashCallbackHandlerOptions = {
   db: Db;
@@ -27,19 +31,28 @@ export type QStashCallbackHandlerOptions = {
   nextSigningKey: string | undefined;
   logger: Logger;
   metrics?: DeliveryMetrics;
+  /** Logs a refusal; default one warning each (the route passes a rate-limited one). */
+  logRefusal?: (kind: CallbackKind, reason: string) => void;
+  /** Called once a callback verified, before it changes anything: an answer refuses it (a replay). */
+  acceptOnce?: (p: { kind: CallbackKind; callback: QStashCallback; signature: string }) => Promise<CallbackResponse | undefined>;
 };
 
 export type QStashCallbackHandler = (input: { path: string; rawUrl: string; signature: string | undefined; body: string }) => Promise<CallbackResponse>;
 
+export function callbackKindOf(path: string): CallbackKind | undefined {
+  return path === QSTASH_FAILURE_PATH ? 'failure' : path === QSTASH_CALLBACK_PATH ? 'callback' : undefined;
+}
+
 export function createQStashCallbackHandler(options: QStashCallbackHandlerOptions): QStashCallbackHandler {
+  const logRefusal = options.logRefusal ?? ((kind: CallbackKind, reason: string) => options.logger.warn({ kind, reason }, 'qstash callback refused'));
   return async ({ path, rawUrl, signature, body }) => {
-    const kind = path === QSTASH_FAILURE_PATH ? 'failure' : path === QSTASH_CALLBACK_PATH ? 'callback' : undefined;
+    const kind = callbackKindOf(path);
     if (!kind) return { status: 404, body: 'not found' };
     const url = `${publicBase(options.publicUrl)}${rawUrl}`;
     const verified = await verifyQStashCallback({ signature, body, url, currentSigningKey: options.currentSigningKey, nextSigningKey: options.nextSigningKey });
     if (!verified.valid) {
       options.metrics?.qstashCallbacks.inc({ kind, result: verified.reason });
-      options.logger.warn({ kind, reason: verified.reason }, 'qstash callback refused');
+      logRefusal(kind, verified.reason);
       return verified.reason === 'configuration' ? { status: 503, body: 'callback verification not configured' } : { status: 401, body: 'invalid signature' };
     }
     const query = new URL(url).searchParams;
@@ -48,6 +61,8 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
     if (!id || !Number.isInteger(generation)) return { status: 400, body: 'missing delivery id' };
 
     const { callback } = verified;
+    const refused = await options.acceptOnce?.({ kind, callback, signature: signature ?? '' });
+    if (refused) return refused;
     const row = await getDeliveryRow(options.db, id);
     if (!row) return { status: 200, body: 'unknown delivery' };
     const hook = row.hook as { webhook?: { fallback?: string } };

@@ -10,13 +10,19 @@
  * swap in the dev keys, so we pass `devMode: false` and refuse to verify without both keys;
  * `verify` resolves `true` or throws (SignatureError, or TypeError for a token without a `body`
  * claim); the `sub` check is an exact string compare against `url`.
+ *
+ * Before the body is read, `verifyQStashSignatureHeader` makes the Receiver's own token check
+ * (jose's `jwtVerify`: HS256/384/512 under either key, issuer `Upstash`, `sub` = the URL, `exp`
+ * and `nbf`) on the header alone, so a stranger without the signing keys is answered before a
+ * byte of body is read; the full check (body hash included) follows the body, by the Receiver.
  */
 import { Receiver } from '@upstash/qstash';
+import { jwtVerify } from 'jose';
 import { sanitizeStorableText } from '../contract/storableText.ts';
 import { withDefined } from '../contract/withDefined.ts';
 
 /** What a verified callback tells about the source message's delivery attempt. */
-type QStashCallback = {
+export type QStashCallback = {
   /** The QStash message id returned by the publish. */
   sourceMessageId: string;
   /** HTTP status the destination answered; 0 when there was no HTTP answer. */
@@ -42,7 +48,9 @@ type QStashCallbackFailure =
   /** The signature, its issuer, expiry, subject (URL) or body hash did not verify. */
   | 'invalid_signature'
   /** Signed correctly but not a callback body we understand. */
-  | 'invalid_body';
+  | 'invalid_body'
+  /** A token already accepted (or being read now): a replay, which changes nothing. */
+  | 'replayed';
 
 export type QStashCallbackResult = { valid: true; callback: QStashCallback } | { valid: false; reason: QStashCallbackFailure };
 
@@ -58,6 +66,51 @@ export type VerifyQStashCallbackInput = {
   /** Seconds of clock skew tolerated on `exp`/`nbf`. Default 0 (the Receiver's default). */
   clockToleranceSeconds?: number;
 };
+
+/** What the header check learnt of a token that verified: its id and end (the replay memory's key and lifetime). */
+export type QStashTokenClaims = { jti?: string; exp: number };
+
+/** HMAC algorithms the Receiver accepts (any HS, per qstash-protocol.md §8.1); never `none` or a public-key one. */
+const TOKEN_ALGORITHMS = ['HS256', 'HS384', 'HS512'];
+/** A real token is a few hundred bytes; a longer header is not parsed. */
+const MAX_TOKEN_LENGTH = 4_096;
+/** QStash's tokens live 5 minutes; one claiming to live longer than a day is refused (its replay memory would have to live as long). */
+const MAX_TOKEN_LIFETIME_SECONDS = 86_400;
+
+/**
+ * The token's own check, before the body is read: signed with the current or next key (HS256,
+ * HS384 or HS512), issuer `Upstash`, subject the exact callback URL, an `exp` not passed and not
+ * more than a day away, `nbf` passed, a `body` claim present. The body hash is checked later
+ * (`verifyQStashCallback`, with the body).
+ */
+export async function verifyQStashSignatureHeader(
+  input: Omit<VerifyQStashCallbackInput, 'body'> & { nowSeconds?: number },
+): Promise<{ valid: true; claims: QStashTokenClaims } | { valid: false; reason: QStashCallbackFailure }> {
+  const keys = [input.currentSigningKey?.trim() ?? '', input.nextSigningKey?.trim() ?? ''];
+  if (keys.includes('')) return { valid: false, reason: 'configuration' };
+  const signature = input.signature?.trim() ?? '';
+  if (signature === '') return { valid: false, reason: 'missing_signature' };
+  if (signature.length > MAX_TOKEN_LENGTH) return { valid: false, reason: 'invalid_signature' };
+  const now = input.nowSeconds ?? Math.floor(Date.now() / 1000);
+  for (const key of keys) {
+    try {
+      const { payload } = await jwtVerify(signature, new TextEncoder().encode(key), {
+        algorithms: TOKEN_ALGORITHMS,
+        issuer: 'Upstash',
+        subject: input.url,
+        requiredClaims: ['exp', 'body'],
+        currentDate: new Date(now * 1000),
+        ...withDefined({ clockTolerance: input.clockToleranceSeconds }),
+      });
+      const exp = payload.exp as number;
+      if (typeof payload.body !== 'string' || exp - now > MAX_TOKEN_LIFETIME_SECONDS) return { valid: false, reason: 'invalid_signature' };
+      return { valid: true, claims: { exp, ...(typeof payload.jti === 'string' && payload.jti !== '' ? { jti: payload.jti } : {}) } };
+    } catch {
+      // Not this key (or not a token at all): the next key, as the Receiver does.
+    }
+  }
+  return { valid: false, reason: 'invalid_signature' };
+}
 
 /** Longest response excerpt kept from a callback (SPEC Q8: ≤ 2 KiB). */
 const QSTASH_CALLBACK_EXCERPT_BYTES = 2048;

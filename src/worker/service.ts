@@ -14,7 +14,9 @@ import { FetchTransport } from '../delivery/fetchTransport.ts';
 import { isMissingPackage, QSTASH_PACKAGE } from '../delivery/lazyQStashPublisher.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
 import { startHttpServer, type PostRoute, type RequestHandler, type RunningHttpServer } from '../observability/httpServer.ts';
+import { createCredentialGuard, type CredentialGuard } from '../observability/credentialGuard.ts';
 import type { Logger } from '../observability/logger.ts';
+import { opsAccessPolicy } from '../observability/opsAccess.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/metrics.ts';
 import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { Store } from '../store/db.ts';
@@ -31,6 +33,7 @@ import { createDeliveryProcessor, type DeliveryProcessor } from './processor.ts'
 import { createOrderingGate } from './ordering.ts';
 import { deadlineBudgetMs } from '../delivery/retryPolicy.ts';
 import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbacksUrls.ts';
+import { createRedisReplayGuard, type ReplayRedis } from './qstashCallbackReplay.ts';
 import { createReconciler, type Reconciler } from './reconciler.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
 import { createRetention, type Retention } from './retention.ts';
@@ -72,6 +75,8 @@ export type DeliveryServiceOptions = (
   qstashRetries?: number;
   /** More HTTP request handlers on the worker's server (the operator console). */
   httpHandlers?: RequestHandler[];
+  /** The token-guess throttle the console shares with /metrics' bearer check; default: one of its own. */
+  credentialGuard?: CredentialGuard;
 };
 
 export type DeliveryService = {
@@ -286,18 +291,26 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   if (options.http !== false) {
     const postRoutes: Record<string, PostRoute> = {};
     if (settings.HOOKRELAY_PUBLIC_URL) {
-      const { createQStashCallbackHandler } = await importQStash(() => import('./qstashCallbacks.ts'), 'HOOKRELAY_PUBLIC_URL');
-      const handler = createQStashCallbackHandler({
+      const { createQStashCallbackRoute } = await importQStash(() => import('./qstashCallbackRoute.ts'), 'HOOKRELAY_PUBLIC_URL');
+      const route = createQStashCallbackRoute({
         db: store.db,
         publicUrl: settings.HOOKRELAY_PUBLIC_URL,
         currentSigningKey: settings.QSTASH_CURRENT_SIGNING_KEY,
         nextSigningKey: settings.QSTASH_NEXT_SIGNING_KEY,
         logger,
         metrics,
+        maxPayloadBytes: settings.HOOKRELAY_MAX_PAYLOAD_BYTES,
+        // Next to the queue's own keys: one prefix to list, expire and delete.
+        replay: createRedisReplayGuard({
+          redis: connection as unknown as ReplayRedis,
+          keyPrefix: `${prefix}:${settings.HOOKRELAY_QUEUE}:qstash:seen:`,
+          ready: redisReady,
+        }),
       });
-      postRoutes[QSTASH_CALLBACK_PATH] = handler;
-      postRoutes[QSTASH_FAILURE_PATH] = handler;
+      postRoutes[QSTASH_CALLBACK_PATH] = route;
+      postRoutes[QSTASH_FAILURE_PATH] = route;
     }
+    const consoleToken = settings.HOOKRELAY_CONSOLE_TOKEN;
     http = await startHttpServer({
       port: settings.HOOKRELAY_HTTP_PORT,
       logger,
@@ -305,6 +318,13 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       readiness,
       readinessDetails: async () => ({ spool: spoolView(await readSpool()) }),
       postRoutes,
+      ops: opsAccessPolicy({
+        allowFrom: settings.HOOKRELAY_OPS_ALLOW_FROM,
+        hosts: settings.HOOKRELAY_OPS_HOSTS,
+        knownUrls: [settings.HOOKRELAY_PUBLIC_URL, settings.HOOKRELAY_CONSOLE_ORIGIN],
+      }),
+      ...(consoleToken ? { opsBearer: { token: consoleToken, guard: options.credentialGuard ?? createCredentialGuard({ logger }) } } : {}),
+      onRefused: (reason) => metrics.httpRefused.inc({ reason }),
       ...(options.httpHandlers ? { handlers: options.httpHandlers } : {}),
     });
   }

@@ -5,6 +5,7 @@
  */
 import { resolveLoadedConfig } from '../config/resolveConfig.ts';
 import { loadSettings, type Settings } from '../config/settings.ts';
+import { createCredentialGuard } from '../observability/credentialGuard.ts';
 import type { RequestHandler } from '../observability/httpServer.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
@@ -184,6 +185,8 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
     let consoleHandler: RequestHandler | undefined;
     // Known once the HTTP server listens (on every interface): the console's default public origin.
     let httpPort: number | undefined;
+    // One token-guess throttle for the process: the console's sign-in and bearer, and /metrics' bearer.
+    const credentialGuard = createCredentialGuard({ logger });
     if (settings.HOOKRELAY_CONSOLE_TOKEN) {
       const [{ createConsole }, { openOperatorQueue }] = await Promise.all([import('../console/consoleHandler.ts'), import('../operator/operatorQueue.ts')]);
       const operator = openOperatorQueue(config);
@@ -194,6 +197,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
         token: settings.HOOKRELAY_CONSOLE_TOKEN,
         logger,
         listening: () => (httpPort === undefined ? undefined : { port: httpPort }),
+        guard: credentialGuard,
       });
       stops.push({
         name: 'console',
@@ -212,6 +216,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
       // One builder per worker: its email cache (B4) is shared by this worker's deliveries only.
       payloadBuilder: createWebhookPayloadBuilder({ logger, ...(options.emailLookup ? { emailLookup: options.emailLookup } : {}) }),
       ...(consoleHandler ? { httpHandlers: [consoleHandler] } : {}),
+      credentialGuard,
     });
     stops.push({ name: 'delivery service', run: () => service.stop(), bounded: true });
     httpPort = service.httpPort;

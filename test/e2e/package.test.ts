@@ -27,6 +27,7 @@ const FRAMEWORKS = [
   `ai@${devVersion('ai')}`,
   `@openai/agents@${devVersion('@openai/agents')}`,
   `@modelcontextprotocol/sdk@${devVersion('@modelcontextprotocol/sdk')}`,
+  `@modelcontextprotocol/client@${devVersion('@modelcontextprotocol/client')}`,
 ];
 
 let scratch: string;

@@ -5,13 +5,10 @@
  * @modelcontextprotocol/sdk), tools hookrelay cannot intercept (refused unless allowed), denials
  * and transforms in the lifecycle events, models given by name, and step numbering.
  */
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import {
   Agent,
   Handoff,
-  MCPServerStdio,
+  type MCPServerStdio,
   type Model,
   type ModelProvider,
   run,
@@ -32,6 +29,7 @@ import type { AgentContext, InterceptionRecord } from '../../../src/contract/age
 import { HookrelayError } from '../../../src/contract/hookrelayError.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { UninterceptedToolError } from '../../../src/integrations/errors.ts';
+import { startStdioFilesServer } from './fixtures/agentsMcpServer.ts';
 import { createOpenAIAgentsHooks, InterceptionBlocked } from '../../../src/integrations/openaiAgents.ts';
 import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
 import type { Interceptor } from '../../../src/interception/interceptor.ts';
@@ -361,17 +359,10 @@ describe('Agents-SDK local shell and apply_patch tools are intercepted', () => {
 });
 
 describe('Agents-SDK MCP server tools', () => {
-  let dir: string;
   let server: MCPServerStdio;
+  let serverCalls: () => string[];
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'hookrelay-mcp-'));
-    server = new MCPServerStdio({
-      name: 'files',
-      command: process.execPath,
-      args: [path.join(import.meta.dirname, 'fixtures/mcpDeleteServer.mjs')],
-      env: { ...(process.env as Record<string, string>), MCP_CALL_LOG: path.join(dir, 'calls.log') },
-    });
-    await server.connect();
+    ({ server, calls: serverCalls } = await startStdioFilesServer());
   }, 30_000);
   afterAll(async () => {
     await server?.close();
@@ -388,7 +379,7 @@ describe('Agents-SDK MCP server tools', () => {
     const { agent, input } = await r.prepare(new Agent({ name: 'files', model, mcpServers: [server] }));
     const result = await r.track(run(agent, input));
     expect(result.finalOutput).toBe('kept your files');
-    const calls = existsSync(path.join(dir, 'calls.log')) ? readFileSync(path.join(dir, 'calls.log'), 'utf8').trim().split('\n') : [];
+    const calls = serverCalls();
     expect(calls).toEqual(['list_files /srv']);
     expect(s.seen.filter((c) => c.interception_point === 'pre_tool_call').map((c) => c.tool_call?.name)).toEqual(['list_files', 'delete_all']);
     expect(s.points()).toContain('post_tool_call');
