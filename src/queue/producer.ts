@@ -61,14 +61,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     ownsRedis: !options.redis,
   });
   const settings = config.settings;
-  // F2: the app hears of an outage once each way, on stderr, unless it hands its own logger (a library speaks only then: during outages).
-  const logger =
-    options.logger ??
-    createLogger({
-      level: (config.env as Record<string, string | undefined>).LOG_LEVEL?.trim() ? settings.LOG_LEVEL : 'info',
-      pretty: false,
-      destination: process.stderr,
-    });
+  const logger = options.logger ?? outageLogger(config.env as Record<string, string | undefined>, settings.LOG_LEVEL);
   const queueName = options.queueName ?? settings.HOOKRELAY_QUEUE;
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
   const storeTimeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
@@ -139,6 +132,11 @@ async function commit(door: FrontDoor, prepared: PreparedItem[], span: Span | un
   span?.setAttribute('hookrelay.queued', result.queued);
   if (result.spooled) span?.setAttribute('hookrelay.spooled', true);
   return result;
+}
+
+/** F2: the app hears of an outage once each way, on stderr (a library speaks only then), at LOG_LEVEL when it is set. */
+function outageLogger(env: Record<string, string | undefined>, level: Logger['level']): Logger {
+  return createLogger({ level: env.LOG_LEVEL?.trim() ? level : 'info', pretty: false, destination: process.stderr });
 }
 
 /** F1: the spool's folder and bound, or undefined when it is off (`spool: false`, HOOKRELAY_SPOOL_MAX_BYTES=0). */
