@@ -123,7 +123,7 @@ describe('D3/W3: webhook delivery in local mode', () => {
     routes['/n'] = behaviour;
     const d = make();
     d.register(OP, [{ id: 'n', type: 'onComplete', webhook: { url: at('/n'), fallback: 'none' } }]);
-    await expect(d.dispatch(OP, 'onComplete', { operationId: OP })).resolves.toBeUndefined();
+    await expect(d.dispatch(OP, 'onComplete', { operationId: OP })).resolves.toEqual({ notAccepted: [] });
   });
 });
 
@@ -147,7 +147,7 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
       { id: 'fn', type: 'onError', handler: () => void ran.push('fn') },
       { id: 'good', type: 'onError', webhook: { url: at('/good') } },
     ]);
-    await expect(d.dispatch(OP, 'onError', { operationId: OP, errorMessage: 'x' })).resolves.toBeUndefined();
+    await expect(d.dispatch(OP, 'onError', { operationId: OP, errorMessage: 'x' })).resolves.toEqual({ notAccepted: [] });
     expect(ran).toEqual(['fn']);
     expect(paths()).toEqual(['/bad', '/reset', '/good']);
     expect(text()).toContain('"hookId":"bad"');
@@ -161,7 +161,7 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
       { id: 'wh', type: 'afterStep', webhook: { url: at('/wh') } },
       { id: 'fn', type: 'afterStep', handler: () => void ran.push('fn') },
     ]);
-    await expect(d.dispatch(OP, 'afterStep', { operationId: OP, usage: 10n })).resolves.toBeUndefined();
+    await expect(d.dispatch(OP, 'afterStep', { operationId: OP, usage: 10n })).resolves.toEqual({ notAccepted: [] });
     expect(ran).toEqual(['fn']);
     d.register('op_crit', [{ id: 'crit', type: 'afterStep', webhook: { url: at('/wh'), fallback: 'none' } }]);
     const error = (await rejection(d.dispatch('op_crit', 'afterStep', { operationId: 'op_crit', usage: 10n }))) as CriticalHookDeliveryError;
@@ -235,7 +235,7 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
     const d = make();
     d.register(OP, [{ id: 't', type: 'onComplete', webhook: { url: at('/trickle'), timeout: 0.2, fallback: 'none' } }]);
     const started = performance.now();
-    await expect(d.dispatch(OP, 'onComplete', { operationId: OP })).resolves.toBeUndefined();
+    await expect(d.dispatch(OP, 'onComplete', { operationId: OP })).resolves.toEqual({ notAccepted: [] });
     expect(performance.now() - started).toBeLessThan(500);
   });
 
