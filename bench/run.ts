@@ -10,6 +10,7 @@ import { runIsolationBench } from './isolation.ts';
 import { runLedgerScaleBench } from './ledgerScale.ts';
 import { runOrderingBench } from './ordering.ts';
 import { runOutageBench } from './outage.ts';
+import { runRedactionBench } from './redaction.ts';
 import { runStartupBench } from './startup.ts';
 import { printTable } from './support.ts';
 
@@ -36,6 +37,7 @@ const SECTIONS: BenchSection[] = [
     run: runLedgerScaleBench,
   },
   { key: 'ordering', title: 'Ordered delivery (issue 30): 200 operations × 20 events, ordered vs unordered, worker process c=64', run: runOrderingBench },
+  { key: 'redaction', title: 'Secret redaction of a kept excerpt (W7, issue 49): µs per call, 2 template values', run: runRedactionBench },
   {
     key: 'startup',
     title: 'Startup (CLI --help, idle worker RSS): shipped dist/ vs the same sources under tsx; embedded `npm start` (no DATABASE_URL): first and second start',

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { CliUsageError } from './errors.ts';
 import { onStopSignals } from '../observability/stopSignals.ts';
+import { printText } from './output.ts';
 
 /** Bound on each close step of a stopping console (HTTP server, Redis, the store). */
 const CLOSE_STEP_TIMEOUT_MS = 2_000;
@@ -99,7 +100,7 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
         if (server.port === undefined)
           throw new CliUsageError(`could not listen on ${host}:${flags.port ?? DEFAULT_CONSOLE_PORT} (in use?): pick another with --port`);
         port = server.port;
-        process.stdout.write(
+        printText(
           `hookrelay console on http://${host.includes(':') ? `[${host}]` : host}:${server.port}/console (sign in with HOOKRELAY_CONSOLE_TOKEN); Ctrl-C stops it\n`,
         );
         await signals.first;

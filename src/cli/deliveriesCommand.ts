@@ -5,7 +5,7 @@ import { deliveryFilterFrom } from '../store/deliveryFilterInput.ts';
 import { FilterInputError } from '../store/errors.ts';
 import { failureText } from '../operator/failureText.ts';
 import { CliUsageError } from './errors.ts';
-import { formatTable, iso, printJson, printJsonArray } from './output.ts';
+import { formatTable, iso, jsonText, printJson, printJsonArray, printLines, shown } from './output.ts';
 
 const DEFAULT_LIST_LIMIT = 50;
 
@@ -79,9 +79,9 @@ function attemptEvidenceLines(d: Delivery): string[] {
   const lines: string[] = [];
   for (const a of d.attempts) {
     if (a.outcome !== 'failed' || (a.responseExcerpt === null && !a.requestHeaders)) continue;
-    lines.push(`attempt ${a.attempt}: ${a.httpStatus !== null ? `HTTP ${a.httpStatus}` : (a.errorClass ?? 'failed')}`);
-    if (a.responseExcerpt !== null) lines.push(`  response: ${JSON.stringify(a.responseExcerpt)}`);
-    if (a.requestHeaders) for (const [name, value] of Object.entries(a.requestHeaders)) lines.push(`  sent ${name}: ${value}`);
+    lines.push(`attempt ${a.attempt}: ${a.httpStatus !== null ? `HTTP ${a.httpStatus}` : shown(a.errorClass ?? 'failed')}`);
+    if (a.responseExcerpt !== null) lines.push(`  response: ${jsonText(a.responseExcerpt)}`);
+    if (a.requestHeaders) for (const [name, value] of Object.entries(a.requestHeaders)) lines.push(`  sent ${shown(name)}: ${shown(value)}`);
   }
   return lines.length > 0 ? ['', ...lines] : [];
 }
@@ -105,7 +105,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
         const rows = await listDeliveries(ctx.store.db, { ...filter, limit: flags.limit ?? DEFAULT_LIST_LIMIT });
         if (flags.json) return printJsonArray(rows.map(summary));
         if (rows.length === 0) {
-          process.stdout.write('no deliveries match\n');
+          printLines(['no deliveries match']);
           return;
         }
         process.stdout.write(
@@ -131,14 +131,17 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
       await withContext(async (ctx) => {
         const { outcomes, woken } = await skipAndRelease(ctx.store.db, ctx.queue, ids);
         if (flags.json) {
-          for (const o of outcomes) process.stdout.write(`${JSON.stringify(o.result === 'skipped' ? { id: o.id, result: o.result } : o)}\n`);
+          for (const o of outcomes) process.stdout.write(`${jsonText(o.result === 'skipped' ? { id: o.id, result: o.result } : o)}\n`);
         } else {
-          for (const o of outcomes) {
-            if (o.result === 'skipped') process.stdout.write(`${o.id}  skipped\n`);
-            else if (o.result === 'unknown') process.stdout.write(`${o.id}  unknown: no delivery with this id\n`);
-            else process.stdout.write(`${o.id}  not skipped: status ${o.status} (only failed and held deliveries can be skipped)\n`);
-          }
-          if (woken > 0) process.stdout.write(`woke ${woken} ordered ${woken === 1 ? 'delivery' : 'deliveries'} waiting behind them\n`);
+          const lines = outcomes.map((o) =>
+            o.result === 'skipped'
+              ? `${shown(o.id)}  skipped`
+              : o.result === 'unknown'
+                ? `${shown(o.id)}  unknown: no delivery with this id`
+                : `${shown(o.id)}  not skipped: status ${o.status} (only failed and held deliveries can be skipped)`,
+          );
+          if (woken > 0) lines.push(`woke ${woken} ordered ${woken === 1 ? 'delivery' : 'deliveries'} waiting behind them`);
+          if (lines.length > 0) printLines(lines);
         }
         // Exit 1 when an id was not skipped, so scripts notice (nothing else changed for it).
         if (outcomes.some((o) => o.result !== 'skipped')) process.exitCode = 1;
@@ -155,15 +158,15 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
       const [{ withContext }, { getDeliveryRow, toDelivery }] = await Promise.all([import('./context.ts'), import('../store/deliveriesRepo.ts')]);
       await withContext(async (ctx) => {
         const row = await getDeliveryRow(ctx.store.db, id);
-        if (!row) throw new CliUsageError(`no delivery with id "${id}"`);
+        if (!row) throw new CliUsageError(`no delivery with id ${jsonText(id)}`);
         const d = toDelivery(row);
         // The library's vocabulary (Delivery): `attempts` is the list, `attemptCount` the total.
         if (flags.json)
           return printJson({ ...summary(d), occurredAt: row.occurredAt.toISOString(), hook: row.hook, payload: row.payload, attempts: d.attempts });
         const lines = [
-          `${d.id}  ${statusText(d)}  ${d.eventType} → ${d.hookId} (${d.transport})`,
-          `operation ${d.operationId}  generation ${d.generation}${d.sequence !== null ? `  sequence ${d.sequence}` : ''}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,
-          `deadline ${iso(d.deadlineAt)}${d.status === 'failed' ? `  failed: ${lastError(d)}` : ''}`,
+          `${shown(d.id)}  ${shown(statusText(d))}  ${shown(d.eventType)} → ${shown(d.hookId)} (${shown(d.transport)})`,
+          `operation ${shown(d.operationId)}  generation ${d.generation}${d.sequence !== null ? `  sequence ${d.sequence}` : ''}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,
+          `deadline ${iso(d.deadlineAt)}${d.status === 'failed' ? `  failed: ${shown(lastError(d))}` : ''}`,
           '',
           d.attempts.length === 0
             ? 'no attempts yet'
@@ -178,15 +181,15 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
                   a.errorClass ?? '-',
                   a.httpStatus === null ? '-' : String(a.httpStatus),
                   String(Math.round(a.durationMs)),
-                  a.responseExcerpt ? JSON.stringify(a.responseExcerpt.slice(0, 60)) : '-',
+                  a.responseExcerpt ? jsonText(a.responseExcerpt.slice(0, 60)) : '-',
                 ]),
               ).trimEnd(),
           ...attemptEvidenceLines(d),
           '',
-          `hook: ${JSON.stringify(row.hook)}`,
-          `payload: ${row.payload === null ? '(pruned by retention)' : JSON.stringify(row.payload)}`,
+          `hook: ${jsonText(row.hook)}`,
+          `payload: ${row.payload === null ? '(pruned by retention)' : jsonText(row.payload)}`,
         ];
-        process.stdout.write(`${lines.join('\n')}\n`);
+        printLines(lines);
       });
     });
 }

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import type { CliContext } from './context.ts';
 import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
-import { formatTable, iso, printJson, printJsonArray } from './output.ts';
+import { formatTable, iso, printErrorText, printJson, printJsonArray, printText, shown } from './output.ts';
 import { runReplay } from './replayCommand.ts';
 import { withDefined } from '../contract/withDefined.ts';
 
@@ -103,12 +103,12 @@ async function listEndpoints(ctx: CliContext, json: boolean): Promise<void> {
   const { listEndpointViews } = await import('../operator/endpointViews.ts');
   const { views, redisUp } = await listEndpointViews(ctx.store.db, ctx.operator, ctx.settings);
   if (json) return printJsonArray(views);
-  if (!redisUp) process.stderr.write(redisDown);
+  if (!redisUp) printErrorText(redisDown);
   if (views.length === 0) {
-    process.stdout.write('no endpoints yet: the worker records one the first time it delivers to it\n');
+    printText('no endpoints yet: the worker records one the first time it delivers to it\n');
     return;
   }
-  process.stdout.write(
+  printText(
     formatTable(
       ['ENDPOINT', 'STATE', 'IN FLIGHT', 'LIMIT/CAP', 'RATE/S', 'FAILS', 'WINDOW FAIL/ALL', 'LAST SUCCESS', 'LAST FAILURE', 'HELD'],
       views.map((v) => [
@@ -135,7 +135,7 @@ async function showEndpoint(ctx: CliContext, key: string, json: boolean): Promis
   }
   const { view: v, deliveries: counts, redisUp } = found;
   if (json) return printJson({ ...v, deliveries: counts });
-  if (!redisUp) process.stderr.write(redisDown);
+  if (!redisUp) printErrorText(redisDown);
   const lines = [
     `${v.key}  ${v.state}${v.state === 'open' && v.openUntil ? ` until ${v.openUntil}` : ''}`,
     `in flight ${dash(v.inFlight)}, limit ${v.cap === 0 ? 'none (no cap)' : `${v.limit ?? v.cap} of cap ${v.cap}`}   rate limit ${v.rateLimit === null ? 'none' : `${v.rateLimit}/s`}`,
@@ -143,7 +143,7 @@ async function showEndpoint(ctx: CliContext, key: string, json: boolean): Promis
     `last success ${v.lastSuccessAt ?? '-'}   last failure ${v.lastFailureAt ?? '-'}   failing since ${v.failingSince ?? '-'}`,
     ...(v.disabledAt
       ? [
-          `disabled ${v.disabledAt} by ${v.disabledBy ?? '?'}: ${v.disabledReason ?? ''}`,
+          `disabled ${v.disabledAt} by ${shown(v.disabledBy ?? '?')}: ${shown(v.disabledReason ?? '')}`,
           v.hold
             ? `hold: its ${v.held} held deliveries are kept (no deadline) until you act: hookrelay endpoints enable ${v.key} --replay`
             : `its ${v.held} held deliveries fail at their deadlines (disable with --hold to keep them)`,
@@ -157,7 +157,7 @@ async function showEndpoint(ctx: CliContext, key: string, json: boolean): Promis
           Object.entries(counts).map(([s, n]) => [s, String(n)]),
         ).trimEnd(),
   ];
-  process.stdout.write(`${lines.join('\n')}\n`);
+  printText(`${lines.join('\n')}\n`);
 }
 
 /**
@@ -200,19 +200,19 @@ async function disableEndpointCommand(
         : confirmed.pending.length === 0
           ? `all ${confirmed.applied.length} live workers applied it: none delivers to it from now on; `
           : '';
-  process.stdout.write(
+  printText(
     changed
       ? `disabled ${key}: ${applied}its deliveries are ${keeps}\n`
       : hold
-        ? `${key} was already disabled (${policy?.disabledBy ?? '?'}: ${policy?.disabledReason ?? ''}); now on hold: ${applied}its deliveries are ${keeps}\n`
-        : `${key} was already disabled (${policy?.disabledBy ?? '?'}: ${policy?.disabledReason ?? ''}); nothing changed\n`,
+        ? `${key} was already disabled (${shown(policy?.disabledBy ?? '?')}: ${shown(policy?.disabledReason ?? '')}); now on hold: ${applied}its deliveries are ${keeps}\n`
+        : `${key} was already disabled (${shown(policy?.disabledBy ?? '?')}: ${shown(policy?.disabledReason ?? '')}); nothing changed\n`,
   );
   if ((changed || hold) && confirmed === undefined)
-    process.stderr.write(
+    printErrorText(
       'Redis did not answer at REDIS_URL: could not confirm that the workers applied it (they re-read the endpoints table every 2 s); the change is stored\n',
     );
   else if (confirmed && confirmed.pending.length > 0)
-    process.stderr.write(
+    printErrorText(
       `not confirmed within ${timeoutMs / 1000} s by ${confirmed.pending.length} of ${confirmed.applied.length + confirmed.pending.length} live workers (${confirmed.pending.join(', ')}): they may still send to it until they re-read the endpoints table; the change is stored\n`,
     );
   return code;
@@ -225,13 +225,13 @@ async function enableEndpointCommand(ctx: CliContext, key: string, replay: boole
   if (!replay || held === 0) {
     if (json) printJson({ key, enabled: true, changed, breakerReset: reset, held });
     else {
-      process.stdout.write(changed ? `enabled ${key}\n` : `${key} was not disabled; nothing changed\n`);
-      if (!reset) process.stderr.write('Redis did not answer: the breaker was not reset (it closes by itself after its next successful probe)\n');
-      if (held > 0) process.stdout.write(`${held} deliveries are held for it; replay them with: hookrelay endpoints enable ${key} --replay\n`);
+      printText(changed ? `enabled ${key}\n` : `${key} was not disabled; nothing changed\n`);
+      if (!reset) printErrorText('Redis did not answer: the breaker was not reset (it closes by itself after its next successful probe)\n');
+      if (held > 0) printText(`${held} deliveries are held for it; replay them with: hookrelay endpoints enable ${key} --replay\n`);
     }
     return EXIT.ok;
   }
-  if (!json) process.stdout.write(`${changed ? 'enabled' : 'already enabled:'} ${key}; replaying its ${held} held deliveries\n`);
+  if (!json) printText(`${changed ? 'enabled' : 'already enabled:'} ${key}; replaying its ${held} held deliveries\n`);
   return runReplay(ctx, [], { status: 'held', endpoint: key, yes: true, ...(json ? { json: true } : {}) });
 }
 
@@ -251,7 +251,7 @@ async function limitEndpointCommand(
   const policy = await getEndpointPolicy(ctx.store.db, key);
   const cap = policy?.concurrency ?? isolationSettings(ctx.settings).defaultCap;
   if (json) return printJson({ key, concurrency: cap, ownConcurrency: policy?.concurrency ?? null, rateLimit: policy?.rateLimit ?? null });
-  process.stdout.write(
+  printText(
     `${key}: concurrency ${cap === 0 ? 'no cap' : cap}${policy?.concurrency === null ? ' (default)' : ''}, rate limit ${policy?.rateLimit === null || policy?.rateLimit === undefined ? 'none' : `${policy.rateLimit}/s`}; workers apply it within a few seconds\n`,
   );
 }

@@ -5,7 +5,7 @@ import { isHookrelayError } from '../contract/hookrelayError.ts';
 import { HOOK_TYPES, type HookType } from '../contract/hookTypes.ts';
 import type { SerializedHook } from '../contract/hook.ts';
 import { CliUsageError } from './errors.ts';
-import { printJson } from './output.ts';
+import { printJson, printText } from './output.ts';
 
 function readEvent(file: string, operationId: string): Record<string, unknown> {
   let text: string;
@@ -58,8 +58,7 @@ export function registerEnqueueCommand(program: Command): void {
             });
           if (result.deliveryIds.length === 0) throw new CliUsageError(`no persisted hook of operation "${flags.operation}" matches ${flags.type}`);
           if (flags.json) printJson(result);
-          else
-            process.stdout.write(`${result.deliveryIds.join('\n')}\n${result.queued ? '' : 'stored, not yet queued (Redis?): the worker will enqueue them\n'}`);
+          else printText(`${result.deliveryIds.join('\n')}\n${result.queued ? '' : 'stored, not yet queued (Redis?): the worker will enqueue them\n'}`);
         } finally {
           await producer.close();
         }

@@ -3,14 +3,14 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { loadSettings } from '../config/settings.ts';
 import { SettingsError } from '../config/errors.ts';
 import { RedisUnavailableError } from '../queue/errors.ts';
-import { EmbeddedStoreUnavailableError, StoreNotFoundError } from '../store/errors.ts';
+import { EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreNotFoundError } from '../store/errors.ts';
 import { isStoreUnreachable, storeUnavailable } from '../store/unreachable.ts';
 import { HookConfigError } from '../contract/errors.ts';
 import { isHookrelayError } from '../contract/hookrelayError.ts';
 import { COMPLETION_SHELLS, type CompletionShell, completionScript } from './completion.ts';
 import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
-import { flushed } from './output.ts';
+import { flushed, printError } from './output.ts';
 import { registerDeliveriesCommand } from './deliveriesCommand.ts';
 import { registerReplayCommand } from './replayCommand.ts';
 import { registerEnqueueCommand } from './enqueueCommand.ts';
@@ -154,22 +154,23 @@ export async function main(argv: string[] = process.argv, deps: CliDeps = NO_WOR
       err instanceof CliUsageError ||
       err instanceof RedisUnavailableError ||
       err instanceof EmbeddedStoreUnavailableError ||
+      err instanceof EmbeddedStoreUntrustedError ||
       err instanceof StoreNotFoundError ||
       err instanceof HookConfigError ||
       (isHookrelayError(err) && USAGE_ERROR_CODES.has(err.code))
     ) {
-      process.stderr.write(`hookrelay: ${err.message}\n`);
+      printError(err.message);
       return EXIT.usage;
     }
     // Q13: Postgres away: say so and what to check, not a driver message or a stack.
     if (isStoreUnreachable(err)) {
-      process.stderr.write(`hookrelay: ${storeUnavailable(err, 'check that it runs and that DATABASE_URL points at it').message}\n`);
+      printError(storeUnavailable(err, 'check that it runs and that DATABASE_URL points at it').message);
       return EXIT.partial;
     }
     // A driver error wraps the server's reason in `cause`; print that, not the query text.
     const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;
     const message = cause ? `storage error: ${cause}` : err instanceof Error ? err.message : String(err);
-    process.stderr.write(`hookrelay: ${message}\n`);
+    printError(message);
     return EXIT.partial;
   }
 }

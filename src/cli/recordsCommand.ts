@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { formatTable, iso, printJsonArray } from './output.ts';
+import { formatTable, iso, printJsonArray, printText } from './output.ts';
 
 export function registerRecordsCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
   const records = program.command('records').description('AGENT-HOOKS-0.1 interception records (payload-free)');
@@ -25,10 +25,10 @@ export function registerRecordsCommand(program: Command, parsePositiveInt: (v: s
           .limit(flags.limit ?? 50);
         if (flags.json) return printJsonArray(rows.map((r) => r.record));
         if (rows.length === 0) {
-          process.stdout.write('no records match\n');
+          printText('no records match\n');
           return;
         }
-        process.stdout.write(
+        printText(
           formatTable(
             ['SESSION', 'SEQ', 'POINT', 'DECISION', 'REASON', 'AT'],
             rows.map((r) => {

@@ -11,7 +11,7 @@ import type { CliContext } from './context.ts';
 import { addFilterOptions, type FilterFlags, toFilter } from './deliveriesCommand.ts';
 import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
-import { formatTable, iso, printJson } from './output.ts';
+import { formatTable, iso, printErrorText, printJson, printText } from './output.ts';
 
 type OperatorReplay = typeof import('../operator/replay.ts');
 
@@ -107,14 +107,14 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
     ...skipped.map((s) => ({ id: s.id, result: 'skipped' as const, reason: skipReason(s) })),
   ];
   const summary = { dryRun: flags.dryRun === true, replayed: 0, wouldReplay: 0, skipped: skipped.length, failed: unknown.length };
-  for (const id of unknown) process.stderr.write(`${id}: unknown delivery id\n`);
+  for (const id of unknown) printErrorText(`${id}: unknown delivery id\n`);
 
   if (candidates.length === 0) {
     if (flags.json) printJson({ ...summary, results } satisfies ReplayReport);
     if (!flags.json) {
-      for (const s of skipped) process.stdout.write(`${s.id}: skipped (${skipReason(s)})\n`);
-      if (skipped.length > 0) process.stdout.write(`replayed 0, skipped ${skipped.length}, failed ${unknown.length}\n`);
-      else if (!byId) process.stdout.write('nothing to replay: no deliveries match\n');
+      for (const s of skipped) printText(`${s.id}: skipped (${skipReason(s)})\n`);
+      if (skipped.length > 0) printText(`replayed 0, skipped ${skipped.length}, failed ${unknown.length}\n`);
+      else if (!byId) printText('nothing to replay: no deliveries match\n');
     }
     // A filter matching nothing is a healthy system (exit 0); explicit ids that are all unknown are bad usage.
     if (unknown.length === 0) return EXIT.ok;
@@ -126,14 +126,14 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
     results.push(...present.map(({ id, result, status, hookId, eventType }) => ({ id, result, status, hookId, eventType })));
     if (flags.json) printJson({ ...summary, wouldReplay: present.length, results } satisfies ReplayReport);
     if (!flags.json) {
-      for (const s of skipped) process.stdout.write(`${s.id}: skipped (${skipReason(s)})\n`);
-      process.stdout.write(
+      for (const s of skipped) printText(`${s.id}: skipped (${skipReason(s)})\n`);
+      printText(
         formatTable(
           ['ID', 'STATUS', 'EVENT', 'HOOK', 'LAST ERROR', 'CREATED'],
           present.map((r) => [r.id, r.status, r.eventType, r.hookId, r.lastErrorClass ?? '-', iso(r.createdAt)]),
         ),
       );
-      process.stdout.write(`dry run: would replay ${present.length}, skipped ${skipped.length}; nothing changed\n`);
+      printText(`dry run: would replay ${present.length}, skipped ${skipped.length}; nothing changed\n`);
     }
     return unknown.length > 0 ? EXIT.partial : EXIT.ok;
   }
@@ -141,17 +141,17 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
   if (candidates.length > CONFIRM_ABOVE && !flags.yes) {
     // Nobody can answer a prompt from cron or a pipe: refuse instead of proceeding unasked.
     if (!process.stdin.isTTY) {
-      process.stderr.write(
+      printErrorText(
         `hookrelay: replaying ${candidates.length} deliveries (more than ${CONFIRM_ABOVE}) needs --yes when stdin is not a terminal; nothing changed\n`,
       );
       return EXIT.usage;
     }
     if (!(await confirm(candidates.length))) {
-      process.stderr.write('hookrelay: replay cancelled; nothing changed\n');
+      printErrorText('hookrelay: replay cancelled; nothing changed\n');
       return EXIT.usage;
     }
   }
-  if (!flags.json) for (const s of skipped) process.stdout.write(`${s.id}: skipped (${skipReason(s)})\n`);
+  if (!flags.json) for (const s of skipped) printText(`${s.id}: skipped (${skipReason(s)})\n`);
 
   const queue = ctx.queue();
   const cliProgress = process.stderr.isTTY && !flags.json ? (await import('cli-progress')).default : undefined;
@@ -172,7 +172,7 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
       summary.replayed += batch.filter((r) => r.result === 'replayed').length;
       summary.failed += notQueued;
       if (notQueued > 0) {
-        process.stderr.write(
+        printErrorText(
           `${notQueued} deliveries could not be added to the queue (Redis?); they are queued in the ledger and the worker's reconciler will enqueue them\n`,
         );
       }
@@ -182,6 +182,6 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
   results.push(...outcome.map(reported));
   bar?.stop();
   if (flags.json) printJson({ ...summary, results } satisfies ReplayReport);
-  if (!flags.json) process.stdout.write(`replayed ${summary.replayed}, skipped ${summary.skipped}, failed ${summary.failed}\n`);
+  if (!flags.json) printText(`replayed ${summary.replayed}, skipped ${summary.skipped}, failed ${summary.failed}\n`);
   return summary.failed > 0 ? EXIT.partial : EXIT.ok;
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { formatTable, printJson } from './output.ts';
+import { formatTable, printJson, printText } from './output.ts';
 
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 const QUEUE_TIMEOUT_S = 3;
@@ -36,14 +36,14 @@ export function registerStatsCommand(program: Command): void {
           const held = ledgerCounts.held ?? 0;
           if (flags.json)
             return printJson({ ledger: ledgerCounts, queue, oldestUndeliveredAgeSeconds: oldestAgeSeconds, held, oldestHeldAgeSeconds: heldAge, spool });
-          process.stdout.write(
+          printText(
             formatTable(
               ['STATUS', 'COUNT'],
               ledger.byStatus.map((s) => [s.status, String(s.count)]),
             ),
           );
-          process.stdout.write('\n');
-          process.stdout.write(
+          printText('\n');
+          printText(
             queue
               ? formatTable(
                   ['QUEUE', 'JOBS'],
@@ -51,16 +51,16 @@ export function registerStatsCommand(program: Command): void {
                 )
               : `queue: Redis did not answer at REDIS_URL (refused, or no answer within ${QUEUE_TIMEOUT_S} s)\n`,
           );
-          process.stdout.write(`\noldest undelivered: ${oldestAgeSeconds === null ? 'none' : `${oldestAgeSeconds} s ago`}\n`);
+          printText(`\noldest undelivered: ${oldestAgeSeconds === null ? 'none' : `${oldestAgeSeconds} s ago`}\n`);
           if (held > 0)
-            process.stdout.write(
+            printText(
               `held: ${held} ${held === 1 ? 'delivery waits' : 'deliveries wait'} for a disabled endpoint (the oldest ${heldAge ?? 0} s ago), never sent until you enable it: hookrelay endpoints list\n`,
             );
-          process.stdout.write(spoolLine(spool));
+          printText(spoolLine(spool));
         });
       } catch (error) {
         // The store did not answer: what the spools hold is still worth saying (then the error, as every command).
-        if (spool.events > 0 || spool.rejected > 0) process.stdout.write(flags.json ? `${JSON.stringify({ spool })}\n` : spoolLine(spool));
+        if (spool.events > 0 || spool.rejected > 0) printText(flags.json ? `${JSON.stringify({ spool })}\n` : spoolLine(spool));
         throw error;
       }
     });

@@ -4,6 +4,7 @@ import * as D from '../contract/defaults.ts';
 import { signingSecretsProblem } from '../contract/signingSecrets.ts';
 import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
 import { SettingsError } from './errors.ts';
+import { escapeTerminalText } from '../contract/terminalText.ts';
 
 /** The largest whole number a setting takes: setTimeout's ceiling in ms, and Postgres `integer`. */
 const MAX_SETTING_INT = 2_147_483_647;
@@ -305,9 +306,11 @@ export function unknownSettingWarnings(env: Readonly<Record<string, string | und
     .map((name) => {
       const [closest] = known.map((candidate) => ({ candidate, distance: editDistance(name, candidate) })).sort((x, y) => x.distance - y.distance);
       const near = closest !== undefined && closest.distance <= Math.max(2, Math.floor(name.length / 5));
+      // W7: the name is the environment's choice: its terminal controls are shown escaped.
+      const shown = escapeTerminalText(name);
       return near
-        ? `${name} is not a hookrelay setting and is ignored: did you mean ${closest.candidate}?`
-        : `${name} is not a hookrelay setting and is ignored (docs/configuration.md lists every setting)`;
+        ? `${shown} is not a hookrelay setting and is ignored: did you mean ${closest.candidate}?`
+        : `${shown} is not a hookrelay setting and is ignored (docs/configuration.md lists every setting)`;
     });
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ENV_HOOK_ID_PREFIX, HookTypeSchema, isToolHookType, type HookType } from './hookTypes.ts';
 import { matcherProblem } from './matcher.ts';
+import { controlCharacterProblem } from './terminalText.ts';
 import { controlTypeProblem, EnvironmentWebhookConfigSchema, WebhookConfigSchema, type WebhookConfig, type WebhookConfigInput } from './webhook.ts';
 
 /** A handler: any function. Return values are ignored; a thrown error is logged (D5). */
@@ -24,6 +25,8 @@ function crossFieldRules(hook: HookShape, ctx: z.RefinementCtx): void {
     ctx.addIssue({ code: 'custom', path: ['id'], message: `ids starting with "${ENV_HOOK_ID_PREFIX}" are reserved for environment hooks` });
   }
   if (hook.id.length === 0) ctx.addIssue({ code: 'custom', path: ['id'], message: 'must not be empty' });
+  const unprintable = controlCharacterProblem(hook.id);
+  if (unprintable !== undefined) ctx.addIssue({ code: 'custom', path: ['id'], message: unprintable });
   if (hook.matcher !== undefined && !isToolHookType(hook.type)) {
     ctx.addIssue({ code: 'custom', path: ['matcher'], message: 'is only allowed on beforeToolCall, afterToolCall and onToolCallError' });
   }

@@ -3,10 +3,12 @@ import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
 import { timeoutMs } from '../contract/webhook.ts';
 import type { ToolCallDecision } from '../contract/decision.ts';
+import { resolvedTemplateValues } from '../delivery/attemptEvidence.ts';
 import { DeliveryConfigError } from '../delivery/errors.ts';
 import type { FetchTransport } from '../delivery/fetchTransport.ts';
 import { resolveHeaderTemplates } from '../delivery/headerTemplates.ts';
 import { resolveWebhookUrlCached } from '../delivery/resolveUrl.ts';
+import { redactSecrets } from '../delivery/secretRedaction.ts';
 import { signatureHeaders } from '../delivery/signing.ts';
 import { MAX_DECISION_RESPONSE_BYTES, parseToolCallHookResponse } from './parseDecisionResponse.ts';
 
@@ -89,6 +91,12 @@ export async function executeToolCallWebhook(input: ExecuteToolCallWebhookInput)
   if (outcome.tooLarge) return { status: 'error', code: 'response_too_large' };
   const parsed = parseToolCallHookResponse(outcome.body ?? new Uint8Array());
   if (parsed.status === 'error') return { status: 'error', code: parsed.code };
+  // W7: a deny reason goes back to the agent and into records: a template value echoed in it goes.
+  const reason = parsed.status === 'success' && parsed.decision.decision === 'deny' ? parsed.decision.reason : undefined;
+  if (reason !== undefined && input.webhook.headers !== undefined) {
+    const secrets = resolvedTemplateValues(input.webhook.headers, signed, input.env);
+    if (secrets.length > 0) return { status: 'success', decision: { decision: 'deny', reason: redactSecrets(reason, secrets) } };
+  }
   return parsed;
 }
 

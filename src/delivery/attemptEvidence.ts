@@ -1,7 +1,7 @@
 /**
  * Q8: what an attempt keeps as evidence of why a receiver answered as it did — the request
  * headers as configured (a `${VAR}` template shown as the template, never its value; the
- * signature elided) and the response excerpt with every resolved template value taken out (a
+ * signature elided) and which values to take out of the response excerpt (secretRedaction.ts: a
  * receiver that echoes its request must not put a secret into the ledger). Pure functions.
  */
 import { TEMPLATE_PATTERN } from '../contract/webhook.ts';
@@ -9,9 +9,6 @@ import { userAgent } from './userAgent.ts';
 
 const SIGNATURE_HEADER = 'webhook-signature';
 const ELIDED = '(elided)';
-const REDACTED = '[redacted]';
-/** A cut excerpt ending with this many characters of a secret's start has them cut too. */
-const MIN_TAIL_CHARS = 3;
 
 /** The headers an attempt sent, as the ledger may keep them: templates as templates, the signature elided. */
 export function sentHeadersAsConfigured(configured: Record<string, string> | undefined, sent: Record<string, string>): Record<string, string> {
@@ -47,32 +44,15 @@ export function resolvedTemplateValues(
 }
 
 /**
- * `text` with each secret replaced by `[redacted]`, as it is and in the encodings a receiver
- * may echo it in (JSON-escaped, URL-encoded, base64); a cut excerpt that ends inside one loses
- * that tail too.
+ * The values a hook's header templates resolve to in `env` (whole values and each variable), for
+ * redacting what came back from a request sent with them when the sent headers are not at hand
+ * (a QStash callback reports on a request QStash made).
  */
-export function redactSecrets(text: string, secrets: readonly string[]): string {
-  if (secrets.length === 0) return text;
-  const forms = new Set<string>();
-  for (const s of secrets) {
-    if (s.length === 0) continue;
-    forms.add(s);
-    forms.add(JSON.stringify(s).slice(1, -1));
-    forms.add(encodeURIComponent(s));
-    forms.add(Buffer.from(s, 'utf8').toString('base64'));
-    forms.add(Buffer.from(s, 'utf8').toString('base64url'));
+export function templateValuesOf(configured: Record<string, string> | undefined, env: Record<string, string | undefined>): string[] {
+  const sent: Record<string, string> = {};
+  for (const [name, template] of Object.entries(configured ?? {})) {
+    if (!template.includes('${')) continue;
+    sent[name.toLowerCase()] = template.replace(TEMPLATE_PATTERN, (_match, variable: string) => (Object.hasOwn(env, variable) ? (env[variable] ?? '') : ''));
   }
-  // Longest first: a secret containing another is taken out whole.
-  const ordered = [...forms].sort((a, b) => b.length - a.length);
-  let out = text;
-  for (const form of ordered) out = out.split(form).join(REDACTED);
-  for (const form of ordered) {
-    for (let k = Math.min(form.length - 1, out.length); k >= MIN_TAIL_CHARS; k--) {
-      if (out.endsWith(form.slice(0, k))) {
-        out = `${out.slice(0, out.length - k)}${REDACTED}`;
-        break;
-      }
-    }
-  }
-  return out;
+  return resolvedTemplateValues(configured, sent, env);
 }

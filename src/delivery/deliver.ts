@@ -9,12 +9,13 @@ import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import type { WebhookConfig } from '../contract/webhook.ts';
 import { SEQUENCE_HEADER, timeoutMs } from '../contract/webhook.ts';
 import type { Logger } from '../observability/logger.ts';
-import { redactSecrets, resolvedTemplateValues, sentHeadersAsConfigured } from './attemptEvidence.ts';
+import { resolvedTemplateValues, sentHeadersAsConfigured } from './attemptEvidence.ts';
 import { DeliveryConfigError, SSRF_BLOCKED_HINT } from './errors.ts';
 import type { FetchTransport, SendOutcome } from './fetchTransport.ts';
 import { resolveHeaderTemplates } from './headerTemplates.ts';
 import { resolveWebhookUrlCached } from './resolveUrl.ts';
 import { isPermanentStatus, parseRetryAfter } from './retryPolicy.ts';
+import { redactSecrets } from './secretRedaction.ts';
 import { addSignatureHeaders } from './signing.ts';
 import type { QStashPublisher, QStashPublishResult, TransportErrorClass } from './types.ts';
 

@@ -17,7 +17,9 @@ import type { Interceptor } from '../interception/interceptor.ts';
 import { DEFAULT_TIMEOUT_MS } from '../interception/timeouts.ts';
 import { DeliveryConfigError, RemoteInterceptorError } from './errors.ts';
 import { FetchTransport } from './fetchTransport.ts';
+import { resolvedTemplateValues } from './attemptEvidence.ts';
 import { resolveHeaderTemplates } from './headerTemplates.ts';
+import { redactSecretsDeep } from './secretRedaction.ts';
 import { resolveWebhookUrl } from './resolveUrl.ts';
 import { parseSigningSecrets, signatureHeaders } from './signing.ts';
 import { HookConfigError } from '../contract/errors.ts';
@@ -150,10 +152,24 @@ export function createRemoteInterceptor(config: RemoteInterceptorConfig, options
       try {
         // Lossless: an integer beyond 2^53 in a transform value stays exact (a bigint) and the fold
         // then fails closed as context_invalid, instead of JSON.parse rounding it silently (§4.4).
-        return parseJsonLossless(text) as Verdict; // unchecked wire value: the emitter's §5 gate judges it
+        const verdict = parseJsonLossless(text) as Verdict; // unchecked wire value: the emitter's §5 gate judges it
+        return withoutSecrets(verdict, resolvedTemplateValues(parsed.headers, headers, deps.env));
       } catch {
         throw new RemoteInterceptorError('the response is not JSON');
       }
     },
   };
+}
+
+/**
+ * W7: reasons, messages, evidence and labels of a remote verdict are kept in records and shown to
+ * operators and agents: a resolved header template value echoed in any of them is taken out.
+ * `transform.value` is target content (never recorded) and is passed on as the interceptor sent it.
+ */
+function withoutSecrets(verdict: Verdict, secrets: readonly string[]): Verdict {
+  if (secrets.length === 0 || verdict === null || typeof verdict !== 'object' || Array.isArray(verdict)) return verdict;
+  const { transform, ...rest } = verdict;
+  const out = redactSecretsDeep(rest, secrets) as Verdict;
+  if (transform !== undefined) out.transform = transform;
+  return out;
 }

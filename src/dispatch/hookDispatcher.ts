@@ -1,3 +1,4 @@
+import { assertPrintableId } from '../contract/terminalText.ts';
 import { CriticalHookDeliveryError, type DispatchReport, EventNotAcceptedError, type NotAcceptedDelivery } from '../contract/errors.ts';
 import type { EndpointGuard } from '../contract/endpoint.ts';
 import type { HookEventOf } from '../contract/events.ts';
@@ -225,6 +226,7 @@ export class HookDispatcher {
   /** D4a/D9: validate the whole batch first; append; duplicate ids rejected; snapshots stored. */
   register(operationId: string, hooks: AgentHook[] | SerializedHook[]): void {
     if (typeof operationId !== 'string' || operationId === '') throw new TypeError('operationId must be a non-empty string');
+    assertPrintableId(operationId, 'register', 'operationId');
     this.#registry.add(operationId, hooks, (isNew) => {
       loadEnvHooks(this.#env); // §14: an invalid environment configuration fails registration, naming the variables
       // The session opens first: an invalid interceptionSession throws before anything is registered.

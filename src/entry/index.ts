@@ -69,7 +69,7 @@ export type {
   PublishDeferredResultInput,
   PublishDeferredResultOutput,
 } from '../operations/operationStore.ts';
-export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, StoreUnavailableError } from '../store/errors.ts';
+export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreUnavailableError } from '../store/errors.ts';
 export { createHookProducer, createOperationStore, createStoreRecordSink, startDeliveryWorker } from './lazy.ts';
 export { createRemoteInterceptor, RemoteInterceptorConfigSchema, type RemoteInterceptorConfig } from '../delivery/remoteInterceptor.ts';
 export { FetchTransport } from '../delivery/fetchTransport.ts';

@@ -19,7 +19,7 @@ export type {
   CreateOperationInput,
 } from '../operations/operationStoreTypes.ts';
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/errors.ts';
-export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, StoreUnavailableError } from '../store/errors.ts';
+export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreUnavailableError } from '../store/errors.ts';
 export { createStoreRecordSink, type StoreRecordSink } from '../store/interceptionRecordSink.ts';
 export { MIGRATIONS_FOLDER } from '../store/migrationsFolder.ts';
 export type { StoreHandle as Store, StoreDb, StoredPlaceholder, OpenStoreOptions, MigrateOptions } from '../store/types.ts';

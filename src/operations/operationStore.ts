@@ -1,3 +1,4 @@
+import { assertPrintableId } from '../contract/terminalText.ts';
 import { isControlHook, type AgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
 import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './errors.ts';
 import { serializeHook } from '../contract/hook.ts';
@@ -120,6 +121,8 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
     async createOperation(input: { operationId: string; parentOperationId?: string; userId?: string; hooks?: AgentHook[] | SerializedHook[] }): Promise<void> {
       // Ids Postgres cannot store (NUL, lone surrogates) are refused before anything is persisted.
       assertStorableEvent({ operationId: input.operationId, parentOperationId: input.parentOperationId, userId: input.userId }, 'createOperation', '');
+      assertPrintableId(input.operationId, 'createOperation', 'operationId');
+      assertPrintableId(input.parentOperationId, 'createOperation', 'parentOperationId');
       const parsed = parseHookBatch(input.hooks ?? []);
       assertTemplateSources(parsed, templateEnv); // W2: refused before anything is persisted
       const serialized = parsed.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
@@ -144,6 +147,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
     /** The empty placeholder a deferred result will fill once (P2). */
     async createPlaceholder(input: { operationId: string; toolCallId: string }): Promise<void> {
       assertStorableEvent({ operationId: input.operationId, toolCallId: input.toolCallId }, 'createPlaceholder', '');
+      assertPrintableId(input.operationId, 'createPlaceholder', 'operationId');
       await insertPlaceholder(await db(), input.operationId, input.toolCallId);
     },
 

@@ -5,6 +5,7 @@
  * them as they are. Job bodies are not built here (see enqueueBodies.ts: they are built while
  * Postgres stores the rows).
  */
+import { assertPrintableId } from '../contract/terminalText.ts';
 import { EventValidationError } from '../contract/errors.ts';
 import { IngestEventSchema, serializeEventJson } from '../contract/events.ts';
 import { endpointKey } from '../contract/endpoint.ts';
@@ -62,6 +63,7 @@ function prepareItem(input: EnqueueInput, rules: EnqueueRules, hooksSeen: Map<un
   }
   // Text Postgres cannot store is refused here, so it never reaches (and fails) a shared INSERT.
   if (!isStorableText(input.operationId)) assertStorableEvent(input.operationId, 'enqueue', 'operationId');
+  assertPrintableId(input.operationId, 'enqueue', 'operationId');
   if (input.idempotencyKey !== undefined && !isStorableText(input.idempotencyKey)) assertStorableEvent(input.idempotencyKey, 'enqueue', 'idempotencyKey');
   const event = normalizeEvent(input);
   const payloadJson = serializeCheckedEvent(event, rules.maxPayloadBytes);

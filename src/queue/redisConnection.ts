@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { ensurePrivateDir } from '../store/privateFiles.ts';
 import path from 'node:path';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
@@ -65,7 +65,7 @@ export async function ensureRedis(url: string, dataDir: string, logger: Logger):
     );
   }
   const dir = path.resolve(dataDir, 'redis');
-  mkdirSync(dir, { recursive: true });
+  ensurePrivateDir(dir); // W7: its append-only files hold job data: the owner's alone
   const port = parsed.port || '6379';
   const child = spawn(binary, ['--bind', '127.0.0.1', '--port', port, '--dir', dir, '--appendonly', 'yes', '--maxmemory-policy', 'noeviction', '--save', ''], {
     stdio: 'ignore',

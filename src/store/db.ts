@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -7,6 +6,7 @@ import { schema } from './schema.ts';
 import { DEFAULT_DATA_DIR } from '../contract/defaults.ts';
 import { importEmbedded } from './embeddedImport.ts';
 import { embeddedStartParams, seedFromTemplate } from './embeddedTemplate.ts';
+import { ensurePrivateDir } from './privateFiles.ts';
 import type { OpenStoreOptions, StoreDb, StoreHandle } from './types.ts';
 
 /** Either driver: node-postgres in production, PGlite embedded. Repositories only see this. */
@@ -38,17 +38,30 @@ export type { OpenStoreOptions } from './types.ts';
 /** Q13: how long opening a Postgres connection may take before it counts as unreachable. */
 const CONNECT_TIMEOUT_MS = 5_000;
 
+/** pg calls this when a server asks for a password: a served embedded store never does, so none is sent. */
+async function refusePassword(): Promise<string> {
+  throw new Error('the embedded store asked for a password, which it never does: refusing to send one (is store.json pointing somewhere else?)');
+}
+
 /** Open the store: a pg pool when a URL is given, else PGlite in `<dataDir>/pgdata`. */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   if (options.databaseUrl) {
     // Q13: a connect that gets no answer (a dropped network path) fails after the timeout instead of waiting for TCP.
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.maxConnections ?? 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: options.maxConnections ?? 10,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      ...(options.sendNoPassword === true ? { password: refusePassword } : {}),
+    });
     pool.on('error', (err) => options.onPoolError?.(err));
     const db = drizzlePg(pool, { schema }) as unknown as Db;
     return { db, kind: 'postgres', pool, close: () => pool.end() };
   }
-  const dataDir = path.resolve(options.dataDir ?? DEFAULT_DATA_DIR, 'pgdata');
-  mkdirSync(dataDir, { recursive: true });
+  // W7: the folder (and the ledger in it) is its owner's alone: 0700, an existing one narrowed.
+  const root = path.resolve(options.dataDir ?? DEFAULT_DATA_DIR);
+  ensurePrivateDir(root, { followLinks: true });
+  const dataDir = path.join(root, 'pgdata');
+  ensurePrivateDir(dataDir);
   // Loaded only in embedded mode: the PGlite driver costs ~40 MB of RSS a postgres worker never needs.
   const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([importEmbedded('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
   // An empty folder is seeded from the initdb output shipped in dist/ (PGlite's own initdb costs

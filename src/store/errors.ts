@@ -19,6 +19,16 @@ export class EmbeddedStoreUnavailableError extends HookrelayError {
 }
 
 /**
+ * W7: the data dir's `store.json` is not the current user's own (a link, another user's file, a
+ * file others may write, another user's process, a socket folder others may enter). Nothing it
+ * names is connected to; the message says why and what to do.
+ */
+export class EmbeddedStoreUntrustedError extends HookrelayError {
+  readonly code = 'HOOKRELAY_EMBEDDED_STORE_UNTRUSTED' as const;
+  override readonly name = 'EmbeddedStoreUntrustedError';
+}
+
+/**
  * A command that only reads (the CLI, the console) found no store: no DATABASE_URL, no running
  * `hookrelay start` serving the data dir, and no embedded folder there. It creates none (an
  * empty new ledger would answer as if nothing had happened); the message says where it looked.

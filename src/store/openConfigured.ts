@@ -1,15 +1,16 @@
 /**
  * The one store-opening policy for every process that is not `hookrelay start`
  * (a producer in a server app, the operation store, the CLI): DATABASE_URL when set; else the
- * running `start` process's embedded store, through the socket it serves; else the embedded
- * folder opened directly (and migrated), as no process holds it.
+ * running `start` process's embedded store, through the socket it serves (its `store.json` only
+ * when the current user's own: else EmbeddedStoreUntrustedError, nothing connected to); else the
+ * embedded folder opened directly (and migrated), as no process holds it.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_DATA_DIR } from '../contract/defaults.ts';
 import { openStore, type Store } from './db.ts';
 import { lookupEmbeddedSocket } from './embedded.ts';
-import { StoreNotFoundError } from './errors.ts';
+import { EmbeddedStoreUntrustedError, StoreNotFoundError } from './errors.ts';
 import { migrateStore } from './migrate.ts';
 import { withDefined } from '../contract/withDefined.ts';
 
@@ -32,7 +33,14 @@ export async function openConfiguredStore(options: ConfiguredStoreOptions): Prom
   const dataDir = options.dataDir ?? DEFAULT_DATA_DIR;
   // PGlite serves one connection at a time over its socket.
   const served = lookupEmbeddedSocket(dataDir);
-  if (served.state === 'live') return openStore({ databaseUrl: served.info.databaseUrl, maxConnections: 1 });
+  if (served.state === 'live') return openStore({ databaseUrl: served.databaseUrl, maxConnections: 1, sendNoPassword: true });
+  if (served.state === 'untrusted') {
+    throw new EmbeddedStoreUntrustedError(
+      `${served.file} ${served.reason}: not used. hookrelay believes a store.json only when it is a regular file you own that only you may write, ` +
+        'naming a running `hookrelay start` of yours; nothing it names was connected to. ' +
+        `If you did not write it, remove it (rm ${served.file}) and find out who did; or set DATABASE_URL.`,
+    );
+  }
   const pgdata = path.resolve(dataDir, 'pgdata');
   if (options.create === false && !hasFiles(pgdata)) {
     const socket =

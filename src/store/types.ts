@@ -32,6 +32,11 @@ export type OpenStoreOptions = {
   maxConnections?: number;
   /** Called for errors on idle pool clients (a terminated backend must not crash the process). */
   onPoolError?: (err: Error) => void;
+  /**
+   * A served embedded store never asks for a password: one that does is refused before any is
+   * sent (PGPASSWORD included). Internal: set by the store-opening policy for `store.json` URLs.
+   */
+  sendNoPassword?: boolean;
 };
 
 export type MigrateOptions = {

@@ -7,6 +7,8 @@
  */
 import type { DeliveryAttempt } from '../contract/delivery.ts';
 import { sanitizeStorableText } from '../contract/storableText.ts';
+import { templateValuesOf } from '../delivery/attemptEvidence.ts';
+import { redactSecrets } from '../delivery/secretRedaction.ts';
 import { verifyQStashCallback, type QStashCallback } from './qstashCallbacksVerify.ts';
 import { CriticalHookDeliveryError, WebhookDeliveryError } from '../contract/errors.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -31,6 +33,8 @@ export type QStashCallbackHandlerOptions = {
   nextSigningKey: string | undefined;
   logger: Logger;
   metrics?: DeliveryMetrics;
+  /** The environment the hook's header templates resolved from (W2): their values are taken out of the excerpt (W7). */
+  env: Record<string, string | undefined>;
   /** Logs a refusal; default one warning each (the route passes a rate-limited one). */
   logRefusal?: (kind: CallbackKind, reason: string) => void;
   /** Called once a callback verified, before it changes anything: an answer refuses it (a replay). */
@@ -65,7 +69,7 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
     if (refused) return refused;
     const row = await getDeliveryRow(options.db, id);
     if (!row) return { status: 200, body: 'unknown delivery' };
-    const hook = row.hook as { webhook?: { fallback?: string } };
+    const hook = row.hook as { webhook?: { fallback?: string; headers?: Record<string, string> } };
     const critical = hook.webhook?.fallback === 'none';
     const outcome: 'delivered' | 'attempt_failed' | 'failed' = kind === 'failure' ? 'failed' : callback.ok ? 'delivered' : 'attempt_failed';
     const attempt: DeliveryAttempt = {
@@ -77,7 +81,11 @@ export function createQStashCallbackHandler(options: QStashCallbackHandlerOption
       httpStatus: callback.status === 0 ? null : callback.status,
       durationMs: 0,
       // Sanitised after the cut: slicing may split a surrogate pair, which Postgres cannot store.
-      responseExcerpt: callback.responseBodyExcerpt !== undefined ? sanitizeStorableText(callback.responseBodyExcerpt.slice(0, 2048)) : null,
+      // The receiver may echo the request QStash forwarded: every form of a template value goes (W7).
+      responseExcerpt:
+        callback.responseBodyExcerpt !== undefined
+          ? redactSecrets(sanitizeStorableText(callback.responseBodyExcerpt.slice(0, 2048)), templateValuesOf(hook.webhook?.headers, options.env))
+          : null,
       generation,
     };
     const lastErrorClass = outcome === 'delivered' ? null : outcome === 'failed' && critical ? CRITICAL_ERROR_CLASS : attempt.errorClass;

@@ -299,6 +299,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
         nextSigningKey: settings.QSTASH_NEXT_SIGNING_KEY,
         logger,
         metrics,
+        env: config.env,
         maxPayloadBytes: settings.HOOKRELAY_MAX_PAYLOAD_BYTES,
         // Next to the queue's own keys: one prefix to list, expire and delete.
         replay: createRedisReplayGuard({

@@ -95,7 +95,7 @@ describe('UX-3: the CLI finds the running store and never creates one silently',
     expect(readdirSync(path.join(dir, '.hookrelay'))).toEqual(['store.json']);
   }, 60_000);
 
-  it('UX-3 from another folder, HOOKRELAY_DATA_DIR finds the store a running `hookrelay start` serves (store.json: DATABASE_URL, port, pid), and the file is removed on stop', async () => {
+  it('UX-3 from another folder, HOOKRELAY_DATA_DIR finds the store a running `hookrelay start` serves (store.json: DATABASE_URL, socketDir, pid), and the file is removed on stop', async () => {
     const dataDir = path.join(scratch, 'app', '.hookrelay');
     const elsewhere = path.join(scratch, 'elsewhere');
     mkdirSync(elsewhere);
@@ -110,9 +110,11 @@ describe('UX-3: the CLI finds the running store and never creates one silently',
     });
     try {
       await start.ready(90_000);
-      const info = JSON.parse(readFileSync(path.join(dataDir, 'store.json'), 'utf8')) as { databaseUrl: string; port: number; pid: number };
+      const info = JSON.parse(readFileSync(path.join(dataDir, 'store.json'), 'utf8')) as { databaseUrl: string; socketDir: string; pid: number };
       expect(info.pid).toBe(start.child.pid);
-      expect(info.databaseUrl).toBe(`postgres://postgres@127.0.0.1:${info.port}/postgres?sslmode=disable`);
+      // W7: a unix socket in the data dir's 0700 `run` folder (LEAK-2), not a loopback port.
+      expect(info.socketDir).toBe(path.join(dataDir, 'run'));
+      expect(info.databaseUrl).toBe(`postgres://postgres@${encodeURIComponent(info.socketDir)}/postgres?sslmode=disable`);
       const producer = createHookProducer({ databaseUrl: info.databaseUrl, redisUrl: TEST_REDIS_URL, queueName: queue, env: {} });
       let ids: string[];
       try {

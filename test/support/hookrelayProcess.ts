@@ -66,3 +66,24 @@ export function startHookrelay(args: string[], env: NodeJS.ProcessEnv, options: 
 export function spawnWorker(env: Record<string, string>, args: string[] = []): HookrelayProcess {
   return startHookrelay(['worker', ...args], { LOG_LEVEL: 'info', ...env }, { inheritEnv: false });
 }
+
+export type CliRun = { code: number | null; stdout: string; stderr: string };
+
+/**
+ * The bin run to completion with exactly `env` (plus PATH and HOME, so nothing leaks in from the
+ * test process), in `cwd` (default the repository): its exit code and both outputs.
+ */
+export function runCli(args: string[], env: Record<string, string>, cwd: string = ROOT): Promise<CliRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(ROOT, 'bin/hookrelay.mjs'), ...args], {
+      cwd,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}

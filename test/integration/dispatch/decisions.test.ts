@@ -305,3 +305,34 @@ describe('R5: cancellation never grants permission (real socket)', () => {
     expect(receiver.requests).toHaveLength(0);
   });
 });
+
+describe('LEAK-1 (W7): a deny reason that echoes the control’s token reaches the agent without it', () => {
+  const TOKEN = 'sk+live/decision-7c1e=';
+  it('LEAK-1 (W7): a receiver denying with the token as Gson JSON, hex and base64 in its reason: each form is [redacted]', async () => {
+    receiver.setHandler((req) => {
+      const token = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
+      const reason = `bad token ${token.replace(/=/g, '\\u003d')} / ${Buffer.from(token).toString('hex')} / ${Buffer.from(token).toString('base64')}`;
+      return { status: 200, body: `{"decision":"deny","reason":"${reason}"}` };
+    });
+    logs = captureLogger();
+    d = new HookDispatcher({ env: { DECISION_TOKEN: TOKEN }, allowedCidrs: '127.0.0.1/32', logger: logs.logger, templateEnv: 'DECISION_TOKEN' });
+    op = `${OP}_${++seq}`;
+    d.register(op, [
+      {
+        id: 'case',
+        type: 'beforeToolCall',
+        webhook: {
+          url: `${receiver.url}/case`,
+          responseHandling: 'toolCall',
+          headers: { authorization: 'Bearer ${DECISION_TOKEN}' },
+          allowedEnvVars: ['DECISION_TOKEN'],
+        },
+      },
+    ]);
+    const outcome = await evaluate();
+    expect(receiver.requests.at(-1)?.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    expect(outcome).toMatchObject({ status: 'blocked', reason: 'bad token [redacted] / [redacted] / [redacted]' });
+    expect(JSON.stringify(outcome)).not.toContain('decision-7c1e');
+    expect(JSON.stringify(outcome)).not.toContain(Buffer.from(TOKEN).toString('hex'));
+  });
+});

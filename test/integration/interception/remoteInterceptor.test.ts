@@ -3,6 +3,7 @@ import { AgentContextBuilder, InterceptionEmitter, type InterceptionRecord } fro
 import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
 import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
+import { leaksIn } from '../../support/secretForms.ts';
 
 const TOKEN = 'tok-remote-5b1c0e9a';
 const json = (body: unknown) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -145,6 +146,21 @@ describe('I3: remote interceptors over a real socket', () => {
     expect(records.length).toBeGreaterThan(5);
     expect(dump).not.toContain(TOKEN);
     expect(dump).not.toContain('secret-query-text'); // records are payload-free
+  });
+
+  it('LEAK-1 (W7): a remote verdict echoing the token (hex in its reason, base64 in its message, raw in evidence) reaches neither the agent nor the records', async () => {
+    const hex = Buffer.from(TOKEN).toString('hex');
+    const b64 = Buffer.from(`u:${TOKEN}`).toString('base64');
+    receiver.setHandler(json({ decision: 'deny', reason: `policy ${hex}`, message: `basic ${b64}`, evidence: { got: TOKEN } }));
+    const before = records.length;
+    const b = new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId: 'sess-echo' });
+    const outcome = await emitterWith().emitUnchecked(preToolCall(b));
+    expect(receiver.requests.at(-1)!.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    expect(outcome.verdict).toMatchObject({ decision: 'deny', reason: 'policy [redacted]' });
+    const shown = JSON.stringify([outcome.verdict, records.slice(before)]);
+    expect(records.length).toBeGreaterThan(before);
+    expect(leaksIn(shown, TOKEN)).toEqual([]);
+    expect(leaksIn(JSON.stringify({ reason: `policy ${hex}`, message: `basic ${b64}` }), TOKEN).length).toBeGreaterThan(1); // the needles see what was sent
   });
 
   it('I3: configured like a webhook: `timeout` in seconds, transport and env from the process by default', async () => {

@@ -26,6 +26,7 @@ const CATALOGUE: Record<string, `HOOKRELAY_${string}`> = {
   DeferredContextError: 'HOOKRELAY_DEFERRED_CONTEXT_INVALID',
   DeliveryConfigError: 'HOOKRELAY_DELIVERY_CONFIG_INVALID',
   EmbeddedStoreUnavailableError: 'HOOKRELAY_EMBEDDED_STORE_UNAVAILABLE',
+  EmbeddedStoreUntrustedError: 'HOOKRELAY_EMBEDDED_STORE_UNTRUSTED',
   EnvHookConfigError: 'HOOKRELAY_ENV_HOOK_CONFIG_INVALID',
   EventValidationError: 'HOOKRELAY_EVENT_INVALID',
   EventNotAcceptedError: 'HOOKRELAY_EVENT_NOT_ACCEPTED',

@@ -46,6 +46,7 @@ export const samples: Record<string, () => Error> = {
   ToolCallContextError: () => new hookrelay.ToolCallContextError(['toolCallId'], 'missing'),
   PlaceholderNotFoundError: () => new hookrelay.PlaceholderNotFoundError('op', 'tc'),
   EmbeddedStoreUnavailableError: () => new hookrelay.EmbeddedStoreUnavailableError('x'),
+  EmbeddedStoreUntrustedError: () => new hookrelay.EmbeddedStoreUntrustedError('x'),
   StoreUnavailableError: () => new hookrelay.StoreUnavailableError('the ledger store (Postgres at DATABASE_URL) is unreachable'),
 };
 
