@@ -2,13 +2,14 @@
  * `npm run bench`: every benchmark section, one after another, each printing its table; the last
  * line is the delivery summary (`bench: product=… naive=… …`). `BENCH_QUICK=1` runs a smaller
  * version of each. Sections are independent: add one by appending to SECTIONS. `BENCH_ONLY=startup`
- * (or `delivery`, `dispatch`, `isolation`, comma-separated) runs only those.
+ * (or `delivery`, `dispatch`, `outage`, `isolation`, comma-separated) runs only those.
  */
 import { runDeliveryBench } from './delivery.ts';
 import { runDispatchBench } from './dispatch.ts';
 import { runIsolationBench } from './isolation.ts';
 import { runLedgerScaleBench } from './ledgerScale.ts';
 import { runOrderingBench } from './ordering.ts';
+import { runOutageBench } from './outage.ts';
 import { runRedactionBench } from './redaction.ts';
 import { runStartupBench } from './startup.ts';
 import { printTable } from './support.ts';
@@ -23,6 +24,11 @@ export type BenchSection = {
 const SECTIONS: BenchSection[] = [
   { key: 'delivery', title: 'Durable delivery (worker, producer, latency, memory)', run: runDeliveryBench },
   { key: 'dispatch', title: 'Dispatch (in-process hooks, decision round trip)', run: runDispatchBench },
+  {
+    key: 'outage',
+    title: 'Dispatch while a dependency is away (issue 48, F2): queue mode, Redis or Postgres cut through a TCP proxy',
+    run: runOutageBench,
+  },
   { key: 'isolation', title: 'Endpoint isolation: hanging endpoints vs a healthy one (worker process, c=64, defaults)', run: runIsolationBench },
   {
     key: 'ledger',

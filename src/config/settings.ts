@@ -144,6 +144,8 @@ export const SettingsSchema = z.object({
     .refine((v) => v.split(',').every((s) => /^\s*\d+(\.\d+)?\s*$/.test(s)), { message: 'must be comma-separated seconds' }),
   HOOKRELAY_CONCURRENCY: intFrom(1, MAX_CONCURRENCY).default(D.DEFAULT_CONCURRENCY),
   HOOKRELAY_MAX_PAYLOAD_BYTES: intFrom(1).default(D.DEFAULT_MAX_PAYLOAD_BYTES),
+  /** F1: the producer's local spool for events Postgres cannot take, in bytes (unset: 67108864, 64 MiB); 0 = no spool. */
+  HOOKRELAY_SPOOL_MAX_BYTES: intFrom(0).optional(),
   HOOKRELAY_RECONCILE_INTERVAL_MS: intFrom(100).default(D.DEFAULT_RECONCILE_INTERVAL_MS),
   HOOKRELAY_LOCK_DURATION_MS: intFrom(100).default(D.DEFAULT_LOCK_DURATION_MS),
   HOOKRELAY_STALLED_INTERVAL_MS: intFrom(100).default(D.DEFAULT_STALLED_INTERVAL_MS),

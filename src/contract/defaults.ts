@@ -8,6 +8,8 @@ export const DEFAULT_QUEUE_NAME = 'hookrelay-deliveries';
 /** BullMQ's own default key prefix. */
 export const DEFAULT_QUEUE_PREFIX = 'bull';
 export const DEFAULT_MAX_PAYLOAD_BYTES = 262_144;
+/** F1: the producer's local spool, at most this many bytes (HOOKRELAY_SPOOL_MAX_BYTES). */
+export const DEFAULT_SPOOL_MAX_BYTES = 64 * 1024 * 1024;
 /** Q3: seconds before each retry. */
 export const DEFAULT_RETRY_SCHEDULE_SECONDS: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
 /** A webhook's own `timeout` when its config names none (seconds). */

@@ -12,6 +12,12 @@ export const DeliveryStatusSchema = z.enum(DELIVERY_STATUSES);
  * `onFailure: 'block'` delivery of its own hook, until an operator replays or skips that one.
  */
 export const ORDERING_BLOCKED_REASON = 'ordering_blocked';
+/**
+ * F4/L1: the `failureReason` of an environment-hook delivery the worker skipped because its
+ * current environment no longer has that hook (AGENT_HOOK_WEBHOOK_URL unset, the event no longer
+ * in AGENT_HOOK_WEBHOOK_EVENTS): status `skipped`, nothing sent.
+ */
+export const ENVIRONMENT_HOOK_REMOVED_REASON = 'environment_hook_removed';
 export type DeliveryStatus = z.infer<typeof DeliveryStatusSchema>;
 
 /** Error classes recorded in the ledger and returned by transports (D7, R5, W2, Q4, Q5). */

@@ -84,6 +84,8 @@ export type CriticalFailure = { hookId: string; cause: unknown };
 /**
  * D6: webhooks with `fallback: 'none'` that failed, thrown after the rest of the tier ran. Names
  * the first failing hook and lists every critical failure of the tier. Fatal in the worker (Q4).
+ * Never replaced by another error of the same call (an invalid environment-hook configuration,
+ * say): such errors travel with it in `otherErrors`, so a caller that stops on this class stops.
  */
 export class CriticalHookDeliveryError extends HookrelayError {
   readonly code = 'HOOKRELAY_CRITICAL_DELIVERY_FAILED' as const;
@@ -91,8 +93,10 @@ export class CriticalHookDeliveryError extends HookrelayError {
   readonly hookId: string;
   override readonly cause: unknown;
   readonly failures: CriticalFailure[];
+  /** D6: the call's other errors (not critical failures), thrown together with them; `[]` when none. */
+  readonly otherErrors: unknown[];
 
-  constructor(failures: CriticalFailure[]) {
+  constructor(failures: CriticalFailure[], otherErrors: readonly unknown[] = []) {
     const first = failures[0];
     if (!first) throw new TypeError('CriticalHookDeliveryError needs at least one failure');
     const more =
@@ -102,10 +106,70 @@ export class CriticalHookDeliveryError extends HookrelayError {
             .map((f) => f.hookId)
             .join(', ')})`
         : '';
-    super(`Critical webhook delivery failed: ${first.hookId}${more}`);
+    // Names only (an error's class), never its message: the failures' causes are not shown here either.
+    const also = otherErrors.length > 0 ? `; also failed: ${otherErrors.map(errorName).join(', ')} (see otherErrors)` : '';
+    super(`Critical webhook delivery failed: ${first.hookId}${more}${also}`);
     this.hookId = first.hookId;
     this.cause = first.cause;
     this.failures = failures;
+    this.otherErrors = [...otherErrors];
+  }
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
+}
+
+/**
+ * F1: why an event was not accepted. `spool_off` / `spool_full` / `spool_unwritable`: Postgres
+ * could not take it and neither could the local spool (off, at its bound, not writable);
+ * `idempotency_key`: Postgres could not take it and a keyed event is never spooled (its key needs
+ * the ledger: retry with the same key); `refused`: the producer refused it (dispatch only: a hook
+ * config, the event itself — the `cause` says which).
+ */
+export type NotAcceptedReason = 'spool_off' | 'spool_full' | 'spool_unwritable' | 'idempotency_key' | 'refused';
+
+/** F1: a hook whose delivery of an event was not accepted (neither stored nor spooled), and why (`dispatch`'s report). */
+export type NotAcceptedDelivery = { hookId: string; error: unknown };
+
+/**
+ * F1: what one `dispatch` (or `completeOperation`) could not hand on. Queue mode: the hooks whose
+ * delivery of the event was neither stored in the ledger nor written to the producer's spool —
+ * lost unless you act (keep the event, retry later); `[]` when every delivery was accepted, and
+ * always in local mode, which sends inline. `fallback: 'none'` hooks are not listed: they throw
+ * CriticalHookDeliveryError (D6).
+ */
+export type DispatchReport = { notAccepted: NotAcceptedDelivery[] };
+
+const NOT_ACCEPTED_WHY: Record<NotAcceptedReason, string> = {
+  spool_off: 'the ledger store (Postgres at DATABASE_URL) could not take it and the local spool is off (HOOKRELAY_SPOOL_MAX_BYTES=0 or spool: false)',
+  spool_full: 'the ledger store (Postgres at DATABASE_URL) could not take it and the local spool is full (HOOKRELAY_SPOOL_MAX_BYTES)',
+  spool_unwritable: 'the ledger store (Postgres at DATABASE_URL) could not take it and the local spool could not be written (HOOKRELAY_DATA_DIR)',
+  idempotency_key:
+    'the ledger store (Postgres at DATABASE_URL) could not take it, and an event with an idempotencyKey is not spooled: retry with the same key once it answers',
+  refused: 'the producer refused it',
+};
+
+/**
+ * F1: an event was not accepted — nothing of it is in the ledger or in the local spool: it is
+ * yours to keep or retry. `enqueue` throws it; a queue-mode `dispatch` reports it per hook
+ * (`notAccepted`), or throws it with `onNotAccepted: 'throw'`. `cause` is what refused it (a
+ * StoreUnavailableError naming the store, a HookConfigError…).
+ */
+export class EventNotAcceptedError extends HookrelayError {
+  readonly code = 'HOOKRELAY_EVENT_NOT_ACCEPTED' as const;
+  override readonly name = 'EventNotAcceptedError';
+  readonly reason: NotAcceptedReason;
+  /** The hooks whose deliveries of this event were not accepted. */
+  readonly hookIds: string[];
+  override readonly cause: unknown;
+
+  constructor(input: { reason: NotAcceptedReason; hookIds: readonly string[]; cause?: unknown; detail?: string | undefined }) {
+    const cause = input.cause instanceof Error ? ` (${input.cause.name}: ${input.cause.message})` : '';
+    super(`event not accepted: ${NOT_ACCEPTED_WHY[input.reason]}${input.detail ? `: ${input.detail}` : ''}; nothing was stored${cause}`);
+    this.reason = input.reason;
+    this.hookIds = [...input.hookIds];
+    this.cause = input.cause;
   }
 }
 

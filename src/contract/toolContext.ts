@@ -1,6 +1,8 @@
 import { z } from 'zod';
 
 const NonNegativeInt = z.number().int().min(0);
+/** T1: a required id identifies the call; `''` identifies nothing, so it is refused like a missing one. */
+const RequiredId = z.string().min(1, 'must be a non-empty string');
 
 /** T4: the structured result of a tool call. Unknown keys pass through (tool-owned state). */
 export const ToolCallResultSchema = z.looseObject({
@@ -17,11 +19,11 @@ export type ToolCallResult = z.infer<typeof ToolCallResultSchema>;
 
 /** T1–T3: the context every tool event carries. */
 export const ToolCallHookContextSchema = z.looseObject({
-  // T1 (required)
-  toolCallId: z.string(),
-  assistantMessageId: z.string(),
-  identifier: z.string(),
-  apiName: z.string(),
+  // T1 (required; the ids non-empty on every path: structured, flat, a deferred result's rebuild)
+  toolCallId: RequiredId,
+  assistantMessageId: RequiredId,
+  identifier: RequiredId,
+  apiName: RequiredId,
   args: z.record(z.string(), z.unknown()),
   callIndex: NonNegativeInt,
   stepIndex: NonNegativeInt,

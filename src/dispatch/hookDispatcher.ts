@@ -1,5 +1,5 @@
 import { assertPrintableId } from '../contract/terminalText.ts';
-import { CriticalHookDeliveryError } from '../contract/errors.ts';
+import { CriticalHookDeliveryError, type DispatchReport, EventNotAcceptedError, type NotAcceptedDelivery } from '../contract/errors.ts';
 import type { EndpointGuard } from '../contract/endpoint.ts';
 import type { HookEventOf } from '../contract/events.ts';
 import { type AgentHook, isControlHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';
@@ -77,6 +77,13 @@ export type HookDispatcherOptions = {
   /** Local-mode QStash publisher; default built from QSTASH_URL / QSTASH_TOKEN at send time. */
   qstash?: QStashPublisher;
   /**
+   * F1 (queue mode): what `dispatch` does with deliveries the producer could not accept (Postgres
+   * away and no spool, a hook it refuses): `report` (default) returns them in the dispatch
+   * report's `notAccepted` and goes on (D5: ordinary errors never stop a dispatch); `throw` throws
+   * an EventNotAcceptedError naming them once the tier ran.
+   */
+  onNotAccepted?: 'report' | 'throw';
+  /**
    * The workers' endpoint breakers, for decision webhooks (`createEndpointGuard` from
    * 'hookrelay/queue'): a control whose endpoint is open or disabled fails at once with
    * `circuit_open`, handled by its onError. None: every control is sent.
@@ -103,6 +110,13 @@ const ToolCallContextInputSchema = ToolCallHookContextSchema.partial({ operation
 
 const NO_HOOKS: RunnableHook[] = [];
 
+/** F1 `onNotAccepted: 'throw'`: one error for the dispatch, its reason the producer's when it gave one. */
+function notAcceptedError(notAccepted: readonly NotAcceptedDelivery[]): EventNotAcceptedError {
+  const first = notAccepted[0]!.error;
+  const reason = first instanceof EventNotAcceptedError ? first.reason : 'refused';
+  return new EventNotAcceptedError({ reason, hookIds: notAccepted.map((n) => n.hookId), cause: first });
+}
+
 /**
  * Registers hooks per agent operation and dispatches lifecycle events to them in registration
  * order (D1). The parts: a registry (hookRegistry.ts), the environment's hooks (envHookSource.ts),
@@ -118,10 +132,14 @@ export class HookDispatcher {
   readonly #send: SendContext;
   readonly #delivery: DeliveryPort;
   readonly #runControl: ControlRunner;
+  readonly #onNotAccepted: 'report' | 'throw';
   #seam: ToolSeam | undefined;
 
   constructor(options: HookDispatcherOptions = {}, defaults: DispatcherDefaults = {}) {
     this.mode = options.mode ?? 'local';
+    if (options.onNotAccepted !== undefined && options.onNotAccepted !== 'report' && options.onNotAccepted !== 'throw')
+      throw new TypeError("onNotAccepted must be 'report' or 'throw'");
+    this.#onNotAccepted = options.onNotAccepted ?? 'report';
     // Resolved once, through the settings schema (a bad value is a SettingsError naming it).
     const config = resolveConfig(['APP_URL', 'HOOKRELAY_ALLOWED_CIDRS', 'LOG_LEVEL'], { env: options.env, templateEnv: options.templateEnv });
     const env = config.env as Record<string, string | undefined>;
@@ -153,7 +171,7 @@ export class HookDispatcher {
       // owned (and closed) by this dispatcher; it connects on its first enqueue.
       const owned: OwnedProducer | undefined = options.producer
         ? undefined
-        : defaults.createProducer!({ env, ...withDefined({ templateEnv: options.templateEnv }) });
+        : defaults.createProducer!({ env, ...withDefined({ templateEnv: options.templateEnv, logger: options.logger }) });
       this.#delivery = createQueueDelivery(options.producer ?? owned!, this.#logger, owned);
     } else {
       this.#delivery = createLocalDelivery(this.#send, payloads);
@@ -266,9 +284,10 @@ export class HookDispatcher {
    * Dispatch one event to the matching hooks of `type`, in order (D1). The event is typed by its
    * hook type (`HookEventOf<T>`) and validated loosely at run time (D10). Ordinary errors are logged
    * and dispatch continues (D5); `fallback: 'none'` failures are thrown together after the tier
-   * (caller hooks, then environment hooks) has run (D6).
+   * (caller hooks, then environment hooks) has run (D6). Resolves to what it could not hand on
+   * (F1, queue mode: `notAccepted`; see the `onNotAccepted` option).
    */
-  async dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>, serializedHooks?: readonly unknown[]): Promise<void> {
+  async dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>, serializedHooks?: readonly unknown[]): Promise<DispatchReport> {
     if (activeTracer() === undefined) return this.#dispatch(operationId, type, event, serializedHooks);
     // `hookrelay.dispatch`: the enqueue (queue mode) or the inline send (local mode) are its children.
     return inSpan(
@@ -278,7 +297,12 @@ export class HookDispatcher {
     );
   }
 
-  async #dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>, serializedHooks: readonly unknown[] | undefined): Promise<void> {
+  async #dispatch<T extends HookType>(
+    operationId: string,
+    type: T,
+    event: HookEventOf<T>,
+    serializedHooks: readonly unknown[] | undefined,
+  ): Promise<DispatchReport> {
     if (!isHookType(type)) throw new TypeError(`unknown hook type "${String(type)}"`);
     // §1 onError: a readable errorMessage from whatever error shape the runtime had (errorMessage.ts).
     if (type === 'onError' && event !== null && typeof event === 'object' && !Array.isArray(event)) {
@@ -295,13 +319,16 @@ export class HookDispatcher {
       envError = error; // L5: thrown after the caller hooks of this dispatch have run
     }
     const hooks = [...caller, ...envHooks].filter((h) => h.type === type && !isControlHook(h) && matchesHook(h, event));
-    const failures = await this.#delivery.deliver(operationId, type, event, hooks);
-    if (envError !== undefined) throw envError;
-    if (failures.length > 0) {
-      const error = new CriticalHookDeliveryError(failures);
-      this.#logger.error({ operationId, hookType: type, hookIds: failures.map((f) => f.hookId) }, error.message);
+    const { critical, notAccepted } = await this.#delivery.deliver(operationId, type, event, hooks);
+    if (critical.length > 0) {
+      // D6: critical stays critical — an invalid environment configuration travels with it, never instead of it.
+      const error = new CriticalHookDeliveryError(critical, envError === undefined ? [] : [envError]);
+      this.#logger.error({ operationId, hookType: type, hookIds: critical.map((f) => f.hookId) }, error.message);
       throw error;
     }
+    if (envError !== undefined) throw envError;
+    if (notAccepted.length > 0 && this.#onNotAccepted === 'throw') throw notAcceptedError(notAccepted);
+    return { notAccepted };
   }
 
   /**

@@ -86,7 +86,8 @@ export function createLocalDelivery(send: SendContext, payloads: WebhookPayloadB
         }
         if (failure) failures.push(failure);
       }
-      return failures;
+      // Local mode sends inline (one attempt, D6): there is no ledger to accept into (F1 is queue mode's).
+      return { critical: failures, notAccepted: [] };
     },
     close: () => Promise.resolve(),
   };

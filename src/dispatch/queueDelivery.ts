@@ -1,9 +1,8 @@
-import type { CriticalFailure } from '../contract/errors.ts';
 import { HookConfigError } from '../contract/errors.ts';
 import type { SerializedHook } from '../contract/hook.ts';
 import { markEnvironmentHook, type HookType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { DeliveryPort } from './deliveryPort.ts';
+import type { DeliveryPort, DeliveryReport } from './deliveryPort.ts';
 import type { LooseHookEvent } from './runnableHook.ts';
 import { withDefined } from '../contract/withDefined.ts';
 
@@ -14,12 +13,12 @@ export type DispatchProducer = {
     type: HookType;
     event: Record<string, unknown>;
     hooks: SerializedHook[];
-  }): Promise<{ deliveryIds: string[]; queued: boolean }>;
+  }): Promise<{ deliveryIds: string[]; queued: boolean; spooled?: boolean }>;
 };
 
 /** A producer the dispatcher owns (and closes): the composition root supplies the factory, so dispatch never imports queue. */
 export type OwnedProducer = DispatchProducer & { close(): Promise<void> };
-export type OwnedProducerFactory = (options: { env: Record<string, string | undefined>; templateEnv?: string }) => OwnedProducer;
+export type OwnedProducerFactory = (options: { env: Record<string, string | undefined>; templateEnv?: string; logger?: Logger }) => OwnedProducer;
 
 /** JSON-safe copy of an event for queue mode: drops functions (`mock`) and `finalState` (B4a). */
 function queueEvent(event: LooseHookEvent): LooseHookEvent {
@@ -34,27 +33,29 @@ function refusedHook<T extends { hook: { id: string } }>(pending: readonly T[], 
 }
 
 /**
- * Queue mode (D8): every matching webhook becomes a ledger row and a job; handlers do not run.
- * When the producer cannot record them, the `fallback: 'none'` hooks are this tier's critical
- * failures (D6) and the rest are logged; a single hook the producer refuses is dropped alone (D5).
+ * Queue mode (D8): every matching webhook becomes a ledger row and a job (or a line in the
+ * producer's spool while Postgres is away, F1); handlers do not run. When the producer cannot
+ * accept them, the `fallback: 'none'` hooks are this tier's critical failures (D6) and the rest
+ * are reported as not accepted (F1: never only a log line); a single hook the producer refuses is
+ * dropped alone (D5).
  */
 export function createQueueDelivery(producer: DispatchProducer, logger: Logger, owned?: OwnedProducer): DeliveryPort {
   return {
     async deliver(operationId, type, event, hooks) {
       const webhooks = hooks.filter((h) => h.webhook !== undefined);
-      if (webhooks.length === 0) return [];
+      const report: DeliveryReport = { critical: [], notAccepted: [] };
+      if (webhooks.length === 0) return report;
       const serialized = webhooks.map((h) => {
         const hook = { id: h.id, type: h.type, ...withDefined({ matcher: h.matcher }), webhook: h.webhook! };
         // E4: only hookrelay's own environment hooks may carry a reserved id into the producer.
         return h.env === true ? markEnvironmentHook(hook) : hook;
       });
-      const failures: CriticalFailure[] = [];
       let pending = webhooks.map((hook, i) => ({ hook, serialized: serialized[i]! }));
       // Bounded: each pass either records the rest or drops the one hook the producer refused.
       while (pending.length > 0) {
         try {
           await producer.enqueue({ operationId, type, event: queueEvent(event), hooks: pending.map((p) => p.serialized) });
-          return failures;
+          return report;
         } catch (error) {
           // D5: a hook the producer refuses by name (W2: an unlisted template) is refused before
           // anything is stored; it is skipped alone, as local mode skips it at send time, and the
@@ -62,11 +63,14 @@ export function createQueueDelivery(producer: DispatchProducer, logger: Logger, 
           const refused = error instanceof HookConfigError ? refusedHook(pending, error) : undefined;
           const lost = refused ? [refused] : pending;
           logger.error({ operationId, hookType: type, hookIds: lost.map((p) => p.hook.id), err: error }, 'could not record hook deliveries');
-          for (const { hook } of lost) if (hook.webhook?.fallback === 'none') failures.push({ hookId: hook.id, cause: error });
+          for (const { hook } of lost) {
+            if (hook.webhook?.fallback === 'none') report.critical.push({ hookId: hook.id, cause: error });
+            else report.notAccepted.push({ hookId: hook.id, error });
+          }
           pending = refused ? pending.filter((p) => p !== refused) : [];
         }
       }
-      return failures;
+      return report;
     },
     close: async () => {
       await owned?.close();

@@ -37,7 +37,17 @@ export class HookDispatcher extends DispatcherCore {
     super(options, { createProducer: createHookProducer });
   }
 }
-export { CriticalHookDeliveryError, WebhookDeliveryError, WebhookDeliveryFailure, type CriticalFailure, StorageError } from '../contract/errors.ts';
+export {
+  CriticalHookDeliveryError,
+  WebhookDeliveryError,
+  WebhookDeliveryFailure,
+  type CriticalFailure,
+  StorageError,
+  EventNotAcceptedError,
+  type NotAcceptedReason,
+  type NotAcceptedDelivery,
+  type DispatchReport,
+} from '../contract/errors.ts';
 // Every error a public function throws on purpose: one base, a stable `code` on each (`HOOKRELAY_*`).
 export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from '../contract/hookrelayError.ts';
 export { DeliveryConfigError, SsrfBlockedError, AllowedCidrsError, RemoteInterceptorError } from '../delivery/errors.ts';
@@ -67,7 +77,7 @@ export { FetchTransport } from '../delivery/fetchTransport.ts';
 export type { StoreRecordSink } from '../store/interceptionRecordSink.ts';
 export { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from '../dispatch/interceptionSeam.ts';
 export { shutdownReasonFor, type ShutdownReason } from '../dispatch/shutdownReason.ts';
-export type { HookProducer, HookProducerOptions, EnqueueInput, EnqueueResult, EnqueueManyResult } from '../queue/types.ts';
+export type { HookProducer, HookProducerOptions, EnqueueInput, EnqueueResult, EnqueueManyResult, SpoolStatus } from '../queue/types.ts';
 // The programmatic worker (also `hookrelay/worker`): run it in your own worker file.
 export type { StartDeliveryWorkerOptions, RunningDeliveryWorker } from '../worker/startDeliveryWorker.ts';
 export type { EmailLookup } from '../payload/emailCache.ts';

@@ -36,8 +36,11 @@ function deferred<T extends object, K extends AsyncMethods<T>>(load: Promise<T>,
 /** Q1/Q2: the durable-delivery producer (see `hookrelay/queue`); BullMQ and pg load now, in the background. */
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
   const resolved = withTemplateEnvResolved(options);
-  const load = import('../queue/producer.ts').then((m) => m.createHookProducer(resolved));
-  return deferred<HookProducer, 'enqueue' | 'enqueueMany' | 'getDelivery' | 'close'>(load, ['enqueue', 'enqueueMany', 'getDelivery', 'close']);
+  let loaded: HookProducer | undefined;
+  const load = import('../queue/producer.ts').then((m) => (loaded = m.createHookProducer(resolved)));
+  const facade = deferred<HookProducer, 'enqueue' | 'enqueueMany' | 'getDelivery' | 'close'>(load, ['enqueue', 'enqueueMany', 'getDelivery', 'close']);
+  // Synchronous: nothing is spooled before the producer has loaded.
+  return { ...facade, spoolStatus: () => loaded?.spoolStatus() };
 }
 
 /** The operation store (L2, P1–P6) (see `hookrelay/store`); pg and drizzle load now, in the background. */

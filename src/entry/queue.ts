@@ -5,6 +5,7 @@
  */
 export { createHookProducer, DEFAULT_QUEUE_TIMEOUT_MS } from '../queue/producer.ts';
 export { PayloadTooLargeError } from '../queue/errors.ts';
+export { EventNotAcceptedError } from '../contract/errors.ts';
 export { createEndpointGuard, GUARD_REFRESH_MS, type ClosableEndpointGuard, type EndpointGuardOptions } from '../isolation/endpointGuard.ts';
 export {
   DEFAULT_QUEUE_NAME,
@@ -18,4 +19,5 @@ export {
   type EnqueueManyResult,
   type HookProducer,
   type HookProducerOptions,
+  type SpoolStatus,
 } from '../queue/types.ts';

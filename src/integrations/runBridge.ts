@@ -17,7 +17,8 @@ import { withDefined } from '../contract/withDefined.ts';
 
 /** What the integrations need of a dispatcher (`HookDispatcher` is one); its mode decides local or durable delivery. */
 export type LifecycleDispatcher = {
-  dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>): Promise<void>;
+  /** Its report (F1, `HookDispatcher`'s `notAccepted`) is not read here: pass a dispatcher with `onNotAccepted: 'throw'` to stop a run on it. */
+  dispatch<T extends HookType>(operationId: string, type: T, event: HookEventOf<T>): Promise<unknown>;
   dispatchBeforeToolCall(operationId: string, event: Record<string, unknown>): Promise<{ isMocked: true; result: ToolCallResult } | null>;
 };
 

@@ -95,6 +95,8 @@ export type HttpServerOptions = {
   logger: Logger;
   registry?: Registry;
   readiness?: Record<string, ReadinessCheck>;
+  /** More of `/readyz`'s body, read per request (F1: the local spool), never deciding readiness. */
+  readinessDetails?: () => Promise<Record<string, unknown>>;
   /** POST routes by path (query string excluded). */
   postRoutes?: Record<string, PostRoute>;
   /** Tried in order before the 404 (each owns its own path prefix). */
@@ -172,7 +174,7 @@ async function handle(options: Handling, req: IncomingMessage, res: ServerRespon
   const isMetrics = req.method === 'GET' && path === '/metrics' && options.registry !== undefined;
   if (isReadyz || isMetrics) {
     if (!(await opsAllowed(options, req, res))) return;
-    if (isReadyz) return answerReadiness(options.readiness ?? {}, res);
+    if (isReadyz) return answerReadiness(options.readiness ?? {}, options.readinessDetails, res);
     const registry = options.registry as Registry;
     const body = await registry.metrics();
     res.writeHead(200, { 'content-type': registry.contentType });
@@ -211,11 +213,17 @@ async function opsAllowed(options: Handling, req: IncomingMessage, res: ServerRe
   return false;
 }
 
-async function answerReadiness(readiness: Record<string, ReadinessCheck>, res: ServerResponse): Promise<void> {
+async function answerReadiness(
+  readiness: Record<string, ReadinessCheck>,
+  readinessDetails: HttpServerOptions['readinessDetails'],
+  res: ServerResponse,
+): Promise<void> {
   const results = await Promise.all(Object.entries(readiness).map(async ([name, check]) => [name, await withinTimeout(check)] as const));
   const ready = results.every(([, ok]) => ok);
+  // F1: what the local spools hold, beside the checks (never deciding readiness).
+  const details = readinessDetails ? await readinessDetails().catch(() => ({})) : {};
   res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ ready, checks: Object.fromEntries(results) }));
+  res.end(JSON.stringify({ ready, checks: Object.fromEntries(results), ...details }));
 }
 
 const BODY_REFUSAL_ANSWER: Readonly<Record<Exclude<BodyRefusal, 'body_aborted'>, RouteAnswer>> = {

@@ -36,7 +36,7 @@ export type DeliveryMetrics = {
   registry: Registry;
   /** Attempts (every try, retries included) by outcome (delivered, accepted_by_qstash, retrying, failed) and transport. */
   attempts: Counter<'outcome' | 'transport'>;
-  /** Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed), once each. */
+  /** Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed, skipped), once each. */
   finished: Counter<'outcome' | 'transport'>;
   attemptDuration: Histogram<'transport'>;
   reconciled: Counter;
@@ -69,6 +69,8 @@ export type DeliveryMetricsOptions = {
   dependencies?: () => ReadonlyArray<{ dependency: string; up: boolean; outageSeconds: number }>;
   /** Read at scrape time: ledger operations (mostly attempt outcomes) waiting for Postgres (Q13). */
   ledgerWritesWaiting?: () => number;
+  /** Read at scrape time (F1): what the producers' spools under this host's data dir hold. */
+  spool?: () => Promise<{ events: number; bytes: number; oldestAt: Date | null }>;
   /** Process metrics (CPU, RSS, event loop lag). Default true. */
   processMetrics?: boolean;
 };
@@ -208,6 +210,29 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
       },
     });
   }
+  const spool = options.spool;
+  if (spool) {
+    // F1: events accepted by a producer on this host and not yet in the ledger (Postgres was away).
+    const read = () => withinScrapeTimeout(spool()).catch(() => undefined);
+    new Gauge({
+      name: 'hookrelay_spool_events',
+      help: "Events in the producers' local spools under HOOKRELAY_DATA_DIR (accepted while Postgres was away, not yet drained into the ledger)",
+      registers: [registry],
+      async collect() {
+        const s = await read();
+        if (s) this.set(s.events);
+      },
+    });
+    new Gauge({
+      name: 'hookrelay_spool_oldest_age_seconds',
+      help: 'Age of the oldest event waiting in a local spool (0 when none)',
+      registers: [registry],
+      async collect() {
+        const s = await read();
+        if (s) this.set(s.oldestAt ? Math.max(0, (Date.now() - s.oldestAt.getTime()) / 1000) : 0);
+      },
+    });
+  }
   return {
     registry,
     endpointTransitions: new Counter({
@@ -240,7 +265,7 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
     }),
     finished: new Counter({
       name: 'hookrelay_deliveries_total',
-      help: 'Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed), each counted once (every try is in hookrelay_delivery_attempts_total; a later QStash callback in hookrelay_qstash_callbacks_total)',
+      help: 'Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed; skipped: an environment hook the worker no longer has), each counted once (every try is in hookrelay_delivery_attempts_total; a later QStash callback in hookrelay_qstash_callbacks_total)',
       labelNames: ['outcome', 'transport'],
       registers: [registry],
     }),

@@ -8,8 +8,10 @@ import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import { assertStorableEvent } from '../contract/storableText.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
+import { ToolCallContextError } from '../payload/errors.ts';
+import { parseToolCallHookContext } from '../payload/toolCallContext.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
-import { CriticalHookDeliveryError, type CriticalFailure } from '../contract/errors.ts';
+import { CriticalHookDeliveryError, type CriticalFailure, type DispatchReport, type NotAcceptedDelivery } from '../contract/errors.ts';
 import { storeOf, type Store } from '../store/db.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { createOperationWithHooks, finishOperation, getOperation, loadOperationHooks } from '../store/operationsRepo.ts';
@@ -44,8 +46,6 @@ export type {
 
 export { DeferredContextError, ApprovalNotClaimedError };
 
-const REQUIRED_CONTEXT = ['toolCallId', 'assistantMessageId', 'identifier', 'apiName', 'callIndex', 'stepIndex', 'operationId', 'executor'] as const;
-
 /** Completion reasons that map to a stored status other than `completed`. */
 const STATUS_BY_REASON: Record<string, string> = { error: 'error', interrupted: 'interrupted', parked: 'parked' };
 
@@ -61,13 +61,20 @@ function published(written: { applied: boolean; result: unknown }, status: 'allo
   return written.applied ? { applied: true, result, status } : { applied: false, result };
 }
 
-function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string | undefined): ToolCallHookContext | undefined {
+function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string | undefined): ToolCallHookContext {
   const ctx: Record<string, unknown> = { operationId: input.operationId, toolCallId: input.toolCallId, executor: 'server', args: {}, ...input.context };
   // T3: the runtime account (the operation's owner) when the callback carries none.
   if ((ctx.userId === undefined || ctx.userId === '') && ownerUserId) ctx.userId = ownerUserId;
   if (ctx.args === null || typeof ctx.args !== 'object' || Array.isArray(ctx.args)) ctx.args = {};
-  for (const key of REQUIRED_CONTEXT) if (ctx[key] === undefined || ctx[key] === '') return undefined;
-  return ctx as ToolCallHookContext;
+  // T1: the validator every tool context passes (buildToolCallHookContext's): required ids non-empty.
+  try {
+    return parseToolCallHookContext(ctx);
+  } catch (error) {
+    if (!(error instanceof ToolCallContextError)) throw error;
+    throw new DeferredContextError(
+      `cannot rebuild the tool call for result control (${error.fields.join(', ')}: missing, empty or invalid; pass them in \`context\`); nothing was written`,
+    );
+  }
 }
 
 /**
@@ -211,8 +218,6 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
           }
         }
         const context = rebuildContext(input, owner);
-        if (!context)
-          throw new DeferredContextError('cannot rebuild the tool call for result control (need toolCallId, identifier, apiName, …); nothing was written');
         for (const [i, round] of rounds.entries()) {
           // Later rounds review the effective result so far (an I4 transform in an earlier round).
           const outcome = await dispatcher.evaluateAfterToolCall(round.operationId, context, final, {
@@ -296,23 +301,27 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
      * `error` → `error`, `interrupted` / `max_steps` / `cost_limit` → `cancelled`) — except for
      * `parked` (waiting on an async tool): no hooks, no unregister, the session stays open.
      */
-    async completeOperation(input: CompleteOperationInput): Promise<void> {
+    async completeOperation(input: CompleteOperationInput): Promise<DispatchReport> {
       assertStorableEvent({ operationId: input.operationId, event: input.event }, 'completeOperation', '');
       const d = await db();
       await finishOperation(d, input.operationId, STATUS_BY_REASON[input.reason] ?? 'completed', input.reason);
-      if (input.reason === 'parked') return;
+      if (input.reason === 'parked') return { notAccepted: [] };
       const record = await getOperation(d, input.operationId);
       // D9a: nothing stored → undefined, so the in-memory onComplete / onError hooks run (queue mode too).
       const hooks = await loadOperationHooks(d, input.operationId);
       const base = { ...(record?.userId ? { userId: record.userId } : {}), ...input.event, operationId: input.operationId };
       const failures: CriticalFailure[] = [];
-      let other: unknown;
+      const others: unknown[] = [];
+      const notAccepted: NotAcceptedDelivery[] = [];
       const run = async (type: 'onComplete' | 'onError', event: Record<string, unknown>) => {
         try {
-          await input.dispatcher.dispatch(input.operationId, type, event, hooks);
+          const report = await input.dispatcher.dispatch(input.operationId, type, event, hooks);
+          if (report) notAccepted.push(...report.notAccepted);
         } catch (error) {
-          if (error instanceof CriticalHookDeliveryError) failures.push(...error.failures);
-          else other ??= error;
+          if (error instanceof CriticalHookDeliveryError) {
+            failures.push(...error.failures);
+            others.push(...error.otherErrors);
+          } else others.push(error);
         }
       };
       // §1: the run's error (any shape) becomes a readable errorMessage + raw errorDetail (errorMessage.ts).
@@ -324,8 +333,10 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       } finally {
         input.dispatcher.unregister(input.operationId, { reason: input.reason }); // agent_shutdown says how it ended
       }
-      if (failures.length > 0) throw new CriticalHookDeliveryError(failures);
-      if (other !== undefined) throw other;
+      // D6: critical stays critical; the other errors of both dispatches travel with it.
+      if (failures.length > 0) throw new CriticalHookDeliveryError(failures, others);
+      if (others.length > 0) throw others[0];
+      return { notAccepted };
     },
 
     async close(): Promise<void> {

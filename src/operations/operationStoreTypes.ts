@@ -3,6 +3,7 @@
  * package entry can type it without loading (or naming) the store's drivers.
  */
 import type { ParsedSerializedHook, SerializedHook, AgentHook } from '../contract/hook.ts';
+import type { DispatchReport } from '../contract/errors.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 import type { OperationRecord } from '../contract/operation.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
@@ -32,7 +33,8 @@ export interface OperationDispatcher {
     result: ToolCallResult,
     opts?: { signal?: AbortSignal; serializedHooks?: readonly unknown[]; environmentHooks?: boolean; interception?: boolean },
   ): Promise<ToolCallControlOutcome>;
-  dispatch(operationId: string, type: HookType, event: Record<string, unknown>, serializedHooks?: readonly unknown[]): Promise<void>;
+  /** Resolves to what it could not hand on (F1; a port that reports nothing may resolve to undefined). */
+  dispatch(operationId: string, type: HookType, event: Record<string, unknown>, serializedHooks?: readonly unknown[]): Promise<DispatchReport | undefined>;
   unregister(operationId: string, options?: { reason?: string }): void;
 }
 
@@ -93,8 +95,8 @@ export interface OperationStore {
   publishApproval(
     input: ToolCallRef & { dispatcher: OperationDispatcher },
   ): Promise<{ decision: ApprovalDecision; receiptApplied: boolean; alreadyPublished: boolean }>;
-  /** D2/§8: persist, onComplete (and onError), unregister with the reason. */
-  completeOperation(input: CompleteOperationInput): Promise<void>;
+  /** D2/§8: persist, onComplete (and onError), unregister with the reason; resolves to what its dispatches could not hand on (F1). */
+  completeOperation(input: CompleteOperationInput): Promise<DispatchReport>;
   close(): Promise<void>;
 }
 

@@ -5,6 +5,8 @@
  * read as a contradiction, "circuit_open: ended by the breaker after 2 attempts, last HTTP 500"
  * does not.
  */
+import { ENVIRONMENT_HOOK_REMOVED_REASON } from '../contract/delivery.ts';
+
 const CRITICAL = 'CriticalHookDeliveryError';
 
 /** Q3: the reasons a delivery's deadline passed while it waited, and what each waited for. */
@@ -25,6 +27,9 @@ function attempts(n: number): string {
 
 /** `null` when nothing failed. */
 export function failureText(d: FailureFields): string | null {
+  // F4: skipped by the worker, not by an operator: its environment hook is gone.
+  if (d.status === 'skipped' && d.failureReason === ENVIRONMENT_HOOK_REMOVED_REASON)
+    return `${ENVIRONMENT_HOOK_REMOVED_REASON}: the worker's environment no longer has this environment hook (AGENT_HOOK_WEBHOOK_URL / AGENT_HOOK_WEBHOOK_EVENTS); not sent`;
   if (!d.lastErrorClass) return null;
   const reason = d.failureReason ?? d.lastErrorClass;
   const critical = d.lastErrorClass === CRITICAL ? " (critical: fallback 'none')" : '';

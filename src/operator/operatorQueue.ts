@@ -22,6 +22,8 @@ export type OperatorQueue = {
   gate(): Promise<EndpointGate>;
   /** Redis's answer, or undefined when it does not answer within the timeout (Postgres still answers). */
   fromRedis<T>(work: (gate: EndpointGate) => Promise<T>): Promise<T | undefined>;
+  /** The queue's answer, or undefined at once when Redis refuses the connection (F2), else after the timeout. */
+  fromQueue<T>(work: (queue: Queue<DeliveryJobData>) => Promise<T>): Promise<T | undefined>;
   close(): Promise<void>;
 };
 
@@ -33,17 +35,41 @@ export function openOperatorQueue(config: LoadedConfig | Settings): OperatorQueu
   const { settings, queuePrefix: prefix, redisCluster } = loadedConfigOf(config);
   let queue: Queue<DeliveryJobData> | undefined;
   let redis: ReturnType<typeof createQueueRedis> | undefined;
+  // F2: settles (never resolves) once the connection failed while not ready: a refused Redis is answered at once, not after the timeout.
+  let unreachable: Promise<never> | undefined;
   const open = (): Queue<DeliveryJobData> => {
     if (!queue) {
-      redis = createQueueRedis(settings.REDIS_URL, redisCluster, {
+      const connection = createQueueRedis(settings.REDIS_URL, redisCluster, {
         maxRetriesPerRequest: 3,
         enableOfflineQueue: false,
         lazyConnect: false,
       });
-      redis.on('error', () => undefined); // surfaced by the read that needed Redis
-      queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection: redis, prefix });
+      redis = connection;
+      unreachable = new Promise<never>((_, reject) => {
+        connection.on('error', (error: Error) => {
+          if (connection.status !== 'ready') reject(error); // surfaced by the read that needed Redis
+        });
+      });
+      unreachable.catch(() => undefined);
+      queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix });
     }
     return queue;
+  };
+  const withinTimeout = async <T>(work: Promise<T>): Promise<T | undefined> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        work,
+        ...(unreachable ? [unreachable] : []),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('timeout')), OPERATOR_REDIS_TIMEOUT_MS);
+        }),
+      ]);
+    } catch {
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
   };
   const gate = async (): Promise<EndpointGate> => {
     const client = await open().client;
@@ -56,21 +82,8 @@ export function openOperatorQueue(config: LoadedConfig | Settings): OperatorQueu
     queuePrefix: prefix,
     queue: open,
     gate,
-    async fromRedis(work) {
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        return await Promise.race([
-          gate().then(work),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error('timeout')), OPERATOR_REDIS_TIMEOUT_MS);
-          }),
-        ]);
-      } catch {
-        return undefined;
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    fromRedis: (work) => withinTimeout(gate().then(work)),
+    fromQueue: (work) => withinTimeout(work(open())),
     async close() {
       await queue?.close().catch(() => undefined);
       redis?.disconnect();

@@ -120,7 +120,7 @@ export function buildToolCallHookContext(input: ToolCallHookContextInput | FlatT
   setIfPresent(draft, 'executionTarget', input.executionTarget);
   setIfPresent(draft, 'activeDeviceId', input.activeDeviceId);
 
-  return validated(draft);
+  return parseToolCallHookContext(draft);
 }
 
 function isStructured(input: ToolCallHookContextInput | FlatToolCallHookContextInput): input is ToolCallHookContextInput {
@@ -135,10 +135,15 @@ function buildFromFlat(input: FlatToolCallHookContextInput): ToolCallHookContext
     toolCall: { id: input.toolCallId, identifier: input.identifier, apiName: input.apiName, arguments: args },
   } as ToolCallHookContextInput);
   setIfPresent(draft, 'userId', runtime?.userId ?? origin?.userId ?? (typeof input.userId === 'string' ? input.userId : undefined)); // T3
-  return validated(draft);
+  return parseToolCallHookContext(draft);
 }
 
-function validated(draft: Record<string, unknown>): ToolCallHookContext {
+/**
+ * T1: the one validator of a tool context, whatever built it (the structured and flat forms here,
+ * a deferred result's rebuild in the operation store): the contract schema, required ids non-empty.
+ * Throws ToolCallContextError naming every missing or invalid field.
+ */
+export function parseToolCallHookContext(draft: Record<string, unknown>): ToolCallHookContext {
   const parsed = ToolCallHookContextSchema.safeParse(draft);
   if (!parsed.success) {
     const fields = [...new Set(parsed.error.issues.map((issue) => issue.path.map(String).join('.') || '(root)'))];

@@ -9,6 +9,7 @@ import type { Queue } from 'bullmq';
 import type { Logger } from '../observability/logger.ts';
 import { addDeliveryJobs, type DeliveryJob, stageDeliveryJobs, type StagedJobs, withTimeout } from './jobs.ts';
 import type { PreparedRow } from './prepareEnqueue.ts';
+import type { RedisAvailability } from './redisAvailability.ts';
 import type { DeliveryJobData } from './types.ts';
 
 const jobsOf = (rows: readonly PreparedRow[]): DeliveryJob[] => rows.map((r) => ({ deliveryId: r.id, generation: 0, ...(r.job ? { attempt: r.job } : {}) }));
@@ -20,29 +21,43 @@ export function stageJobs(queue: () => Queue<DeliveryJobData>, rows: readonly Pr
 
 /**
  * Adds the jobs of newly stored rows (the staged ones when they are exactly these rows); false
- * (never a throw) when Redis does not take them in time.
+ * (never a throw) when Redis does not take them in time. F2: a Redis known down is not asked (the
+ * answer is at once); F3: nothing is sent while the connection is not ready, so no add waits in
+ * the client to be sent after its call was answered.
  */
 export async function addStoredJobs(
   queue: () => Queue<DeliveryJobData>,
   rows: readonly PreparedRow[],
   timeoutMs: number,
   logger: Logger,
+  redis: RedisAvailability,
   staged?: Promise<StagedJobs | undefined>,
 ): Promise<boolean> {
   if (rows.length === 0) return true;
+  const started = Date.now();
+  const state = redis.state();
+  if (state === 'down') return false;
+  if (state === 'connecting' && !(await redis.waitUp(timeoutMs))) {
+    redis.failed();
+    return false;
+  }
   const plain = () => addDeliveryJobs(queue(), jobsOf(rows));
+  let error: unknown;
   const adding = (staged ? staged.then((s) => (s ? s.send() : plain())) : plain()).then(
     () => true,
     (err: unknown) => {
-      logger.warn({ err: err, deliveries: rows.length }, 'could not add delivery jobs; the reconciler will');
+      error = err;
       return false;
     },
   );
-  const added = await withTimeout(adding, timeoutMs, false);
-  if (!added)
-    logger.warn(
-      { deliveries: rows.length, timeoutMs: timeoutMs },
-      'redis did not take the delivery jobs in time; ledger rows are committed, the reconciler will enqueue them',
-    );
-  return added;
+  const added = await withTimeout(adding, Math.max(0, timeoutMs - (Date.now() - started)), false);
+  if (added) return true;
+  if (error === undefined || redis.state() !== 'up') {
+    // No answer in time, or the connection went: an outage (one line, from redisAvailability.ts).
+    redis.failed(error);
+    logger.debug({ deliveries: rows.length, timeoutMs }, 'delivery jobs not added; ledger rows are committed, the reconciler will add them');
+  } else {
+    logger.warn({ err: error, deliveries: rows.length }, 'could not add delivery jobs; ledger rows are committed, the reconciler will add them');
+  }
+  return false;
 }

@@ -28,7 +28,7 @@ export function settleCall(outcome: CallOutcome): EnqueueManyResult {
   if ('error' in outcome) {
     throw isStoreUnreachable(outcome.error) ? storeUnavailable(outcome.error, 'nothing was enqueued; retry once it answers') : outcome.error;
   }
-  return { deliveryIds: outcome.perItem.flat(), perItem: outcome.perItem, queued: outcome.queued };
+  return { deliveryIds: outcome.perItem.flat(), perItem: outcome.perItem, queued: outcome.queued, spooled: false };
 }
 
 /** Q1a: rows that were not inserted already exist under their (operation, hook, key); use those ids. */

@@ -43,6 +43,22 @@ export class IdempotencyConflictError extends HookrelayError {
   }
 }
 
+/**
+ * F1 (internal: the producer turns it into an EventNotAcceptedError with its reason): a call the
+ * local spool could not take — at its bound, or its folder not writable. Nothing of it was written.
+ */
+export class SpoolWriteError extends HookrelayError {
+  readonly code = 'HOOKRELAY_SPOOL_WRITE_FAILED' as const;
+  override readonly name = 'SpoolWriteError';
+  constructor(
+    readonly reason: 'spool_full' | 'spool_unwritable',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
 const MAX_PAYLOAD_BYTES_ENV = 'HOOKRELAY_MAX_PAYLOAD_BYTES';
 
 /** Q8: an event over the payload cap (payloadCap.ts), refused at enqueue before anything is stored. */

@@ -14,6 +14,7 @@ import { answerCalls, type CallOutcome } from './answerCalls.ts';
 import { createBatcher } from './batcher.ts';
 import { numberOrderedRows, writeJobBodies } from './enqueueBodies.ts';
 import type { PreparedItem } from './prepareEnqueue.ts';
+import type { RedisAvailability } from './redisAvailability.ts';
 import { storeGroup } from './storeRows.ts';
 import type { DeliveryJobData } from './types.ts';
 
@@ -27,6 +28,8 @@ export type GroupCommitDeps = {
   queue(): Queue<DeliveryJobData>;
   /** Q2: how long a commit waits for Redis before answering `queued: false`. */
   queueTimeoutMs: number;
+  /** F2/F3: whether an add may be sent now (a Redis known down is not waited for). */
+  redis(): RedisAvailability;
   logger: Logger;
 };
 
@@ -66,13 +69,21 @@ async function commitGroup(deps: GroupCommitDeps, calls: PreparedItem[][]): Prom
   // be sent after the commit (not one job alone: it is one script call, no pipeline to build).
   await nextTurn();
   writeJobBodies(rows);
-  const staged = rows.length > 1 && rows.every((r) => !r.ordered && r.idempotencyKey == null) ? stageJobs(deps.queue, rows) : undefined;
+  const staged =
+    rows.length > 1 && rows.every((r) => !r.ordered && r.idempotencyKey == null) && deps.redis().state() === 'up' ? stageJobs(deps.queue, rows) : undefined;
   const stored = await storing;
   // Number: ordered rows' bodies and jobs carry the sequences the commit gave them (SEC-H7).
   numberOrderedRows(rows, stored.sequences);
   // Add jobs: every stored row gets its job, whatever happens to a sibling call.
   const inserted = rows.filter((r) => stored.inserted.has(r.id));
-  const queued = await addStoredJobs(deps.queue, inserted, deps.queueTimeoutMs, deps.logger, inserted.length === rows.length ? staged : undefined);
+  const queued = await addStoredJobs(
+    deps.queue,
+    inserted,
+    deps.queueTimeoutMs,
+    deps.logger,
+    deps.redis(),
+    inserted.length === rows.length ? staged : undefined,
+  );
   // Answer: each call its own ids or its own error.
   return answerCalls(calls, stored, queued);
 }

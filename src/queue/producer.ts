@@ -7,20 +7,24 @@
  * The steps of an enqueue, each in its own module (the README's profile table names them):
  * prepare (prepareEnqueue.ts) → store (storeRows.ts) → number (enqueueBodies.ts) → add jobs
  * (addStoredJobs.ts) → answer (answerCalls.ts); groupCommit.ts runs the last four for a group of
- * concurrent calls. This file holds the settings, the connections and the tracing span.
+ * concurrent calls. This file holds the settings, the connections and the tracing span; the
+ * front door (frontDoor.ts) decides where a call goes — the ledger, or the local spool while
+ * Postgres is away (F1, F2).
  */
+import path from 'node:path';
 import { Queue } from 'bullmq';
-import { silentLogger, type Logger } from '../observability/logger.ts';
+import { createLogger, type Logger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { getDelivery } from '../store/deliveriesRepo.ts';
 import { QUEUE_STREAMS, withTimeout } from './jobs.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
-import { StoreUnavailableError } from '../store/errors.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
+import { createRedisAvailability, type RedisAvailability } from './redisAvailability.ts';
 import { activeTracer, inSpan, serializeTraceContext, SpanKind, type Span } from '../observability/tracing.ts';
-import { type CallOutcome, settleCall } from './answerCalls.ts';
-import { createGroupCommit, type GroupCommit } from './groupCommit.ts';
+import { createGroupCommit } from './groupCommit.ts';
+import { createFrontDoor, type FrontDoor, spoolFolder } from './frontDoor.ts';
+import { DEFAULT_SPOOL_MAX_BYTES } from '../contract/defaults.ts';
 import { prepareItems, type EnqueueRules, type PreparedItem } from './prepareEnqueue.ts';
 import type { DeliveryJobData, EnqueueInput, EnqueueManyResult, EnqueueResult, HookProducer, HookProducerOptions } from './types.ts';
 
@@ -39,14 +43,13 @@ const PRODUCER_SETTINGS = [
   'HOOKRELAY_TEMPLATE_ENV',
   'HOOKRELAY_QUEUE_PREFIX',
   'HOOKRELAY_REDIS_CLUSTER',
+  'HOOKRELAY_SPOOL_MAX_BYTES',
+  'LOG_LEVEL',
 ] as const;
-/** What commit's store timeout answers when it fired first. */
-const STORE_TIMED_OUT = Symbol('store timed out');
 /** How long close() waits for the queue connection before dropping it. */
 const CLOSE_TIMEOUT_MS = 2_000;
 
 export function createHookProducer(options: HookProducerOptions = {}): HookProducer {
-  const logger = options.logger ?? silentLogger();
   // Resolved once (a bad value throws a SettingsError naming the variable); explicit options win
   // over the environment. Redis Cluster: the prefix must be a hash tag (one slot per queue),
   // refused here, not at the first enqueue. W2: an invalid template pattern fails here too.
@@ -58,6 +61,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     ownsRedis: !options.redis,
   });
   const settings = config.settings;
+  const logger = options.logger ?? outageLogger(config.env as Record<string, string | undefined>, settings.LOG_LEVEL);
   const queueName = options.queueName ?? settings.HOOKRELAY_QUEUE;
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
   const storeTimeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
@@ -77,29 +81,32 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     databaseUrl: options.databaseUrl ?? settings.DATABASE_URL,
     dataDir: settings.HOOKRELAY_DATA_DIR,
   });
-  const group = createGroupCommit({ db: connections.db, queue: connections.queue, queueTimeoutMs, logger });
+  const group = createGroupCommit({ db: connections.db, queue: connections.queue, redis: connections.redis, queueTimeoutMs, logger });
+  const spool = spoolSettings(options, { ...settings, queueName, queuePrefix: config.queuePrefix });
+  const door = createFrontDoor({ ...connections, submit: group.submit, spool, storeTimeoutMs, queueTimeoutMs, logger });
   let closing = false;
 
   const enqueueMany = async (items: readonly EnqueueInput[]): Promise<EnqueueManyResult> => {
     // Step 1, prepare: everything is validated before anything is stored (D4b, Q8).
     const prepared = prepareItems(items, rules);
-    if (prepared.every((p) => p.rows.length === 0)) return { deliveryIds: [], perItem: prepared.map(() => []), queued: true };
+    if (prepared.every((p) => p.rows.length === 0)) return { deliveryIds: [], perItem: prepared.map(() => []), queued: true, spooled: false };
     if (closing) throw new Error('the hook producer is closed');
-    if (activeTracer() === undefined) return commit(group, prepared, undefined, storeTimeoutMs);
+    if (activeTracer() === undefined) return door.accept(prepared);
     return inSpan('hookrelay.enqueue', { kind: SpanKind.PRODUCER, attributes: enqueueSpanAttributes(queueName, items, prepared) }, (span) =>
-      commit(group, prepared, span, storeTimeoutMs),
+      commit(door, prepared, span),
     );
   };
 
   return {
     async enqueue(input) {
-      const { deliveryIds, queued } = await enqueueMany([input]);
-      return { deliveryIds, queued } satisfies EnqueueResult;
+      const { deliveryIds, queued, spooled } = await enqueueMany([input]);
+      return { deliveryIds, queued, spooled } satisfies EnqueueResult;
     },
     enqueueMany,
     async getDelivery(id) {
       return getDelivery(await connections.db(), id);
     },
+    spoolStatus: () => door.spoolStatus(),
     async close() {
       if (closing) return;
       // New calls are refused at once; the calls already submitted finish their commit first —
@@ -110,33 +117,49 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
         storeTimeoutMs + queueTimeoutMs,
         false,
       );
+      // What the spool holds is drained if Postgres answers (bounded), else handed over (spool.ts).
+      await door.close();
       await connections.close();
     },
   };
 }
 
-/**
- * Steps 2–5 for one call (groupCommit.ts), within the store timeout. Q13: a request handler never
- * hangs on Postgres: past the timeout the call fails (its commit may still land later: retry with
- * the same idempotencyKey to get the same ids, Q1a).
- */
-async function commit(group: GroupCommit, prepared: PreparedItem[], span: Span | undefined, storeTimeoutMs: number): Promise<EnqueueManyResult> {
-  // The worker's attempt spans continue this trace: its context travels with each row and job.
+/** Steps 2–5 for one call in a tracing span (the worker's attempt spans continue its trace: its context travels with each row and job). */
+async function commit(door: FrontDoor, prepared: PreparedItem[], span: Span | undefined): Promise<EnqueueManyResult> {
   const trace = serializeTraceContext(span);
   if (trace !== undefined) for (const p of prepared) for (const row of p.rows) row.traceContext = trace;
-  const outcome = await withTimeout<CallOutcome | typeof STORE_TIMED_OUT>(group.submit(prepared), storeTimeoutMs, STORE_TIMED_OUT);
-  // The error is made only when the timeout fired (an Error captures a stack: not on every call).
-  const result = settleCall(
-    outcome === STORE_TIMED_OUT
-      ? {
-          error: new StoreUnavailableError(
-            `the ledger store (Postgres at DATABASE_URL) did not answer within ${storeTimeoutMs} ms (storeTimeoutMs): the event may or may not be stored; retry with the same idempotencyKey`,
-          ),
-        }
-      : outcome,
-  );
+  const result = await door.accept(prepared);
   span?.setAttribute('hookrelay.queued', result.queued);
+  if (result.spooled) span?.setAttribute('hookrelay.spooled', true);
   return result;
+}
+
+/** F2: the app hears of an outage once each way, on stderr (a library speaks only then), at LOG_LEVEL when it is set. */
+function outageLogger(env: Record<string, string | undefined>, level: Logger['level']): Logger {
+  return createLogger({ level: env.LOG_LEVEL?.trim() ? level : 'info', pretty: false, destination: process.stderr });
+}
+
+/** F1: the spool's folder and bound, or undefined when it is off (`spool: false`, HOOKRELAY_SPOOL_MAX_BYTES=0). */
+function spoolSettings(
+  options: HookProducerOptions,
+  s: { HOOKRELAY_DATA_DIR: string; HOOKRELAY_SPOOL_MAX_BYTES?: number | undefined; DATABASE_URL?: string | undefined; queueName: string; queuePrefix: string },
+): { dir: string; maxBytes: number } | undefined {
+  if (options.spool === false) return undefined;
+  const maxBytes = options.spool?.maxBytes ?? s.HOOKRELAY_SPOOL_MAX_BYTES ?? DEFAULT_SPOOL_MAX_BYTES;
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0)
+    throw new TypeError('createHookProducer: spool.maxBytes must be a whole number of bytes (0 turns the spool off)');
+  if (maxBytes === 0) return undefined;
+  const ledger = ledgerIdentity(options, options.databaseUrl ?? s.DATABASE_URL, s.HOOKRELAY_DATA_DIR);
+  return { dir: options.spool?.dir ?? spoolFolder(s.HOOKRELAY_DATA_DIR, ledger, s.queueName, s.queuePrefix), maxBytes };
+}
+
+/** Which ledger the producer writes to, for its spool folder: the URL (its password never used), or the embedded folder. */
+function ledgerIdentity(options: HookProducerOptions, databaseUrl: string | undefined, dataDir: string): string {
+  if (options.store) {
+    const store = storeOf(options.store);
+    return store.pool?.options.connectionString ?? `${store.kind}:${path.resolve(dataDir)}`;
+  }
+  return databaseUrl ?? `embedded:${path.resolve(dataDir)}`;
 }
 
 function enqueueSpanAttributes(queueName: string, items: readonly EnqueueInput[], prepared: readonly PreparedItem[]): Record<string, string | number> {
@@ -166,7 +189,25 @@ function producerConnections(options: HookProducerOptions, logger: Logger, s: Co
   let storePromise: Promise<Store> | undefined;
   let queue: Queue<DeliveryJobData> | undefined;
   let ownedRedis: QueueRedis | undefined;
+  let availability: RedisAvailability | undefined;
   let closed = false;
+  const openQueue = (): Queue<DeliveryJobData> => {
+    if (queue) return queue;
+    let connection: QueueRedis | undefined = options.redis;
+    if (!connection) {
+      // F3: a command is never kept for later — not while the connection is down (no offline
+      // queue), not across a reconnect (no resend of unanswered commands): an add that outlived
+      // its enqueue's answer must not run after the reconciler delivered its row.
+      ownedRedis = createQueueRedis(s.redisUrl, s.redisCluster, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+      // Reconnection is ioredis' job; a down Redis must not crash the server app.
+      ownedRedis.on('error', (err: Error) => logger.debug({ err: err }, 'producer redis connection error'));
+      connection = ownedRedis;
+    }
+    availability = createRedisAvailability(connection, logger);
+    queue = new Queue<DeliveryJobData>(s.queueName, { connection, prefix: s.queuePrefix, streams: QUEUE_STREAMS });
+    queue.on('error', (err: Error) => logger.debug({ err: err }, 'producer queue error'));
+    return queue;
+  };
   return {
     async db(): Promise<Db> {
       if (closed) throw new Error('the hook producer is closed');
@@ -180,21 +221,14 @@ function producerConnections(options: HookProducerOptions, logger: Logger, s: Co
         throw error;
       }
     },
-    queue(): Queue<DeliveryJobData> {
-      if (queue) return queue;
-      let connection: QueueRedis | undefined = options.redis;
-      if (!connection) {
-        ownedRedis = createQueueRedis(s.redisUrl, s.redisCluster);
-        // Reconnection is ioredis' job; a down Redis must not crash the server app.
-        ownedRedis.on('error', (err: Error) => logger.debug({ err: err }, 'producer redis connection error'));
-        connection = ownedRedis;
-      }
-      queue = new Queue<DeliveryJobData>(s.queueName, { connection, prefix: s.queuePrefix, streams: QUEUE_STREAMS });
-      queue.on('error', (err: Error) => logger.debug({ err: err }, 'producer queue error'));
-      return queue;
+    queue: openQueue,
+    redis(): RedisAvailability {
+      openQueue();
+      return availability!;
     },
     async close(): Promise<void> {
       closed = true;
+      availability?.close();
       if (queue)
         await withTimeout(
           queue.close().then(() => true),

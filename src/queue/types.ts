@@ -65,8 +65,13 @@ export type EnqueueInput = {
 export type EnqueueResult = {
   /** One id per matching webhook hook, in hook order. */
   deliveryIds: string[];
-  /** false when the ledger rows are committed but the BullMQ job(s) could not be added (Q2). */
+  /** false when the ledger rows are committed but the BullMQ job(s) could not be added (Q2), or when spooled. */
   queued: boolean;
+  /**
+   * F1: true when Postgres could not take the event and it was written (fsync'd) to the local
+   * spool instead; the producer drains it into the ledger, with these ids, when Postgres answers.
+   */
+  spooled: boolean;
 };
 
 export type EnqueueManyResult = {
@@ -75,6 +80,19 @@ export type EnqueueManyResult = {
   /** The ids of each item. */
   perItem: string[][];
   queued: boolean;
+  /** F1: the call went to the local spool (see EnqueueResult). */
+  spooled: boolean;
+};
+
+/** F1: the producer's local spool now (`producer.spoolStatus()`). */
+export type SpoolStatus = {
+  /** The spool's folder. */
+  dir: string;
+  /** Calls waiting to be drained into the ledger (each one enqueue / enqueueMany call). */
+  events: number;
+  bytes: number;
+  /** When the oldest waiting call was spooled (its segment's time); null when empty. */
+  oldestAt: Date | null;
 };
 
 export type HookProducerOptions = {
@@ -100,6 +118,14 @@ export type HookProducerOptions = {
    */
   storeTimeoutMs?: number;
   logger?: Logger;
+  /**
+   * F1: the local spool for events Postgres cannot take (unreachable, refused, not migrated yet):
+   * an append-only, fsync'd file under `<HOOKRELAY_DATA_DIR>/spool/`, at most
+   * `HOOKRELAY_SPOOL_MAX_BYTES` (default 64 MiB), drained into the ledger by this producer when
+   * Postgres answers. `false` (or `HOOKRELAY_SPOOL_MAX_BYTES=0`) turns it off: enqueue then throws
+   * EventNotAcceptedError while Postgres is away. `dir` is the spool's own folder.
+   */
+  spool?: false | { dir?: string; maxBytes?: number };
   /** Where defaults are read from (default `process.env`, read when the producer is created). */
   env?: Record<string, string | undefined>;
   /** W2: which variables hook templates may read; default `HOOKRELAY_TEMPLATE_ENV`, else `none`. */
@@ -116,5 +142,7 @@ export interface HookProducer {
   enqueue(input: EnqueueInput): Promise<EnqueueResult>;
   enqueueMany(items: readonly EnqueueInput[]): Promise<EnqueueManyResult>;
   getDelivery(id: string): Promise<Delivery | undefined>;
+  /** F1: the local spool now — calls waiting for Postgres (undefined when the spool is off). */
+  spoolStatus(): SpoolStatus | undefined;
   close(): Promise<void>;
 }

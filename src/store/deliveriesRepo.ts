@@ -329,6 +329,22 @@ export async function loadClaimableDeliveries(db: Db, ids: readonly string[]): P
   return rowsOf<ClaimRow>(result).map(toClaimed);
 }
 
+/**
+ * F3: the generation of each row that may still be attempted (queued, retrying, in_flight); a row
+ * delivered, failed, skipped or accepted — or unknown — is absent, so a job that outlived its
+ * row's end (a late add, a replayed command) is acknowledged without a request. Reads no payload.
+ */
+export async function claimableGenerations(db: Db, ids: readonly string[]): Promise<Map<string, number>> {
+  if (ids.length === 0) return new Map();
+  const result = await storageCall('read delivery states', () =>
+    db.execute(sql`
+    SELECT d.id, d.generation FROM deliveries AS d
+     WHERE d.id = ANY(${sql.param([...ids])}::text[])
+       AND d.status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])`),
+  );
+  return new Map(rowsOf<{ id: string; generation: number }>(result).map((r) => [r.id, Number(r.generation)]));
+}
+
 function toClaimed(r: ClaimRow): ClaimedDelivery {
   return {
     id: r.id,
@@ -523,6 +539,22 @@ export async function failWaitingDelivery(db: Db, input: { id: string; generatio
   return Number(rowsOf<{ failed: number }>(result)[0]?.failed ?? 0) > 0;
 }
 
+/**
+ * F4: an environment-hook delivery whose hook the worker's environment no longer has becomes
+ * `skipped` with the reason (final, nothing sent). Applies only to a row still claimable in this
+ * generation; returns whether it did.
+ */
+export async function skipDeliveryAttempt(db: Db, input: { id: string; generation: number; reason: string }): Promise<boolean> {
+  const result = await storageCall('skip delivery', () =>
+    db.execute(sql`
+    UPDATE deliveries
+       SET status = 'skipped', failure_reason = ${input.reason}, next_attempt_at = NULL, lease_expires_at = NULL, updated_at = now()
+     WHERE id = ${input.id} AND generation = ${input.generation} AND status = ANY(${sql.param(CLAIMABLE_STATUSES)}::text[])
+    RETURNING id`),
+  );
+  return rowsOf<{ id: string }>(result).length > 0;
+}
+
 /** Q4: the failure reason of a critical row QStash accepted whose outcome nobody reported by its deadline. */
 export const QSTASH_OUTCOME_UNKNOWN = 'qstash_outcome_unknown';
 
@@ -704,6 +736,11 @@ export async function recordQStashCallback(db: Db, update: QStashCallbackUpdate)
   );
   const row = rowsOf<{ operation_id: string }>(result)[0];
   return row ? { operationId: row.operation_id } : undefined;
+}
+
+/** Resolves when the ledger answers and has its table (a database not migrated yet is not ready); the producer's outage probe. */
+export async function ledgerAnswers(db: Db): Promise<void> {
+  await db.execute(sql`SELECT 1 FROM deliveries LIMIT 0`);
 }
 
 /** The current status of each known id (the console's live status column). */

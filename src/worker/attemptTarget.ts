@@ -1,9 +1,12 @@
 /**
  * Step 1 of a delivery (processor.ts), `readTarget`: what one attempt is about. The hot path
  * takes it from the job the producer added (hook, payload bytes and counters travel in it:
- * nothing is read back, nothing re-serialized); a job without them (re-added by the reconciler
- * or a replay) or re-run after a stall reads its ledger row, and gets no target when the row is
- * already delivered, failed or accepted (never sent again).
+ * nothing re-serialized), once the ledger says the row may still be attempted in that generation
+ * (F3: one batched read of its status, no payload — a job added late, after its row was
+ * delivered by the reconciler's job, is acknowledged without a request); a job without them
+ * (re-added by the reconciler or a replay), of an older generation, or re-run after a stall reads
+ * its ledger row, and gets no target when the row is already delivered, failed or accepted
+ * (never sent again).
  */
 import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
@@ -50,9 +53,13 @@ export async function readTarget(source: TargetSource, job: Job<DeliveryJobData>
   if (typeof deliveryId !== 'string') throw new UnrecoverableError('delivery job without a delivery id');
   // A stalled re-run may have delivered already (its outcome written, the ack lost): ask the ledger.
   const fromJob = data?.attempt !== undefined && typeof data.generation === 'number' && !(job.stalledCounter > 0);
-  const target = fromJob
-    ? targetFromJob(deliveryId, data.generation, data.attempt as DeliveryJobAttempt, source.hooks)
-    : await targetFromLedger(source, deliveryId);
+  // F3: the job's data is trusted only while its row may still be attempted in the job's generation.
+  const current = fromJob ? await source.gate.run(() => source.ledger.claimableGeneration(deliveryId)) : undefined;
+  if (fromJob && current === undefined) return undefined;
+  const target =
+    fromJob && current === data.generation
+      ? targetFromJob(deliveryId, data.generation, data.attempt as DeliveryJobAttempt, source.hooks)
+      : await targetFromLedger(source, deliveryId);
   if (target && typeof data?.deadlineAt === 'number' && data.generation === target.generation) target.deadlineAtMs ??= data.deadlineAt;
   return target;
 }

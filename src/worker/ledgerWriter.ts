@@ -14,6 +14,7 @@ import { StorageError } from '../contract/errors.ts';
 import { type Logger, silentLogger } from '../observability/logger.ts';
 import type { Db } from '../store/db.ts';
 import {
+  claimableGenerations,
   failUnwritableDelivery,
   loadClaimableDeliveries,
   markDeliveriesInFlight,
@@ -35,12 +36,17 @@ export const OUTCOME_UNWRITABLE = 'outcome_unwritable';
 export type LedgerWriter = {
   /** The row when it may still be attempted; undefined when delivered, failed, accepted by QStash, or unknown. */
   load(id: string): Promise<ClaimedDelivery | undefined>;
+  /** F3: the row's generation when it may still be attempted (no payload read); undefined when final or unknown. */
+  claimableGeneration(id: string): Promise<number | undefined>;
   record(outcome: AttemptOutcome): Promise<void>;
   markInFlight(mark: InFlightMark): Promise<void>;
   drain(): Promise<void>;
 };
 
 type LedgerOp = { kind: 'load'; id: string } | { kind: 'record'; outcome: AttemptOutcome } | { kind: 'mark'; mark: InFlightMark };
+
+/** F3 status reads: their own flushes, so a job's read never waits behind other jobs' outcome writes. */
+const CHECK_CONCURRENT_FLUSHES = 2;
 
 export type LedgerWriterOptions = { logger?: Logger };
 
@@ -92,6 +98,14 @@ async function replaceUnwritable(db: Db, outcome: AttemptOutcome, cause: unknown
 
 export function createLedgerWriter(db: Db, options: LedgerWriterOptions = {}): LedgerWriter {
   const logger = options.logger ?? silentLogger();
+  const checks = createBatcher<string, number | undefined>({
+    maxBatch: LEDGER_BATCH_ROWS,
+    maxConcurrent: CHECK_CONCURRENT_FLUSHES,
+    async run(ids) {
+      const generations = await claimableGenerations(db, [...new Set(ids)]);
+      return ids.map((id) => generations.get(id));
+    },
+  });
   const batcher = createBatcher<LedgerOp, ClaimedDelivery | undefined>({
     maxBatch: LEDGER_BATCH_ROWS,
     maxConcurrent: LEDGER_CONCURRENT_FLUSHES,
@@ -126,12 +140,15 @@ export function createLedgerWriter(db: Db, options: LedgerWriterOptions = {}): L
   });
   return {
     load: (id) => batcher.submit({ kind: 'load', id }),
+    claimableGeneration: (id) => checks.submit(id),
     async record(outcome) {
       await batcher.submit({ kind: 'record', outcome });
     },
     async markInFlight(mark) {
       await batcher.submit({ kind: 'mark', mark });
     },
-    drain: () => batcher.drain(),
+    drain: async () => {
+      await Promise.all([batcher.drain(), checks.drain()]);
+    },
   };
 }

@@ -37,7 +37,9 @@ import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { Db } from '../store/db.ts';
-import { failWaitingDelivery, startDeliveryDeadlines, type DeadlineStart, type WaitFailureReason } from '../store/deliveriesRepo.ts';
+import { failWaitingDelivery, skipDeliveryAttempt, startDeliveryDeadlines, type DeadlineStart, type WaitFailureReason } from '../store/deliveriesRepo.ts';
+import { ENVIRONMENT_HOOK_REMOVED_REASON } from '../contract/delivery.ts';
+import { createEnvironmentTargets, type EnvironmentTarget } from './environmentTarget.ts';
 import { createBatcher } from '../queue/batcher.ts';
 import { deadlineBudgetMs } from '../delivery/retryPolicy.ts';
 import { clearCriticalFlagIfAllDelivered, flagCriticalDeliveryFailure } from '../store/operationsRepo.ts';
@@ -110,6 +112,7 @@ class DeliveryPipeline {
   readonly #leaseMarginMs: number;
   readonly #budgetMs: number;
   readonly #labels = new MetricLabels();
+  readonly #environmentTargets: (hookId: string) => EnvironmentTarget;
 
   constructor(deps: ProcessorDeps) {
     this.#deps = deps;
@@ -132,6 +135,7 @@ class DeliveryPipeline {
       budgetMs: this.#budgetMs,
     };
     this.#send = createAttemptSender(deps);
+    this.#environmentTargets = createEnvironmentTargets(deps.env);
   }
 
   async run(job: Job<DeliveryJobData>, token: string | undefined): Promise<void> {
@@ -139,6 +143,9 @@ class DeliveryPipeline {
     // Already delivered, failed or accepted (or unknown): never sent again.
     if (!target) return;
     if (target.sequence !== undefined && target.hook && !(await this.waitForTurn(job, token, target, target.sequence))) return;
+    // F4/L1: an environment hook goes where this worker's environment says now (after the ordering
+    // gate, so a skip settles its turn and wakes the next one).
+    if (!this.useCurrentEnvironment(target)) return this.skipRemovedEnvironmentHook(target);
 
     const trackKey = `${job.id}:${job.attemptsStarted}`;
     const leaseMs = hookTimeoutMs(target.hook) + this.#leaseMarginMs;
@@ -166,6 +173,36 @@ class DeliveryPipeline {
     if (result.span !== undefined) endDeliverSpan(result.span, result.result, decision.outcome.status);
     await this.writeOutcome(target, decision, settled);
     return this.finishJob(job, token, target, decision, result.result, deadlineAtMs);
+  }
+
+  /**
+   * F4: an environment hook's target from this worker's current environment, by hook id (its
+   * stored URL is never used); false when that hook is gone. An invalid configuration leaves no
+   * hook: the attempt fails with `configuration`, naming the variables.
+   */
+  useCurrentEnvironment(target: AttemptTarget): boolean {
+    const env = this.#environmentTargets(target.hookId);
+    if (env.kind === 'removed') return false;
+    if (env.kind === 'current') target.hook = env.hook;
+    else if (env.kind === 'invalid') {
+      target.hook = undefined;
+      target.hookProblem = env.problem;
+    }
+    return true;
+  }
+
+  /** F4: the worker's environment no longer has this environment hook: `skipped`, nothing sent. */
+  async skipRemovedEnvironmentHook(target: AttemptTarget): Promise<void> {
+    const deps = this.#deps;
+    const skipped = await deps.gate.run(() =>
+      skipDeliveryAttempt(deps.db, { id: target.id, generation: target.generation, reason: ENVIRONMENT_HOOK_REMOVED_REASON }),
+    );
+    if (!skipped) return; // finished or replayed by someone else meanwhile
+    deps.metrics?.finished.inc({ outcome: 'skipped', transport: 'fetch' });
+    deps.logger.info(
+      { deliveryId: target.id, hookId: target.hookId, operationId: target.operationId, reason: ENVIRONMENT_HOOK_REMOVED_REASON },
+      "environment hook delivery skipped: this worker's environment no longer has the hook (AGENT_HOOK_WEBHOOK_URL / AGENT_HOOK_WEBHOOK_EVENTS)",
+    );
   }
 
   /** Step 2 (SEC-H7): false when the delivery is not attempted now (parked, or failed at its deadline). */

@@ -38,6 +38,7 @@ import { createReconciler, type Reconciler } from './reconciler.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
 import { createRetention, type Retention } from './retention.ts';
 import { QUEUE_STREAMS } from '../queue/jobs.ts';
+import { createSpoolReader, type SpoolSummary } from '../queue/spoolSummary.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
 import { closeDeliveryWorker, createDeliveryWorker } from './bullWorker.ts';
 import { startApprovalWork } from './approvalWork.ts';
@@ -108,6 +109,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
 
   const queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix, streams: QUEUE_STREAMS });
   queue.on('error', (err: Error) => logger.debug({ err: err }, 'queue error'));
+  // F1: the spools producers on this host keep while Postgres is away (the gauges and /readyz show them).
+  const readSpool = createSpoolReader(settings.HOOKRELAY_DATA_DIR);
   let isolation: EndpointIsolation | undefined;
   const metrics = createDeliveryMetrics({
     queueCounts: () =>
@@ -122,6 +125,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     approvalStats: () => approvalCounts(store.db),
     dependencies: () => health.snapshot(),
     ledgerWritesWaiting: () => gate.waiting(),
+    spool: readSpool,
   });
   // Endpoint isolation: per-endpoint cap, rate limit and breaker in Redis, disable in Postgres.
   const isolationConfig = isolationSettings(settings);
@@ -319,6 +323,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       logger,
       registry: metrics.registry,
       readiness,
+      readinessDetails: async () => ({ spool: spoolView(await readSpool()) }),
       postRoutes,
       ops: opsAccessPolicy({
         allowFrom: settings.HOOKRELAY_OPS_ALLOW_FROM,
@@ -395,6 +400,16 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   };
 
   return { worker, queue, metrics, reconciler, retention, httpPort: http?.port, readiness, stop };
+}
+
+/** `/readyz`'s view of the local spools (F1). */
+function spoolView(s: SpoolSummary): Record<string, number | null> {
+  return {
+    events: s.events,
+    bytes: s.bytes,
+    oldestAgeSeconds: s.oldestAt ? Math.round((Date.now() - s.oldestAt.getTime()) / 1000) : null,
+    rejected: s.rejected,
+  };
 }
 
 /** Waits for `step` at most CLOSE_STEP_TIMEOUT_MS and never past `deadline`; true when it settled without error in time. */

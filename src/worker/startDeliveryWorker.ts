@@ -11,6 +11,7 @@ import { createLogger, type Logger } from '../observability/logger.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
 import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import { ensureRedis } from '../queue/redisConnection.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startDeliveryService } from './service.ts';
 import { openStore } from '../store/db.ts';
 import type { StoreHandle } from '../store/types.ts';
@@ -110,17 +111,9 @@ async function waitUntilReady(
         logger.warn({ dependency: name }, `waiting for ${name} (${where}) to answer before reporting ready; deliveries start when it does`);
       }
     }
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, READY_POLL_MS);
-      signal.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(t);
-          resolve();
-        },
-        { once: true },
-      );
-    });
+    // timers/promises removes its abort listener when the pause ends (one listener added per poll
+    // leaked: a MaxListenersExceededWarning after 11 polls while a dependency was down).
+    await sleep(READY_POLL_MS, undefined, { signal }).catch(() => undefined);
   }
   return false;
 }

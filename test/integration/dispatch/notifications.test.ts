@@ -123,7 +123,7 @@ describe('D3/W3: webhook delivery in local mode', () => {
     routes['/n'] = behaviour;
     const d = make();
     d.register(OP, [{ id: 'n', type: 'onComplete', webhook: { url: at('/n'), fallback: 'none' } }]);
-    await expect(d.dispatch(OP, 'onComplete', { operationId: OP })).resolves.toBeUndefined();
+    await expect(d.dispatch(OP, 'onComplete', { operationId: OP })).resolves.toEqual({ notAccepted: [] });
   });
 });
 
@@ -147,7 +147,7 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
       { id: 'fn', type: 'onError', handler: () => void ran.push('fn') },
       { id: 'good', type: 'onError', webhook: { url: at('/good') } },
     ]);
-    await expect(d.dispatch(OP, 'onError', { operationId: OP, errorMessage: 'x' })).resolves.toBeUndefined();
+    await expect(d.dispatch(OP, 'onError', { operationId: OP, errorMessage: 'x' })).resolves.toEqual({ notAccepted: [] });
     expect(ran).toEqual(['fn']);
     expect(paths()).toEqual(['/bad', '/reset', '/good']);
     expect(text()).toContain('"hookId":"bad"');
@@ -161,7 +161,7 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
       { id: 'wh', type: 'afterStep', webhook: { url: at('/wh') } },
       { id: 'fn', type: 'afterStep', handler: () => void ran.push('fn') },
     ]);
-    await expect(d.dispatch(OP, 'afterStep', { operationId: OP, usage: 10n })).resolves.toBeUndefined();
+    await expect(d.dispatch(OP, 'afterStep', { operationId: OP, usage: 10n })).resolves.toEqual({ notAccepted: [] });
     expect(ran).toEqual(['fn']);
     d.register('op_crit', [{ id: 'crit', type: 'afterStep', webhook: { url: at('/wh'), fallback: 'none' } }]);
     const error = (await rejection(d.dispatch('op_crit', 'afterStep', { operationId: 'op_crit', usage: 10n }))) as CriticalHookDeliveryError;
@@ -235,7 +235,7 @@ describe('D5/D6: failures, siblings and CriticalHookDeliveryError', () => {
     const d = make();
     d.register(OP, [{ id: 't', type: 'onComplete', webhook: { url: at('/trickle'), timeout: 0.2, fallback: 'none' } }]);
     const started = performance.now();
-    await expect(d.dispatch(OP, 'onComplete', { operationId: OP })).resolves.toBeUndefined();
+    await expect(d.dispatch(OP, 'onComplete', { operationId: OP })).resolves.toEqual({ notAccepted: [] });
     expect(performance.now() - started).toBeLessThan(500);
   });
 
@@ -454,6 +454,23 @@ describe('E1–E4: environment hooks over a real socket', () => {
     const error = (await rejection(d.dispatch(OP, 'onComplete', { operationId: OP }))) as Error;
     expect(error.message).toContain('AGENT_HOOK_WEBHOOK_TOKEN');
     expect(paths()).toEqual(['/caller']);
+  });
+
+  it('DOOR-5 (D6): a critical failure and an invalid env in one dispatch → CriticalHookDeliveryError reaches the caller, carrying the env error', async () => {
+    const env = envFor();
+    const d = make({ env });
+    routes['/critical'] = { status: 500 };
+    d.register(OP, [{ id: 'critical', type: 'onComplete', webhook: { url: at('/critical'), fallback: 'none' } }]);
+    env.AGENT_HOOK_WEBHOOK_TOKEN = '';
+    const error = await rejection(d.dispatch(OP, 'onComplete', { operationId: OP }));
+    expect(error).toBeInstanceOf(CriticalHookDeliveryError);
+    const critical = error as CriticalHookDeliveryError;
+    expect(critical.hookId).toBe('critical');
+    expect(critical.otherErrors).toHaveLength(1);
+    expect((critical.otherErrors[0] as Error).name).toBe('EnvHookConfigError');
+    expect((critical.otherErrors[0] as Error).message).toContain('AGENT_HOOK_WEBHOOK_TOKEN');
+    expect(critical.message).toContain('EnvHookConfigError');
+    expect(paths()).toEqual(['/critical']);
   });
 
   it('L5: an invalid env makes evaluate* fail closed (blocked, hook_control_error) without asking caller allows to decide', async () => {

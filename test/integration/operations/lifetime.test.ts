@@ -4,8 +4,9 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOperationStore, DeferredContextError, type OperationStore } from '../../../src/operations/operationStore.ts';
-import { HookConfigError } from '../../../src/contract/errors.ts';
-import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
+import { CriticalHookDeliveryError, HookConfigError } from '../../../src/contract/errors.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
+import { silentLogger } from '../../../src/observability/logger.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import {
   ALLOW,
@@ -355,6 +356,29 @@ describe.each(MODES)('%s mode', (m) => {
       expect(await placeholderResult(op2)).toBeNull();
     });
 
+    it.each(['toolCallId', 'assistantMessageId', 'identifier', 'apiName'] as const)(
+      "DOOR-6 (T1): a deferred result whose context has '' as %s is refused by the same validator, naming it; nothing asked or written",
+      async (field) => {
+        const op = nextOp(`empty-${field}`);
+        await ops.createOperation({ operationId: op, hooks: [control('p', `${rx.url}/p`)] });
+        await ops.createPlaceholder({ operationId: op, toolCallId: 'c' });
+        const error = await ops
+          .publishDeferredResult({
+            operationId: op,
+            toolCallId: 'c',
+            result: toolResult('r'),
+            context: ctx(op, 'c', { [field]: '' }),
+            dispatcher: dispatcher(),
+          })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(DeferredContextError);
+        // It names the field the validator refused (not a fixed list of what a rebuild needs).
+        expect((error as Error).message).toContain(`(${field}: `);
+        expect(rx.requests).toHaveLength(0);
+        expect(await placeholderResult(op)).toBeNull();
+      },
+    );
+
     it('L5/P5: a control registered only in the running dispatcher (not persisted) still requires the context and runs', async () => {
       const op = nextOp('memory-only');
       await ops.createOperation({ operationId: op, hooks: [] });
@@ -438,5 +462,22 @@ describe.each(MODES)('%s mode', (m) => {
       expect(b).toEqual({ applied: true, status: 'blocked', result: deniedAfter('hook_control_error') });
       expect(rx.requests).toHaveLength(0);
     });
+  });
+});
+
+describe('DOOR-5 (D6): critical stays critical through completeOperation', () => {
+  it('DOOR-5 (D6): a critical onComplete failure and an invalid env → completeOperation throws CriticalHookDeliveryError carrying the env error', async () => {
+    const op = nextOp('critical-env');
+    const env: Env = {};
+    setEnvHooks(env, `${envR.url}/env`, { events: 'onComplete', mode: 'ignore' });
+    const d = new HookDispatcher({ env, allowedCidrs: '127.0.0.1/32', logger: silentLogger() });
+    dispatchers.push(d);
+    await ops.createOperation({ operationId: op, hooks: [{ id: 'critical', type: 'onComplete', webhook: { url: CLOSED_URL, fallback: 'none' } }] });
+    env.AGENT_HOOK_WEBHOOK_TOKEN = ''; // broken after registration: the dispatch finds it
+    const error = await ops.completeOperation({ operationId: op, reason: 'done', dispatcher: d }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CriticalHookDeliveryError);
+    expect((error as CriticalHookDeliveryError).hookId).toBe('critical');
+    expect((error as CriticalHookDeliveryError).otherErrors.map((e) => (e as Error).name)).toEqual(['EnvHookConfigError']);
+    expect(envR.requests).toHaveLength(0);
   });
 });

@@ -1,12 +1,18 @@
 /**
- * FAULT-enqueue (Q2, Q13): a producer's enqueue never hangs a request handler. With Redis cut it
+ * FAULT-enqueue (Q2, Q13, F1): a producer's enqueue never hangs a request handler. With Redis cut it
  * returns once the ledger row is committed (`queued: false`, within its queue timeout; the
- * reconciler adds the job later); with Postgres cut it fails within its store timeout with a
- * StoreUnavailableError naming the store. Both through a TCP proxy; the shared servers stay up.
+ * reconciler adds the job later); with Postgres cut it spools the event (`spooled: true`, drained
+ * into the ledger with the same id when Postgres answers) or, with the spool off, fails within its
+ * store timeout with an EventNotAcceptedError whose cause names the store. Through a TCP proxy;
+ * the shared servers stay up.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHookProducer } from '../../../src/queue/producer.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { EventNotAcceptedError } from '../../../src/contract/errors.ts';
 import { StoreUnavailableError } from '../../../src/store/errors.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { deleteKeys, queueKeys, TEST_REDIS_URL } from '../../support/redisKeys.ts';
@@ -60,22 +66,58 @@ describe('FAULT-enqueue during an outage (Q2, Q13)', () => {
     }
   });
 
-  it('FAULT-enqueue-postgres: Postgres cut → StoreUnavailableError naming the store within the store timeout; close() returns (Q13)', async () => {
+  it('FAULT-enqueue-postgres (F1, Q13): Postgres cut → the event is spooled within the store timeout (spooled: true) and stored with its id once Postgres answers; close() returns', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'hookrelay-fault-spool-'));
     const producer = createHookProducer({
       databaseUrl: pgProxy.url(db.url),
       redisUrl: TEST_REDIS_URL,
       queueName: queue,
       storeTimeoutMs: STORE_TIMEOUT_MS,
+      spool: { dir },
     });
-    await producer.enqueue(event(2));
+    try {
+      await producer.enqueue(event(2));
+      await pgProxy.cut();
+      const started = Date.now();
+      const result = await producer.enqueue(event(3));
+      expect(Date.now() - started).toBeLessThan(STORE_TIMEOUT_MS + SLACK_MS);
+      expect(result).toMatchObject({ queued: false, spooled: true });
+      expect(producer.spoolStatus()?.events).toBe(1);
+      await pgProxy.restore();
+      const id = result.deliveryIds[0]!;
+      const deadline = Date.now() + 15_000;
+      while ((await producer.getDelivery(id).catch(() => undefined)) === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect((await producer.getDelivery(id))?.operationId).toBe('op-outage-3');
+      const closing = Date.now();
+      await producer.close();
+      expect(Date.now() - closing).toBeLessThan(10_000 + SLACK_MS);
+    } finally {
+      await pgProxy.restore();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('FAULT-enqueue-postgres-nospool (F1, Q13): Postgres cut with the spool off → EventNotAcceptedError (spool_off) within the store timeout, its cause naming the store; close() returns', async () => {
+    const producer = createHookProducer({
+      databaseUrl: pgProxy.url(db.url),
+      redisUrl: TEST_REDIS_URL,
+      queueName: queue,
+      storeTimeoutMs: STORE_TIMEOUT_MS,
+      spool: false,
+    });
+    await producer.enqueue(event(4));
     await pgProxy.cut();
     try {
       const started = Date.now();
-      const error = await producer.enqueue(event(3)).catch((e: unknown) => e);
+      const error = await producer.enqueue(event(5)).catch((e: unknown) => e);
       expect(Date.now() - started).toBeLessThan(STORE_TIMEOUT_MS + SLACK_MS);
-      expect(error).toBeInstanceOf(StoreUnavailableError);
-      expect((error as StoreUnavailableError).code).toBe('HOOKRELAY_STORE_UNAVAILABLE');
-      expect((error as Error).message).toMatch(/^the ledger store \(Postgres at DATABASE_URL\) (is unreachable|did not answer)/);
+      expect(error).toBeInstanceOf(EventNotAcceptedError);
+      expect((error as EventNotAcceptedError).code).toBe('HOOKRELAY_EVENT_NOT_ACCEPTED');
+      expect((error as EventNotAcceptedError).reason).toBe('spool_off');
+      expect((error as EventNotAcceptedError).cause).toBeInstanceOf(StoreUnavailableError);
+      expect(((error as EventNotAcceptedError).cause as Error).message).toMatch(
+        /^the ledger store \(Postgres at DATABASE_URL\) (is unreachable|did not answer)/,
+      );
       const closing = Date.now();
       await producer.close();
       expect(Date.now() - closing).toBeLessThan(10_000 + SLACK_MS);

@@ -94,7 +94,8 @@ describe('PERF-38 enqueue steps store and queue what they did before', () => {
     const bare = await createTestSchema('perf38bare');
     const store = await openStore({ databaseUrl: bare.url, maxConnections: 2 });
     const name = 'q-perf38-bare';
-    const failing = createHookProducer({ store, redisUrl: TEST_REDIS_URL, queueName: name, queuePrefix: prefix, env: {} });
+    // No spool: a missing table (not migrated) would be spooled for later (F1); here the INSERT's refusal must reach the caller.
+    const failing = createHookProducer({ store, redisUrl: TEST_REDIS_URL, queueName: name, queuePrefix: prefix, env: {}, spool: false });
     const bareQueue = new Queue<DeliveryJobData>(name, { connection: redis, prefix });
     try {
       const events = Array.from({ length: 20 }, (_, i) => ({ operationId: `op-bare-${i}`, type: 'onComplete' as const, event: { i }, hooks }));

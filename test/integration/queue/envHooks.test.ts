@@ -61,7 +61,7 @@ describe('E3/E4/D8: environment hooks in queue mode', () => {
     }
   });
 
-  it('Q5: a stored row with a reserved id but a URL the worker environment does not name is guarded like any hook', async () => {
+  it("Q5/F4: a stored row with a reserved id but another URL is sent to the worker environment's own hook, never to its stored URL", async () => {
     // The producer refuses a caller's reserved id (SEC-6, E4): a forged row can only be written into the ledger directly.
     const forged = { id: 'server-env-webhook:onComplete', type: 'onComplete' as const, webhook: { url: `${receiver.url}/forged` } };
     const deliveryIds = [newDeliveryId()];
@@ -78,9 +78,10 @@ describe('E3/E4/D8: environment hooks in queue mode', () => {
       },
     ]);
     await addDeliveryJobs(stack.worker().queue, [{ deliveryId: deliveryIds[0]!, generation: 0 }]);
-    await waitFor(async () => (await stack.producer.getDelivery(deliveryIds[0]!))?.status === 'failed', 15_000);
-    expect((await stack.producer.getDelivery(deliveryIds[0]!))?.lastErrorClass).toBe('ssrf_blocked');
+    // F4: the target of an environment hook's delivery is the worker's current environment hook of that id.
+    await waitFor(async () => (await stack.producer.getDelivery(deliveryIds[0]!))?.status === 'delivered', 15_000);
     expect(receiver.requests.filter((r) => r.path === '/forged')).toHaveLength(0);
+    expect(receiver.requests.filter((r) => r.path === '/env' && r.headers['webhook-id'] === deliveryIds[0])).toHaveLength(1);
   });
 
   it('E4: a caller hook cannot smuggle a reserved id through the producer', async () => {

@@ -86,7 +86,7 @@ describe('W2 template sources: queue mode (real worker)', () => {
   }
 
   const settled = async (id: string) => {
-    await waitFor(async () => ['failed', 'delivered'].includes((await stack.producer.getDelivery(id))?.status ?? ''), 15_000, `delivery ${id}`);
+    await waitFor(async () => ['failed', 'delivered', 'skipped'].includes((await stack.producer.getDelivery(id))?.status ?? ''), 15_000, `delivery ${id}`);
     return (await stack.producer.getDelivery(id))!;
   };
 
@@ -166,8 +166,10 @@ describe('W2 template sources: queue mode (real worker)', () => {
     // The producer refuses a caller's reserved id (SEC-6, E4): a forged row can only be written into the ledger directly.
     const id = await insertRow('op-forged', forged);
     const done = await settled(id);
-    expect(done).toMatchObject({ status: 'failed', lastErrorClass: 'configuration' });
+    // F4: an environment hook's target is the worker's environment's, by id; this worker has none, so nothing is sent anywhere.
+    expect(done).toMatchObject({ status: 'skipped', failureReason: 'environment_hook_removed', attemptCount: 0 });
     expect(rx.requests.filter((r) => r.path === '/forged')).toHaveLength(0);
+    expect(rx.requests.filter((r) => JSON.stringify(r.headers).includes(WORKER_ENV.AGENT_HOOK_WEBHOOK_TOKEN))).toHaveLength(0);
   });
 
   it('W2 template sources: no secret value in the worker log, the ledger or Redis', async () => {

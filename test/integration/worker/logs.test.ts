@@ -70,6 +70,24 @@ describe('logs: ready, outages and shutdown', () => {
     expect(c.msgs().filter((m) => m.startsWith('stopped:'))).toHaveLength(1);
   }, 20_000);
 
+  it('DOOR-7 (Q13): a worker started while Redis is down waits without a MaxListenersExceededWarning and says it waits once', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    const c = capture();
+    try {
+      const worker = await startDeliveryWorker({ env: env(`redis://127.0.0.1:${await deadPort()}`), logger: c.logger, migrate: false });
+      // The readiness wait polls every 500 ms: 14 polls, past the 11 that leaked an abort listener each.
+      await new Promise((r) => setTimeout(r, 7_000));
+      await worker.stop();
+      await new Promise((r) => setImmediate(r)); // a warning is emitted on the next tick
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message)).toEqual([]);
+    expect(c.msgs().filter((m) => m.startsWith('waiting for redis'))).toHaveLength(1);
+  }, 25_000);
+
   it('logs: a healthy worker logs `ready` once both answer, and one `stopped:` line with what it drained', async () => {
     const c = capture();
     const worker = await startDeliveryWorker({ env: env(TEST_REDIS_URL), logger: c.logger, migrate: false });

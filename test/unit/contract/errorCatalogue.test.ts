@@ -33,6 +33,7 @@ const CATALOGUE: Record<string, `HOOKRELAY_${string}`> = {
   EmbeddedStoreUntrustedError: 'HOOKRELAY_EMBEDDED_STORE_UNTRUSTED',
   EnvHookConfigError: 'HOOKRELAY_ENV_HOOK_CONFIG_INVALID',
   EventValidationError: 'HOOKRELAY_EVENT_INVALID',
+  EventNotAcceptedError: 'HOOKRELAY_EVENT_NOT_ACCEPTED',
   HookConfigError: 'HOOKRELAY_HOOK_CONFIG_INVALID',
   HostFailureError: 'HOOKRELAY_HOST_ERROR',
   HostErrorFailure: 'HOOKRELAY_HOST_ERROR',

@@ -41,6 +41,8 @@ export const samples: Record<string, () => Error> = {
   HookConfigError: () => new hookrelay.HookConfigError('h1', 0, [{ path: 'url', message: 'bad' }]),
   EventValidationError: () => new hookrelay.EventValidationError('event must be an object'),
   PayloadTooLargeError: () => new hookrelay.PayloadTooLargeError(10, 5),
+  EventNotAcceptedError: () =>
+    new hookrelay.EventNotAcceptedError({ reason: 'spool_full', hookIds: ['audit'], cause: new hookrelay.StoreUnavailableError('x') }),
   RedisUnavailableError: () => new hookrelay.RedisUnavailableError('x'),
   StorageError: () => new hookrelay.StorageError('insert deliveries', '22P05', 'unsupported Unicode escape sequence'),
   OutcomeNotStoredError: () => new hookrelay.OutcomeNotStoredError('dlv_1', '22P05'),

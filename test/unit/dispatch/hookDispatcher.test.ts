@@ -297,7 +297,7 @@ describe('HookDispatcher: handler errors and loose events', () => {
       { id: 'async-boom', type: 'onError', handler: async () => Promise.reject(new Error('async exploded')) },
       { id: 'c', type: 'onError', handler: () => void log.push('c') },
     ]);
-    await expect(d.dispatch(OP, 'onError', ev({ errorMessage: 'x' }))).resolves.toBeUndefined();
+    await expect(d.dispatch(OP, 'onError', ev({ errorMessage: 'x' }))).resolves.toEqual({ notAccepted: [] });
     expect(log).toEqual(['a', 'c']);
     expect(text()).toContain('boom');
     expect(text()).toContain('async-boom');
@@ -314,7 +314,7 @@ describe('HookDispatcher: handler errors and loose events', () => {
         },
       },
     ]);
-    await expect(d.dispatch(OP, 'onComplete', ev())).resolves.toBeUndefined();
+    await expect(d.dispatch(OP, 'onComplete', ev())).resolves.toEqual({ notAccepted: [] });
   });
 
   it('D10: dispatch accepts any object with a string operationId; unknown keys pass through', async () => {
@@ -546,7 +546,9 @@ describe('HookDispatcher: queue mode (D3, D8, D9)', () => {
     const failing = recordingProducer(() => new Error('postgres down'));
     const { d } = queue(failing);
     d.register(OP, [{ id: 'plain', type: 'onComplete', webhook: WH }]);
-    await expect(d.dispatch(OP, 'onComplete', ev())).resolves.toBeUndefined();
+    // F1: not thrown (D5), but reported: never only a log line.
+    const report = await d.dispatch(OP, 'onComplete', ev());
+    expect(report.notAccepted.map((n) => [n.hookId, (n.error as Error).message])).toEqual([['plain', 'postgres down']]);
     d.register(OP, [
       { id: 'crit-1', type: 'onComplete', webhook: { ...WH, fallback: 'none' } },
       { id: 'crit-2', type: 'onComplete', webhook: { ...WH, delivery: 'qstash', fallback: 'none' } },

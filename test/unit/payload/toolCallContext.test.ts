@@ -191,3 +191,32 @@ describe('buildToolCallHookContext: the flat form', () => {
     );
   });
 });
+
+describe('DOOR-6 (T1): one validator, empty required ids refused on every path', () => {
+  const flat = {
+    toolCallId: 'call-1',
+    assistantMessageId: 'assistant-1',
+    identifier: 'search-tool',
+    apiName: 'search',
+    operationId: 'op-1',
+    callIndex: 0,
+    stepIndex: 0,
+  };
+  const structuredWith = (field: string): ToolCallHookContextInput => {
+    const base = input();
+    if (field === 'toolCallId') return { ...base, toolCall: { ...base.toolCall, id: '' } };
+    if (field === 'identifier' || field === 'apiName') return { ...base, toolCall: { ...base.toolCall, [field]: '' } };
+    return { ...base, [field]: '' };
+  };
+
+  it.each(['toolCallId', 'assistantMessageId', 'identifier', 'apiName'])(
+    "DOOR-6 (T1): '' as %s is refused by the structured and the flat form, naming it",
+    (field) => {
+      const structured = contextError(() => buildToolCallHookContext(structuredWith(field)));
+      expect(structured.fields).toEqual([field]);
+      expect(structured.message).toContain(field);
+      const flatError = contextError(() => buildToolCallHookContext({ ...flat, [field]: '' }));
+      expect(flatError.fields).toEqual([field]);
+    },
+  );
+});
