@@ -17,6 +17,7 @@
  *   wins) by the next producer started on the same data dir, which drains it first.
  */
 import { randomBytes } from 'node:crypto';
+import { ensurePrivateDir, ownFileProblem, ownFolderProblem } from '../store/privateFiles.ts';
 import { type FileHandle, mkdir, open, readdir, readFile, rename, stat, unlink, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../observability/logger.ts';
@@ -74,7 +75,8 @@ export function createSpool(options: { dir: string; maxBytes: number; logger: Lo
   };
 
   const ensureDir = () => {
-    dirReady ??= mkdir(dir, { recursive: true, mode: DIR_MODE }).then(() => undefined);
+    // W7: the spool holds events the ledger will take as the app's own: a folder of ours, 0700.
+    dirReady ??= mkdir(dir, { recursive: true, mode: DIR_MODE }).then(() => ensurePrivateDir(dir));
     dirReady.catch(() => (dirReady = undefined)); // retried by the next write
     return dirReady;
   };
@@ -178,11 +180,22 @@ export function createSpool(options: { dir: string; maxBytes: number; logger: Lo
     } catch {
       return; // no spool folder yet: nothing to claim
     }
+    // Only segments another user cannot have planted: a folder of ours no one else may enter, files of ours.
+    const folderProblem = ownFolderProblem(dir, { anyAccess: true });
+    if (folderProblem !== undefined) {
+      logger.warn({ dir }, `spool folder ${folderProblem}: its segments are not drained`);
+      return;
+    }
     for (const name of names.sort()) {
       if (!name.endsWith(SPOOL_SEGMENT_SUFFIX)) continue;
       const parts = parseSegmentName(name);
       if (!parts || parts.instance === instance) continue;
       const from = path.join(dir, name);
+      const fileProblem = ownFileProblem(from);
+      if (fileProblem !== undefined) {
+        logger.warn({ segment: from }, `spool segment ${fileProblem}: not drained`);
+        continue;
+      }
       const info = await stat(from).catch(() => undefined);
       if (!info || Date.now() - info.mtimeMs < STALE_MS) continue;
       const to = path.join(dir, `${parts.stamp}-${instance}${SPOOL_SEGMENT_SUFFIX}`);

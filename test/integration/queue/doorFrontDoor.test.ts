@@ -6,7 +6,7 @@
  * or a TCP proxy cut), real Redis, a real worker and receiver; the spool in a temp folder.
  */
 import { randomBytes } from 'node:crypto';
-import { copyFile, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { chown, copyFile, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -203,6 +203,28 @@ describe('DOOR-1 (F1): accepted into the ledger or the spool, or the caller is t
     expect(rows.rows).toHaveLength(4);
     for (const id of ids) expect(sentTo('/handover').filter((r) => r.headers['webhook-id'] === id)).toHaveLength(1);
     expect(third.spoolStatus()?.events).toBe(0);
+  }, 60_000);
+
+  it('DOOR-1 (F1, W7): a spool segment another user owns (planted) is not drained; once it is ours again it is', async () => {
+    await stack.startWorker();
+    const dir = await spoolDir();
+    const hook = fetchHook('planted', `${receiver.url}/planted`);
+    const first = producerOn(pgProxy.url(stack.db.url), { spool: { dir } });
+    await pgProxy.cut();
+    await first.enqueue({ operationId: 'op-door1-planted', type: 'onComplete', event: { i: 1 }, hooks: [hook] });
+    await first.close(); // handed over: claimable at once
+    await pgProxy.restore();
+    const [segment] = (await readdir(dir)).filter((f) => f.endsWith('.spool'));
+    const file = path.join(dir, segment!);
+    await chown(file, 65534, 65534); // as if user nobody wrote it
+    producerOn(stack.db.url, { spool: { dir } });
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(sentTo('/planted')).toHaveLength(0);
+    expect((await readdir(dir)).filter((f) => f.endsWith('.spool'))).toEqual([segment]);
+    await chown(file, process.getuid!(), process.getgid!());
+    await utimes(file, 0, 0);
+    producerOn(stack.db.url, { spool: { dir } });
+    await waitFor(() => sentTo('/planted').length === 1, 20_000, 'the segment, ours again, drained and delivered');
   }, 60_000);
 
   it("DOOR-1 (F1): what the spool holds is visible in `hookrelay stats`, the worker's /readyz and its hookrelay_spool_events gauge", async () => {
