@@ -12,6 +12,7 @@ import { resolveConfig } from '../config/resolveConfig.ts';
 import type { QStashPublisher } from '../delivery/types.ts';
 import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import type { EmailLookup } from '../payload/emailCache.ts';
+import { refuseEmptyToolCallIds } from '../payload/toolCallContext.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { activeTracer, inSpan } from '../observability/tracing.ts';
 import { evaluateControls, type ToolCallControlOutcome } from '../control/evaluateControls.ts';
@@ -369,6 +370,7 @@ export class HookDispatcher {
    * A context without `operationId` takes `operationId` (a different one is an `OperationIdMismatchError`).
    */
   async evaluateToolCall(operationId: string, context: ToolCallContextInput, opts: EvaluateOptions = {}): Promise<ToolCallControlOutcome> {
+    refuseEmptyToolCallIds(context);
     return this.#evaluate(operationId, 'beforeToolCall', withOperationId(operationId, context) as ToolCallHookContext, undefined, opts);
   }
 
@@ -383,6 +385,7 @@ export class HookDispatcher {
     result: ToolCallResult,
     opts: EvaluateOptions = {},
   ): Promise<ToolCallControlOutcome> {
+    refuseEmptyToolCallIds(context);
     return this.#evaluate(operationId, 'afterToolCall', withOperationId(operationId, context, { allowOther: true }) as ToolCallHookContext, result, opts);
   }
 

@@ -152,3 +152,14 @@ export function parseToolCallHookContext(draft: Record<string, unknown>): ToolCa
   }
   return parsed.data;
 }
+
+const REQUIRED_IDS = ['toolCallId', 'assistantMessageId', 'identifier', 'apiName'] as const;
+
+/**
+ * T1 on the decision path: `evaluateToolCall` takes a loose context (fields may be left out), but
+ * a required id given as `''` identifies no call and is refused as the builders refuse it.
+ */
+export function refuseEmptyToolCallIds(context: Record<string, unknown>): void {
+  const empty = REQUIRED_IDS.filter((key) => context[key] === '');
+  if (empty.length > 0) throw new ToolCallContextError(empty, `invalid tool context (${empty.map((k) => `${k}: must be a non-empty string`).join('; ')})`);
+}

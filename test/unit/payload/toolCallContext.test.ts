@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EventSchemas, ToolCallHookContextSchema } from '../../../src/contract/index.ts';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { buildToolCallHookContext, type ToolCallHookContextInput } from '../../../src/payload/toolCallContext.ts';
 import { ToolCallContextError } from '../../../src/payload/errors.ts';
 
@@ -217,6 +218,22 @@ describe('DOOR-6 (T1): one validator, empty required ids refused on every path',
       expect(structured.message).toContain(field);
       const flatError = contextError(() => buildToolCallHookContext({ ...flat, [field]: '' }));
       expect(flatError.fields).toEqual([field]);
+    },
+  );
+
+  it.each(['toolCallId', 'assistantMessageId', 'identifier', 'apiName'])(
+    "DOOR-6 (T1): evaluateToolCall / evaluateAfterToolCall refuse '' as %s (no allow for a call no id names)",
+    async (field) => {
+      const dispatcher = new HookDispatcher({ env: {} });
+      try {
+        await expect(dispatcher.evaluateToolCall('op-1', { ...flat, args: {}, [field]: '' })).rejects.toBeInstanceOf(ToolCallContextError);
+        await expect(dispatcher.evaluateAfterToolCall('op-1', { ...flat, args: {}, [field]: '' }, { content: 'x', success: true })).rejects.toBeInstanceOf(
+          ToolCallContextError,
+        );
+        expect(await dispatcher.evaluateToolCall('op-1', { ...flat, args: {} })).toEqual({ status: 'allow' });
+      } finally {
+        await dispatcher.close();
+      }
     },
   );
 });
