@@ -2,7 +2,7 @@
  * DOOR-2 (F2, Q2, §14 "Redis down at enqueue"): a dependency known to be down is answered at once,
  * never waited on per event. Reproduction 2 of issue 48: while Redis was down every dispatch
  * waited the 2 s queue timeout. A behaviour bound, not a benchmark (bench/ measures the speed): 20
- * dispatches, each answering within 100 ms, proves no per-event wait on the 2 s queue timeout (or
+ * dispatches, each answering within a quarter of it, proves no per-event wait on the 2 s queue timeout (or
  * the store timeout). Redis goes away through a TCP proxy cut; Postgres through the proxy stalled
  * (a black hole: the case where every event used to wait its store timeout). The shared servers
  * stay up.
@@ -18,7 +18,11 @@ import { startTcpProxy, type TcpProxy } from '../../support/tcpProxy.ts';
 import { createStack, fetchHook, TEST_REDIS_URL, waitFor, type Stack } from './harness.ts';
 
 const DISPATCHES = 20;
-const BOUND_MS = 100;
+/** The Redis outage's bound: a quarter of the 2 s queue timeout it rules out waiting per event (a
+ * tighter bound failed under a full parallel test run on 2 cores, where one ledger insert can take
+ * 100 ms+; bench/outage.ts measures the speed). */
+const QUEUE_TIMEOUT_MS = 2_000;
+const BOUND_MS = QUEUE_TIMEOUT_MS / 4;
 /** The Postgres outage's bound: a quarter of the store timeout it rules out waiting per event. */
 const STORE_TIMEOUT_MS = 2_000;
 const SPOOLED_BOUND_MS = STORE_TIMEOUT_MS / 4;
@@ -72,7 +76,7 @@ describe('DOOR-2 (F2): outages cost nothing on the agent path', () => {
     return times;
   }
 
-  it('DOOR-2 (F2): 20 dispatches during a Redis outage each answer within 100 ms, rows committed with queued:false; one log line each way', async () => {
+  it('DOOR-2 (F2): 20 dispatches during a Redis outage each answer within 500 ms (not the 2 s each), rows committed with queued:false; one log line each way', async () => {
     const log = captured();
     const producer = createHookProducer({
       store: stack.db.store,
@@ -106,7 +110,7 @@ describe('DOOR-2 (F2): outages cost nothing on the agent path', () => {
   it('DOOR-2 (F2, F1): Postgres stops answering (a black hole) → the first event waits its store timeout, then 20 dispatches each answer within 500 ms (not the 2 s each), every event spooled; one log line each way', async () => {
     // The bound is a quarter of the per-event wait it rules out (storeTimeoutMs, 2 s): a spooled
     // event's time is one fsync, which this shared disk sometimes takes 100 ms+ for (the bench's
-    // outage rows measure the speed; the 100 ms bound above is Redis's, which writes no file).
+    // outage rows measure the speed).
     const log = captured();
     const producer = createHookProducer({
       databaseUrl: pgProxy.url(stack.db.url),
