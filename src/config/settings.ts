@@ -119,7 +119,7 @@ function consoleOriginProblem(v: string): string | undefined {
   return undefined;
 }
 
-/** Every variable, its default and its rule: the one source of truth for the configuration table. */
+/** Every variable and its rule; its words and documented default are in settingsReference.ts (`npm run config:docs`). */
 export const SettingsSchema = z.object({
   DATABASE_URL: checked(databaseUrlProblem).optional(),
   HOOKRELAY_DATA_DIR: z.string().min(1).default(D.DEFAULT_DATA_DIR),
@@ -189,7 +189,7 @@ export const SettingsSchema = z.object({
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
     .optional()
     .transform((v) => (v === undefined ? undefined : /^(true|1)$/i.test(v))),
-  /** Concurrent attempts per endpoint across all workers (unset: 16); 0 = no cap. */
+  /** A fixed cap on concurrent attempts per endpoint across all workers (unset: 0 = none, the adaptive limit alone). */
   HOOKRELAY_ENDPOINT_CONCURRENCY: intFrom(0).optional(),
   /** Consecutive failures that open an endpoint's circuit breaker (unset: 5). */
   HOOKRELAY_BREAKER_FAILURES: intFrom(1).optional(),
