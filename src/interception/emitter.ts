@@ -208,6 +208,7 @@ export class InterceptionEmitter {
       outcome: { combined, decidedBy: null, verdicts: [] },
     });
     await this.#deliver(record);
+    if (genAiTracingOn()) recordGuardrailSpan(record, { startedAt: Date.now(), pending: false });
     return record;
   }
 
@@ -235,7 +236,9 @@ export class InterceptionEmitter {
       return (await this.#finish(envelope.context, undefined, rejected(detail), null, null)).record;
     }
     const combined = hostErrorVerdict(reason, message);
-    return (await this.#finish(envelope.context, envelope.context, { combined, decidedBy: null, verdicts: [] }, identity, identity)).record;
+    const record = (await this.#finish(envelope.context, envelope.context, { combined, decidedBy: null, verdicts: [] }, identity, identity)).record;
+    if (genAiTracingOn()) recordGuardrailSpan(record, { startedAt: Date.now(), pending: false });
+    return record;
   }
 
   async #emit(ctx: AgentContext, options: EmitOptions): Promise<Emission> {
