@@ -8,7 +8,10 @@ import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
+import { InterceptionEmitter } from '../../../src/interception/emitter.ts';
 import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
+import { silentLogger } from '../../../src/observability/logger.ts';
 import { Verdict } from '../../../src/interception/verdict.ts';
 import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 
@@ -130,6 +133,40 @@ describe('DEP-6: GenAI semantic-convention spans for judged tool calls', () => {
     // The run's input point is judged too: a guardrail over the model's input, outside any tool span.
     const input = spans('apply_guardrail').find((s) => s.attributes['hookrelay.interception_point'] === 'input')!;
     expect(input.attributes).toMatchObject({ 'gen_ai.security.target.type': 'llm_input', 'gen_ai.security.decision.type': 'allow' });
+  });
+
+  it("DEP-6: at the dispatcher's tool seam, the denied evaluateToolCall records its apply_guardrail span under the caller's active span", async () => {
+    const emitter = new InterceptionEmitter({
+      interceptors: {
+        'no-rm': (ctx) =>
+          ctx.interception_point === 'pre_tool_call' && /rm -rf/.test(JSON.stringify(ctx.target))
+            ? Verdict.deny({ reason: 'policy.destructive_shell' })
+            : Verdict.allow(),
+      },
+    });
+    const hooks = new HookDispatcher({ emitter, interceptionPoints: 'tool-seam', env: {}, logger: silentLogger() });
+    hooks.register('op_seam', []);
+    const app = trace.getTracer('app').startSpan('execute_tool shell/exec');
+    const decision = await context.with(trace.setSpan(context.active(), app), () =>
+      hooks.evaluateToolCall('op_seam', {
+        toolCallId: 'call_9',
+        assistantMessageId: 'msg_1',
+        identifier: 'shell',
+        apiName: 'exec',
+        args: { cmd: 'rm -rf /' },
+        callIndex: 0,
+        stepIndex: 0,
+        operationId: 'op_seam',
+        executor: 'server',
+      }),
+    );
+    app.end();
+    hooks.unregister('op_seam');
+    await hooks.close();
+    expect(decision.status).toBe('blocked');
+    const g = toolGuardrails().find((s) => s.attributes['hookrelay.interception_point'] === 'pre_tool_call')!;
+    expect(g.attributes).toMatchObject({ 'gen_ai.security.decision.type': 'deny', 'hookrelay.action': 'blocked', 'gen_ai.guardian.name': 'no-rm' });
+    expect(parentOf(g)).toBe(app.spanContext().spanId);
   });
 });
 
