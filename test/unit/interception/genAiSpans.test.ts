@@ -8,7 +8,10 @@ import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { generateText, jsonSchema, stepCountIs, tool } from 'ai';
+import { MockLanguageModelV4 } from 'ai/test';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
+import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
 import { InterceptionEmitter } from '../../../src/interception/emitter.ts';
 import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
@@ -167,6 +170,47 @@ describe('DEP-6: GenAI semantic-convention spans for judged tool calls', () => {
     const g = toolGuardrails().find((s) => s.attributes['hookrelay.interception_point'] === 'pre_tool_call')!;
     expect(g.attributes).toMatchObject({ 'gen_ai.security.decision.type': 'deny', 'hookrelay.action': 'blocked', 'gen_ai.guardian.name': 'no-rm' });
     expect(parentOf(g)).toBe(app.spanContext().spanId);
+  });
+
+  it("DEP-6: an AI SDK tool call denied through hookrelay/ai-sdk exports execute_tool with the tool's description and its deny verdict", async () => {
+    const usage = {
+      inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: 1, text: 1, reasoning: undefined },
+    };
+    const model = new MockLanguageModelV4({
+      doGenerate: async ({ prompt }) =>
+        prompt.some((m) => m.role === 'tool')
+          ? { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }
+          : {
+              content: [{ type: 'tool-call', toolCallId: 'call_ai_1', toolName: 'delete_all', input: '{"path":"/"}' }],
+              finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+              usage,
+              warnings: [],
+            },
+    });
+    let ran = 0;
+    const tools = {
+      delete_all: tool({
+        description: 'Delete every file under a path',
+        inputSchema: jsonSchema<{ path: string }>({ type: 'object', properties: { path: { type: 'string' } } }),
+        execute: async () => {
+          ran++;
+          return 'deleted';
+        },
+      }),
+    };
+    const relay = createAiSdkHooks({ hooks: createAgentHooks({ interceptors: { 'tool-policy': policy }, framework: 'ai-sdk', tools: ['delete_all'] }) });
+    const run = relay.startRun({ input: 'clean up' });
+    await run.track(generateText({ ...(await run.settings({ model, tools })), stopWhen: stepCountIs(3) }));
+    expect(ran).toBe(0);
+    const span = spans('execute_tool').find((s) => s.attributes['gen_ai.tool.call.id'] === 'call_ai_1')!;
+    expect(span.attributes).toMatchObject({
+      'gen_ai.tool.name': 'delete_all',
+      'gen_ai.tool.description': 'Delete every file under a path',
+      'hookrelay.outcome': 'blocked',
+    });
+    const g = toolGuardrails().find((s) => parentOf(s) === span.spanContext().spanId)!;
+    expect(g.attributes).toMatchObject({ 'gen_ai.security.decision.type': 'deny', 'hookrelay.action': 'blocked' });
   });
 });
 
