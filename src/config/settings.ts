@@ -119,7 +119,11 @@ function consoleOriginProblem(v: string): string | undefined {
   return undefined;
 }
 
-/** Every variable, its default and its rule: the one source of truth for the configuration table. */
+/**
+ * Every variable and its rule. What each one means, its documented default (`@defaultValue`) and
+ * who reads it are in settingsReference.ts, keyed by these names: `.env.example` and the table in
+ * docs/configuration.md are generated from there (`npm run config:docs`, test DEP-5).
+ */
 export const SettingsSchema = z.object({
   DATABASE_URL: checked(databaseUrlProblem).optional(),
   HOOKRELAY_DATA_DIR: z.string().min(1).default(D.DEFAULT_DATA_DIR),
@@ -144,7 +148,6 @@ export const SettingsSchema = z.object({
     .refine((v) => v.split(',').every((s) => /^\s*\d+(\.\d+)?\s*$/.test(s)), { message: 'must be comma-separated seconds' }),
   HOOKRELAY_CONCURRENCY: intFrom(1, MAX_CONCURRENCY).default(D.DEFAULT_CONCURRENCY),
   HOOKRELAY_MAX_PAYLOAD_BYTES: intFrom(1).default(D.DEFAULT_MAX_PAYLOAD_BYTES),
-  /** F1: the producer's local spool for events Postgres cannot take, in bytes (unset: 67108864, 64 MiB); 0 = no spool. */
   HOOKRELAY_SPOOL_MAX_BYTES: intFrom(0).optional(),
   HOOKRELAY_RECONCILE_INTERVAL_MS: intFrom(100).default(D.DEFAULT_RECONCILE_INTERVAL_MS),
   HOOKRELAY_LOCK_DURATION_MS: intFrom(100).default(D.DEFAULT_LOCK_DURATION_MS),
@@ -152,58 +155,33 @@ export const SettingsSchema = z.object({
   HOOKRELAY_SHUTDOWN_TIMEOUT_MS: intFrom(0).default(D.DEFAULT_SHUTDOWN_TIMEOUT_MS),
   HOOKRELAY_HTTP_PORT: intFrom(0, 65_535).default(D.DEFAULT_HTTP_PORT),
   HOOKRELAY_PUBLIC_URL: httpUrl().optional(),
-  /**
-   * Who may read `/metrics` and `/readyz` on the worker's HTTP server without a credential:
-   * `loopback` (this machine), `any`, or comma-separated CIDRs (loopback always included), e.g.
-   * `10.0.0.0/8` for a Prometheus in the cluster network. A request relayed by a proxy
-   * (`Forwarded`, `X-Forwarded-For`, `X-Real-IP`) is never judged by the proxy's address. With
-   * HOOKRELAY_CONSOLE_TOKEN set, `Authorization: Bearer <token>` is accepted from anywhere.
-   * `/healthz` answers everyone.
-   * @defaultValue `loopback`
-   */
   HOOKRELAY_OPS_ALLOW_FROM: checked(opsAllowFromProblem).optional(),
-  /**
-   * Host names `/metrics` and `/readyz` answer to (the `Host` header, against DNS rebinding),
-   * comma-separated, besides `localhost`, IP literals and the hosts of HOOKRELAY_PUBLIC_URL and
-   * HOOKRELAY_CONSOLE_ORIGIN; `*` answers any name.
-   * @defaultValue unset: only `localhost`, IP literals and those two URLs' hosts
-   */
   HOOKRELAY_OPS_HOSTS: checked(opsHostsProblem).optional(),
   HOOKRELAY_RETENTION_DAYS: intFrom(1, MAX_DAYS).default(D.DEFAULT_RETENTION_DAYS),
-  /** Q11 (opt-in): finished rows older than this many days are deleted, metadata and all; unset keeps their metadata forever. */
   HOOKRELAY_RETENTION_DELETE_DAYS: intFrom(1, MAX_DAYS).optional(),
-  /** BullMQ's key prefix (unset: `bull`); with HOOKRELAY_REDIS_CLUSTER it must be a hash tag (`{hookrelay}`). */
   HOOKRELAY_QUEUE_PREFIX: z
     .string()
     .regex(/^[^\s:]+$/, { message: 'must be a non-empty prefix without spaces or colons (e.g. bull, or {hookrelay} for Redis Cluster)' })
     .optional(),
-  /** `true`: REDIS_URL is a seed node of a Redis Cluster (ioredis Cluster client; hash-tagged prefix required). Unset = false. */
   HOOKRELAY_REDIS_CLUSTER: z
     .string()
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
     .optional()
     .transform((v) => (v === undefined ? undefined : /^(true|1)$/i.test(v))),
-  /** `false` turns endpoint isolation off (no cap, rate limit, breaker or disable). Unset = on. */
   HOOKRELAY_ENDPOINT_ISOLATION: z
     .string()
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
     .optional()
     .transform((v) => (v === undefined ? undefined : /^(true|1)$/i.test(v))),
-  /** Concurrent attempts per endpoint across all workers (unset: 16); 0 = no cap. */
   HOOKRELAY_ENDPOINT_CONCURRENCY: intFrom(0).optional(),
-  /** Consecutive failures that open an endpoint's circuit breaker (unset: 5). */
   HOOKRELAY_BREAKER_FAILURES: intFrom(1).optional(),
-  /** First open period of a breaker in ms, doubled after each failed probe up to 5 min (unset: 10000). */
   HOOKRELAY_BREAKER_COOLDOWN_MS: intFrom(100).optional(),
-  /** Hours without a successful delivery, while failing, after which an endpoint is disabled (unset: 24); 0 = never. */
   HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS: decimalFrom(0, 8_760).optional(),
-  /** `false` when a separate migrate job owns the schema: the worker then starts without migrating. */
   HOOKRELAY_MIGRATE: z
     .string()
     .regex(/^(true|false|1|0)$/i, { message: 'must be true or false' })
     .default('true')
     .transform((v) => /^(true|1)$/i.test(v)),
-  /** W2: which variables hook templates may read (comma-separated names, `*` globs, `none`); default `none` (deny by default); reserved names never. */
   HOOKRELAY_TEMPLATE_ENV: z
     .string()
     .default(DEFAULT_TEMPLATE_ENV)
@@ -211,16 +189,7 @@ export const SettingsSchema = z.object({
       const problem = templateEnvPatternProblem(v);
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
     }),
-  /**
-   * Turns the operator console on (`/console` on the worker's HTTP server, `hookrelay console`):
-   * the token every request must carry (login form or `Authorization: Bearer`). Unset = no console.
-   */
   HOOKRELAY_CONSOLE_TOKEN: z.string().min(16, { message: 'must be at least 16 characters (e.g. openssl rand -hex 24)' }).optional(),
-  /**
-   * The console's public origin (`scheme://host[:port]`, as the browser's address bar shows it):
-   * browser forms must come from it, and an https origin makes the session cookie `Secure`.
-   * Unset = the address the console listens on (`http://127.0.0.1:<port>`, also `localhost`).
-   */
   HOOKRELAY_CONSOLE_ORIGIN: z
     .string()
     .transform((v, ctx) => {
@@ -230,18 +199,10 @@ export const SettingsSchema = z.object({
       return z.NEVER;
     })
     .optional(),
-  /** A console session ends after this long without a request (`30m`, `2h`, or seconds); 1 minute to 30 days. */
   HOOKRELAY_CONSOLE_IDLE_TIMEOUT: consoleDuration().prefault('30m'),
-  /** A console session ends this long after sign-in, however busy (`12h`, `7d`, or seconds); 1 minute to 30 days. */
   HOOKRELAY_CONSOLE_SESSION_MAX_AGE: consoleDuration().prefault('12h'),
-  /** A3: where `approval.requested` / `approval.resolved` go (beside the operations' hooks subscribed to them); signed like every delivery. */
   HOOKRELAY_APPROVER_URL: httpUrl().optional(),
-  /**
-   * A3: space-separated secrets (≥ 32 characters each) that sign answer tokens; the first signs, any
-   * verifies. Set, the worker serves POST /approvals/answer and `approval.requested` carries the tokens.
-   */
   HOOKRELAY_APPROVAL_SECRETS: checked((v) => approvalSecretsProblem(v)).optional(),
-  /** A3: how often the worker expires approvals past their expiry and announces what is not announced yet (ms). */
   HOOKRELAY_APPROVAL_SWEEP_MS: intFrom(100).default(D.DEFAULT_APPROVAL_SWEEP_MS),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(D.DEFAULT_LOG_LEVEL),
   QSTASH_URL: httpUrl().optional(),

@@ -302,14 +302,19 @@ export class AiSdkRun {
           this.#claimed.add(options.toolCallId);
           const args = isObject(input) ? input : { input };
           let thrown: unknown;
-          const r = await this.#bridge.toolCall({ id: options.toolCallId, name, args }, async (admitted) => {
-            try {
-              return await lastValue(await execute(isObject(input) ? admitted : admitted.input, options));
-            } catch (err) {
-              thrown = err;
-              throw err;
-            }
-          });
+          // The tool's own description labels its execute_tool span (gen_ai.tool.description).
+          const description = (t as { description?: unknown }).description;
+          const r = await this.#bridge.toolCall(
+            { id: options.toolCallId, name, args, ...(typeof description === 'string' ? { description } : {}) },
+            async (admitted) => {
+              try {
+                return await lastValue(await execute(isObject(input) ? admitted : admitted.input, options));
+              } catch (err) {
+                thrown = err;
+                throw err;
+              }
+            },
+          );
           if (r.kind === 'result') return r.value;
           // Thrown from `execute`, the AI SDK hands the model an error result (`error-text`).
           if (r.reason !== undefined) throw new ToolCallDeniedError(r.message, r.content, r.reason);

@@ -237,7 +237,7 @@ export class RunBridge {
    * `afterToolCall` / `onToolCallError`. A deny is an error result for the model, never the blocked payload.
    */
   async toolCall(
-    call: { id?: string; name: string; args: Record<string, unknown>; stepIndex?: number },
+    call: { id?: string; name: string; args: Record<string, unknown>; stepIndex?: number; description?: string },
     exec: (args: Record<string, unknown>) => unknown,
   ): Promise<BridgedToolResult> {
     // The step whose model response asked for the call (a framework may end that step before its tools run).
@@ -257,25 +257,28 @@ export class RunBridge {
     let mocked = false;
     let lifecycleError: unknown;
     let ran: { value: unknown } | undefined;
-    const outcome = await this.run.toolCall({ id: toolCallId, name: call.name, args: call.args }, async (args) => {
-      if (this.#dispatcher !== undefined) {
-        let mock: { result: ToolCallResult } | null = null;
-        try {
-          mock = await this.#dispatcher.dispatchBeforeToolCall(this.operationId, { ...context, args });
-          await this.#dispatcher.dispatch(this.operationId, 'beforeToolCall', { ...context, args });
-        } catch (err) {
-          lifecycleError = err; // a critical hook failed: not the tool's failure (rethrown below)
+    const outcome = await this.run.toolCall(
+      { id: toolCallId, name: call.name, args: call.args, ...withDefined({ description: call.description }) },
+      async (args) => {
+        if (this.#dispatcher !== undefined) {
+          let mock: { result: ToolCallResult } | null = null;
+          try {
+            mock = await this.#dispatcher.dispatchBeforeToolCall(this.operationId, { ...context, args });
+            await this.#dispatcher.dispatch(this.operationId, 'beforeToolCall', { ...context, args });
+          } catch (err) {
+            lifecycleError = err; // a critical hook failed: not the tool's failure (rethrown below)
+          }
+          if (mock !== null) {
+            mocked = true;
+            if (mock.result.success === false) throw new ToolError(mock.result.content ?? mock.result.error ?? null, 'mocked tool failure');
+            return mock.result.content;
+          }
         }
-        if (mock !== null) {
-          mocked = true;
-          if (mock.result.success === false) throw new ToolError(mock.result.content ?? mock.result.error ?? null, 'mocked tool failure');
-          return mock.result.content;
-        }
-      }
-      const value = await exec(args);
-      ran = { value }; // the tool's own result, to tell a post_tool_call transform
-      return value;
-    });
+        const value = await exec(args);
+        ran = { value }; // the tool's own result, to tell a post_tool_call transform
+        return value;
+      },
+    );
     if (lifecycleError !== undefined) throw lifecycleError;
     if (outcome.status === 'blocked') {
       // An audit hook sees a denial as the call's afterToolCall, with the verdict (the tool did not run, or its result was withheld).

@@ -18,6 +18,7 @@ import { ApprovalPendingError, InterceptionBlockedError, HostFailureError, Emiss
 import type { DispatchEnv, DispatchOutcome } from './fold.ts';
 import { resolveIdentityProvider, type IdentityProviderOption, type ResolvedIdentityProvider } from './identity.ts';
 import { toRegistered, type Interceptor, type RegisteredInterceptor } from './interceptor.ts';
+import { genAiTracingOn, recordGuardrailSpan } from './genAiSpans.ts';
 import { jsonEqual } from './json/jsonEqual.ts';
 import { dispatchParallel } from './parallel.ts';
 import { isInterceptionPoint, writeTarget } from './points.ts';
@@ -164,7 +165,7 @@ export class InterceptionEmitter {
    * signal's reason.
    */
   async emit(ctx: AgentContext, options: EmitOptions = {}): Promise<JsonValue> {
-    const e = await this.#emit(ctx, options);
+    const e = await this.#traced(ctx, options);
     if (!proceeds(e.record)) {
       throw e.pending === undefined ? new InterceptionBlockedError(e.record, e.combined) : new ApprovalPendingError(e.record, e.combined, e.pending);
     }
@@ -173,7 +174,17 @@ export class InterceptionEmitter {
 
   /** Run one emission and return its record; the caller MUST honour `record.verdict` itself (prefer `emit`). */
   async emitUnchecked(ctx: AgentContext, options: EmitOptions = {}): Promise<InterceptionRecord> {
-    return (await this.#emit(ctx, options)).record;
+    return (await this.#traced(ctx, options)).record;
+  }
+
+  /** One emission, and its `apply_guardrail` span when an OpenTelemetry SDK is registered. */
+  async #traced(ctx: AgentContext, options: EmitOptions): Promise<Emission> {
+    if (!genAiTracingOn()) return this.#emit(ctx, options);
+    const startedAt = Date.now();
+    const e = await this.#emit(ctx, options);
+    const toolCall = isObject(ctx) && isObject(ctx.tool_call) ? ctx.tool_call : undefined;
+    recordGuardrailSpan(e.record, { startedAt, pending: e.pending !== undefined, ...(toolCall ? { toolCall } : {}) });
+    return e;
   }
 
   /**
@@ -197,6 +208,7 @@ export class InterceptionEmitter {
       outcome: { combined, decidedBy: null, verdicts: [] },
     });
     await this.#deliver(record);
+    if (genAiTracingOn()) recordGuardrailSpan(record, { startedAt: Date.now(), pending: false });
     return record;
   }
 
@@ -224,7 +236,9 @@ export class InterceptionEmitter {
       return (await this.#finish(envelope.context, undefined, rejected(detail), null, null)).record;
     }
     const combined = hostErrorVerdict(reason, message);
-    return (await this.#finish(envelope.context, envelope.context, { combined, decidedBy: null, verdicts: [] }, identity, identity)).record;
+    const record = (await this.#finish(envelope.context, envelope.context, { combined, decidedBy: null, verdicts: [] }, identity, identity)).record;
+    if (genAiTracingOn()) recordGuardrailSpan(record, { startedAt: Date.now(), pending: false });
+    return record;
   }
 
   async #emit(ctx: AgentContext, options: EmitOptions): Promise<Emission> {

@@ -45,6 +45,7 @@ export type {
   ModelCallResult,
   ToolExecutor,
   ToolCallOutcome,
+  ToolCallRequest,
   RunEnd,
 } from './run/agentRun.ts';
 export type { ModelResponse, ModelResponseInput, ModelStreamPart } from './run/modelStream.ts';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-describe('examples/agent-run.ts (the README run-adapter example) runs as written', () => {
+describe('examples/agent-run.ts (the docs/tour.md run-adapter example) runs as written', () => {
   it('a streamed tool-using run through a Chat Completions loop: transform reaches the tool, a denied answer releases nothing and is not persisted', async () => {
     const env = { ...process.env };
     delete env.OPENAI_BASE_URL; // always the 127.0.0.1 stand-in

@@ -5,7 +5,7 @@
  * see its attempts → replay the filtered set after the dry-run preview and a confirmation → the
  * receiver gets each with the same webhook-id → the page shows them delivered.
  *
- * CONSOLE_SCREENSHOTS=docs/console npx vitest run test/e2e/console.test.ts writes the README's screenshots.
+ * CONSOLE_SCREENSHOTS=docs/console npx vitest run test/e2e/console.test.ts writes the screenshots of the README and docs/console.md.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-describe('examples/interception.ts (the README example) runs as written', () => {
+describe('examples/interception.ts (the docs/tour.md example) runs as written', () => {
   it('I3/I4: the remote transform rewrites the args, the local deny blocks, one record per emission', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'examples/interception.ts'], { cwd: ROOT, timeout: 30_000 });
     const lines = stdout.trim().split('\n');

@@ -17,6 +17,7 @@ import { HostError, isReservedReason } from '../reasons.ts';
 import { refuseArgs, refuseInput, refuseMessages, refuseOutput, refuseResponse, refuseSegment, responseFromTarget } from './runTargets.ts';
 import { toJsonValue } from '../json/toJsonValue.ts';
 import { withDefined } from '../../contract/withDefined.ts';
+import { startExecuteToolSpan, type GenAiToolType } from '../genAiSpans.ts';
 
 /** The run's input after the `input` verdict (a transform may have rewritten it). */
 export type AdmittedInput = { content: JsonValue; role: 'user' | 'system' | 'external' };
@@ -64,6 +65,12 @@ export type ModelCallResult = ModelResponse & { sent: Message[] };
  * (possibly transformed) result, or — when policy blocked the call or its result — a control
  * error naming the reason, never the blocked payload (§6.2).
  */
+/**
+ * One tool call as `toolCall` takes it. `type` and `description` only label its OpenTelemetry
+ * `execute_tool` span (`gen_ai.tool.type`, default `function`; `gen_ai.tool.description`).
+ */
+export type ToolCallRequest = { id?: string; name: string; args: Record<string, unknown>; type?: GenAiToolType; description?: string };
+
 export type ToolCallOutcome =
   | { status: 'completed'; args: JsonObject; result: JsonValue; isError: boolean; content: JsonValue }
   | { status: 'blocked'; at: 'pre_tool_call' | 'post_tool_call'; reason: string; message?: string; content: JsonObject };
@@ -398,15 +405,39 @@ export class AgentRun {
    * `terminate` (the default). `exec` throwing is a tool failure: `post_tool_call` sees
    * `is_error: true` and the error's message (a `ToolError`'s `result`).
    */
-  toolCall(call: { id?: string; name: string; args: Record<string, unknown> }, exec: ToolExecutor): Promise<ToolCallOutcome> {
+  toolCall(call: ToolCallRequest, exec: ToolExecutor): Promise<ToolCallOutcome> {
     return this.#observe(this.#toolCall(call, exec));
   }
 
-  async #toolCall(call: { id?: string; name: string; args: Record<string, unknown> }, exec: ToolExecutor): Promise<ToolCallOutcome> {
+  async #toolCall(call: ToolCallRequest, exec: ToolExecutor): Promise<ToolCallOutcome> {
     await this.#ready();
     if (!isObject(call) || typeof call.name !== 'string') throw new TypeError('toolCall(call): call.name must be a string');
+    const id = call.id ?? `${call.name}-${this.#s.builder.nextSequence}`;
+    // GenAI conventions: one `execute_tool` span around the call, its guardrail spans inside.
+    const span = startExecuteToolSpan({
+      name: call.name,
+      callId: id,
+      sessionId: this.sessionId,
+      ...withDefined({ type: call.type, description: call.description }),
+    });
+    try {
+      const outcome = await span.within(() => this.#judgeAndRun(call, id, exec));
+      span.end(
+        outcome.status === 'blocked' ? { status: 'blocked', at: outcome.at, reason: outcome.reason } : { status: 'completed', isError: outcome.isError },
+      );
+      return outcome;
+    } catch (err) {
+      span.end(
+        err instanceof InterceptionBlockedError
+          ? { status: 'blocked', at: err.record.interception_point, reason: err.record.verdict.reason ?? 'denied' }
+          : { status: 'thrown', error: err },
+      );
+      throw err;
+    }
+  }
+
+  async #judgeAndRun(call: ToolCallRequest, id: string, exec: ToolExecutor): Promise<ToolCallOutcome> {
     const b = this.#s.builder;
-    const id = call.id ?? `${call.name}-${b.nextSequence}`;
     const prejudged = this.#prejudged.get(id);
     this.#prejudged.delete(id);
     // A projection failure of the arguments blocks as it always did (outside the try); only the verdict is the call's to report.

@@ -1,5 +1,5 @@
 /**
- * endpoints: decision webhooks and the workers' endpoint breakers (README "Endpoint isolation").
+ * endpoints: decision webhooks and the workers' endpoint breakers (docs/delivery.md, Endpoint isolation).
  * A control whose endpoint breaker is open — opened by the workers' attempts or by the decisions
  * themselves — fails at once with `circuit_open` and goes to its onError: block blocks, continue
  * lets later controls decide; never an allow of its own, never a request to the dead receiver.

@@ -1,6 +1,6 @@
 /**
  * PERF-38 (issue 38): an enqueue's steps are small named functions, one module each, so a CPU
- * profile and the README's profile table can name them: prepare → store → number → add jobs →
+ * profile and the profile table of docs/performance.md can name them: prepare → store → number → add jobs →
  * answer, run for a group of calls by groupCommit.ts; createHookProducer keeps only settings,
  * connections and the span.
  */
