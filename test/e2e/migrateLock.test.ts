@@ -20,9 +20,7 @@ const journal = JSON.parse(readFileSync(path.join(MIGRATIONS_FOLDER, 'meta/_jour
 // one fails here, and a new table needs no edit.
 const TABLES = [
   '__drizzle_migrations',
-  ...Object.values(storeSchema)
-    .filter((t): t is PgTable => is(t, PgTable))
-    .map((t) => getTableName(t)),
+  ...Object.values(storeSchema as Record<string, unknown>).flatMap((t) => (is(t, PgTable) ? [getTableName(t)] : [])),
 ].sort();
 
 async function tablesOf(schema: string): Promise<string[]> {
