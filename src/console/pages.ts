@@ -306,6 +306,8 @@ export function skipText(skip: ReplaySkip): string {
       return `status ${skip.status} is not replayable`;
     case 'taken':
       return 'delivered or replayed since it was selected';
+    case 'other_queue':
+      return "another queue's (its own worker's console or CLI replays it)";
   }
 }
 
