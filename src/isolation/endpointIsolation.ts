@@ -175,6 +175,8 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
     const hours = Math.round((options.gate.policy.autoDisableMs / 3_600_000) * 100) / 100;
     // N2: auto-disable is the failing tenant's own: another tenant's deliveries to the endpoint go on.
     const { tenant, endpoint } = splitScopedKey(key);
+    // Disabled already (for this tenant, or by an operator for every tenant): the first reason stays.
+    if (policyOf(key)?.disabledAt) return;
     if (await disableEndpoint(options.db, { tenant, endpoint }, 'auto', `no successful delivery for ${hours} h`)) {
       options.metrics?.endpointTransitions.inc({ to: 'disabled' });
       // Never a silent hold: its deliveries are held with their deadlines and fail there (Q3).
