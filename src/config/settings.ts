@@ -191,6 +191,25 @@ export const SettingsSchema = z.object({
     .transform((v) => (v === undefined ? undefined : /^(true|1)$/i.test(v))),
   /** Concurrent attempts per endpoint across all workers (unset: 16); 0 = no cap. */
   HOOKRELAY_ENDPOINT_CONCURRENCY: intFrom(0).optional(),
+  /**
+   * N1: the tenants `hookrelay_tenant_deliveries_total` names in its `tenant` label (comma-separated,
+   * at most 50); every other tenant counts as `other`, so the label's cardinality stays bounded.
+   * Unset: only `default`.
+   */
+  HOOKRELAY_METRICS_TENANTS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const names = (v ?? 'default')
+        .split(',')
+        .map((t) => t.trim())
+        .filter((t) => t !== '');
+      if (names.length > 50 || names.some((t) => !/^[A-Za-z0-9._:-]{1,128}$/.test(t) || t === 'other')) {
+        ctx.addIssue({ code: 'custom', message: 'must be at most 50 comma-separated tenants (1–128 characters of A-Z a-z 0-9 . _ : -, not "other")' });
+        return z.NEVER;
+      }
+      return names;
+    }),
   /** Consecutive failures that open an endpoint's circuit breaker (unset: 5). */
   HOOKRELAY_BREAKER_FAILURES: intFrom(1).optional(),
   /** First open period of a breaker in ms, doubled after each failed probe up to 5 min (unset: 10000). */

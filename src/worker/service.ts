@@ -231,6 +231,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     scheduleSeconds: settings.retryScheduleSeconds,
     logger,
     metrics,
+    metricsTenants: new Set(settings.HOOKRELAY_METRICS_TENANTS),
     signal: abandon.signal,
     inFlight,
     leaseMarginMs: settings.HOOKRELAY_LOCK_DURATION_MS,
