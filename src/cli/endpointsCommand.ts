@@ -151,12 +151,13 @@ async function listEndpoints(ctx: CliContext, json: boolean): Promise<void> {
       views.map((v) => [
         v.tenant === ALL_TENANTS ? '* (all)' : v.tenant,
         v.endpoint,
-        v.hold ? 'disabled (hold)' : v.state,
+        v.hold ? 'disabled (hold)' : v.state === 'open' && v.openUntil ? `open until ${v.openUntil}` : v.state,
         dash(v.inFlight),
         v.cap === 0 ? 'none' : `${v.limit ?? v.cap}/${v.cap}`,
         dash(v.rateLimit),
         dash(v.consecutiveFailures),
-        v.windowAttempts === null ? '-' : `${v.windowFailures}/${v.windowAttempts}`,
+        // The window counts while closed (an opening starts a new one): never a misleading 0/0 beside an open state.
+        v.windowAttempts === null || v.state === 'open' || v.state === 'half_open' ? '-' : `${v.windowFailures}/${v.windowAttempts}`,
         v.lastSuccessAt ?? '-',
         v.lastFailureAt ?? '-',
         String(v.held),
