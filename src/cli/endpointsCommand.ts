@@ -31,6 +31,13 @@ function operatorKey(arg: string, tenant: string | undefined, fallback: string):
 }
 const TENANT_HELP = 'one tenant (default: every tenant)';
 
+/** How a scoped key is printed: the endpoint, and whose state; the `enable` command that undoes it. */
+function described(key: string): { endpoint: string; tenant: string; label: string; enable: string } {
+  const { tenant, endpoint } = splitScopedKey(key);
+  const label = `${endpoint}${tenant === ALL_TENANTS ? ' (every tenant)' : ` (tenant ${tenant})`}`;
+  return { endpoint, tenant, label, enable: `hookrelay endpoints enable ${endpoint}${tenant === ALL_TENANTS ? '' : ` --tenant ${tenant}`}` };
+}
+
 /** `hookrelay endpoints …`: the receivers the worker isolates, their breaker state, disable / enable. */
 export function registerEndpointsCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
   const endpoints = program
@@ -224,13 +231,23 @@ async function disableEndpointCommand(
   const confirmed = changed || hold ? await confirmEndpointChange(ctx.operator, ctx.settings, timeoutMs) : undefined;
   const code = (changed || hold) && (confirmed === undefined || confirmed.pending.length > 0) ? EXIT.partial : EXIT.ok;
   const workers = confirmed ? { applied: confirmed.applied.length, pending: confirmed.pending } : null;
+  const d = described(key);
   if (json) {
-    printJson({ key, disabled: true, changed, hold: held, disabledAt: iso(policy?.disabledAt), reason: policy?.disabledReason ?? reason, workers });
+    printJson({
+      key: d.endpoint,
+      tenant: d.tenant,
+      disabled: true,
+      changed,
+      hold: held,
+      disabledAt: iso(policy?.disabledAt),
+      reason: policy?.disabledReason ?? reason,
+      workers,
+    });
     return code;
   }
   const keeps = held
-    ? `held with no deadline until you act (--hold); enable it with: hookrelay endpoints enable ${key} --replay`
-    : `held, and failed at their deadlines unless you enable it first: hookrelay endpoints enable ${key} --replay (disable with --hold to keep them)`;
+    ? `held with no deadline until you act (--hold); enable it with: ${d.enable} --replay`
+    : `held, and failed at their deadlines unless you enable it first: ${d.enable} --replay (disable with --hold to keep them)`;
   const applied =
     confirmed === undefined
       ? ''
@@ -241,10 +258,10 @@ async function disableEndpointCommand(
           : '';
   printText(
     changed
-      ? `disabled ${key}: ${applied}its deliveries are ${keeps}\n`
+      ? `disabled ${d.label}: ${applied}its deliveries are ${keeps}\n`
       : hold
-        ? `${key} was already disabled (${shown(policy?.disabledBy ?? '?')}: ${shown(policy?.disabledReason ?? '')}); now on hold: ${applied}its deliveries are ${keeps}\n`
-        : `${key} was already disabled (${shown(policy?.disabledBy ?? '?')}: ${shown(policy?.disabledReason ?? '')}); nothing changed\n`,
+        ? `${d.label} was already disabled (${shown(policy?.disabledBy ?? '?')}: ${shown(policy?.disabledReason ?? '')}); now on hold: ${applied}its deliveries are ${keeps}\n`
+        : `${d.label} was already disabled (${shown(policy?.disabledBy ?? '?')}: ${shown(policy?.disabledReason ?? '')}); nothing changed\n`,
   );
   if ((changed || hold) && confirmed === undefined)
     printErrorText(
@@ -261,17 +278,24 @@ async function enableEndpointCommand(ctx: CliContext, key: string, replay: boole
   const { enableEndpointAndReset } = await import('../operator/endpointViews.ts');
   const { changed, breakerReset, held } = await enableEndpointAndReset(ctx.store.db, ctx.operator, key);
   const reset = breakerReset;
+  const d = described(key);
   if (!replay || held === 0) {
-    if (json) printJson({ key, enabled: true, changed, breakerReset: reset, held });
+    if (json) printJson({ key: d.endpoint, tenant: d.tenant, enabled: true, changed, breakerReset: reset, held });
     else {
-      printText(changed ? `enabled ${key}\n` : `${key} was not disabled; nothing changed\n`);
+      printText(changed ? `enabled ${d.label}\n` : `${d.label} was not disabled; nothing changed\n`);
       if (!reset) printErrorText('Redis did not answer: the breaker was not reset (it closes by itself after its next successful probe)\n');
-      if (held > 0) printText(`${held} deliveries are held for it; replay them with: hookrelay endpoints enable ${key} --replay\n`);
+      if (held > 0) printText(`${held} deliveries are held for it; replay them with: ${d.enable} --replay\n`);
     }
     return EXIT.ok;
   }
-  if (!json) printText(`${changed ? 'enabled' : 'already enabled:'} ${key}; replaying its ${held} held deliveries\n`);
-  return runReplay(ctx, [], { status: 'held', endpoint: key, yes: true, ...(json ? { json: true } : {}) });
+  if (!json) printText(`${changed ? 'enabled' : 'already enabled:'} ${d.label}; replaying its ${held} held deliveries\n`);
+  return runReplay(ctx, [], {
+    status: 'held',
+    endpoint: d.endpoint,
+    ...(d.tenant === ALL_TENANTS ? {} : { tenant: d.tenant }),
+    yes: true,
+    ...(json ? { json: true } : {}),
+  });
 }
 
 async function limitEndpointCommand(
@@ -292,15 +316,14 @@ async function limitEndpointCommand(
   const cap = policy?.concurrency ?? isolationSettings(ctx.settings).defaultCap;
   if (json)
     return printJson({
-      key,
+      key: scope.endpoint,
       tenant: scope.tenant,
-      endpoint: scope.endpoint,
       concurrency: cap,
       ownConcurrency: policy?.concurrency ?? null,
       rateLimit: policy?.rateLimit ?? null,
       timeoutFloorMs: policy?.timeoutFloorMs ?? null,
     });
   printText(
-    `${key}: concurrency ${cap === 0 ? 'no cap' : cap}${policy?.concurrency === null ? ' (default)' : ''}, rate limit ${policy?.rateLimit === null || policy?.rateLimit === undefined ? 'none' : `${policy.rateLimit}/s`}; workers apply it within a few seconds\n`,
+    `${described(key).label}: concurrency ${cap === 0 ? 'no cap' : cap}${policy?.concurrency === null ? ' (default)' : ''}, rate limit ${policy?.rateLimit === null || policy?.rateLimit === undefined ? 'none' : `${policy.rateLimit}/s`}, timeout floor ${policy?.timeoutFloorMs === null || policy?.timeoutFloorMs === undefined ? 'default (30 s)' : `${policy.timeoutFloorMs / 1000} s`}; workers apply it within a few seconds\n`,
   );
 }

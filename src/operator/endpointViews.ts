@@ -95,7 +95,10 @@ export async function listEndpointViews(db: Db, queue: OperatorQueue, settings: 
   const byKey = new Map((snapshots ?? []).map((s) => [s.key, s]));
   const policyByKey = new Map(policies.map((p) => [scopedEndpointKey(p.tenant, p.key), p]));
   const heldByKey = new Map(held.map((h) => [scopedEndpointKey(h.tenant, h.endpoint), h.n]));
-  const keys = [...new Set([...(snapshots ?? []).map((s) => s.key), ...policyByKey.keys(), ...heldByKey.keys()])].filter((k) => k !== '');
+  const all = [...new Set([...(snapshots ?? []).map((s) => s.key), ...policyByKey.keys(), ...heldByKey.keys()])].filter((k) => k !== '');
+  // An operator's row for every tenant shows on each tenant's row of that endpoint (merged); alone only when no tenant has one.
+  const tenantEndpoints = new Set(all.filter((k) => splitScopedKey(k).tenant !== ALL_TENANTS).map((k) => splitScopedKey(k).endpoint));
+  const keys = all.filter((k) => splitScopedKey(k).tenant !== ALL_TENANTS || !tenantEndpoints.has(splitScopedKey(k).endpoint));
   const views = keys.map((k) => endpointView(settings, k, byKey.get(k), policyFor(policyByKey, k), heldByKey.get(k) ?? 0, snapshots !== undefined));
   return { views, redisUp: snapshots !== undefined };
 }

@@ -9,7 +9,9 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { endpointKey } from '../../src/contract/endpoint.ts';
 import { createHookProducer } from '../../src/queue/producer.ts';
+import { setEndpointLimits } from '../../src/store/endpointsRepo.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import { TEST_REDIS_URL, waitFor } from '../integration/queue/harness.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
@@ -126,6 +128,9 @@ describe('endpoints: isolation with the worker as a process', () => {
       return { status: 200 };
     });
     try {
+      // N3: a 5 s timeout counts against an endpoint only when its floor says 5 s is long enough
+      // for it (the default floor is the default 30 s timeout): the operator says so.
+      await setEndpointLimits(db.store.db, endpointKey({ url: `${hanging.url}/hook` }), { timeoutFloorMs: 5_000 });
       // Default concurrency (64) and default isolation settings: what a user runs.
       const worker = spawnWorker(workerEnv(db, queue));
       workers.push(worker);
