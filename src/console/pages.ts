@@ -4,6 +4,7 @@
  */
 import { ORDERING_BLOCKED_REASON, type DeliveryAttempt } from '../contract/delivery.ts';
 import type { EndpointView } from '../operator/endpointViews.ts';
+import { scopedEndpointKey } from '../contract/endpoint.ts';
 import { failureText } from '../operator/failureText.ts';
 import type { ReplayResult, ReplaySkip } from '../operator/replay.ts';
 import { Html, html, queryString } from './html.ts';
@@ -366,8 +367,8 @@ ${p.redisUp ? '' : html`<p class="error" role="alert">Redis did not answer: brea
 <td>${v.lastSuccessAt ?? '—'}</td><td>${v.lastFailureAt ?? '—'}</td><td>${v.held}</td>
 <td>${
               v.state === 'disabled'
-                ? html`<form method="post" action="${BASE}/endpoints/enable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${v.key}"><label><input type="checkbox" name="replay" value="yes" checked> replay held</label> <button type="submit">Enable</button></form>`
-                : html`<form method="post" action="${BASE}/endpoints/disable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${v.key}"><input name="reason" placeholder="reason" required> <label title="keep its deliveries, with no deadline, until you act"><input type="checkbox" name="hold" value="yes"> hold</label>${v.tenant === '*' ? '' : html` <label title="disable it for every tenant, not only this one"><input type="checkbox" name="all" value="yes"> all tenants</label>`} <button type="submit">Disable</button></form>`
+                ? html`<form method="post" action="${BASE}/endpoints/enable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${scopedEndpointKey(v.tenant, v.endpoint)}"><label><input type="checkbox" name="replay" value="yes" checked> replay held</label> <button type="submit">Enable</button></form>`
+                : html`<form method="post" action="${BASE}/endpoints/disable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${scopedEndpointKey(v.tenant, v.endpoint)}"><input name="reason" placeholder="reason" required> <label title="keep its deliveries, with no deadline, until you act"><input type="checkbox" name="hold" value="yes"> hold</label>${v.tenant === '*' ? '' : html` <label title="disable it for every tenant, not only this one"><input type="checkbox" name="all" value="yes"> all tenants</label>`} <button type="submit">Disable</button></form>`
             }</td></tr>`,
           )
     }</tbody>

@@ -21,7 +21,7 @@ import { isolationSettings } from '../isolation/endpointIsolation.ts';
 import type { OperatorQueue } from './operatorQueue.ts';
 
 export type EndpointView = {
-  /** The state's key: the endpoint for the default tenant, `<tenant>|<endpoint>` for another, `*|<endpoint>` for an operator's row for every tenant. */
+  /** The state's key: the endpoint for the default tenant and for an operator's row for every tenant (`tenant` says which), `<tenant>|<endpoint>` for another tenant. */
   key: string;
   /** N2: whose state it is (`*`: an operator's setting for every tenant). */
   tenant: string;
@@ -66,7 +66,8 @@ function endpointView(
   const cap = policy?.concurrency ?? iso.defaultCap;
   const { tenant, endpoint } = splitScopedKey(key);
   return {
-    key,
+    // An operator's row for every tenant is named by its endpoint, as the command that set it named it.
+    key: tenant === ALL_TENANTS ? endpoint : key,
     tenant,
     endpoint,
     state: policy?.disabledAt ? 'disabled' : snapshot ? snapshot.state : redisUp ? 'closed' : 'unknown',

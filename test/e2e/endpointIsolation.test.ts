@@ -290,13 +290,13 @@ describe('endpoints: isolation with the worker as a process', () => {
 
       const limited = await cli(['endpoints', 'limit', key, '--concurrency', '3', '--rate', '2.5', '--json'], env);
       expect(limited.code).toBe(0);
-      expect(JSON.parse(limited.stdout)).toEqual({ key, concurrency: 3, ownConcurrency: 3, rateLimit: 2.5 });
+      expect(JSON.parse(limited.stdout)).toEqual({ key, tenant: '*', timeoutFloorMs: null, concurrency: 3, ownConcurrency: 3, rateLimit: 2.5 });
       const badRate = await cli(['endpoints', 'limit', key, '--rate', 'fast'], env);
       expect(badRate.code).toBe(2);
       expect(badRate.stderr).toMatch(/--rate must be a number/);
       const cleared = await cli(['endpoints', 'limit', key, '--concurrency', 'default', '--rate', 'none', '--json'], env);
       // Issue 27: the default is no fixed cap (0), the adaptive limit alone.
-      expect(JSON.parse(cleared.stdout)).toEqual({ key, concurrency: 0, ownConcurrency: null, rateLimit: null });
+      expect(JSON.parse(cleared.stdout)).toEqual({ key, tenant: '*', timeoutFloorMs: null, concurrency: 0, ownConcurrency: null, rateLimit: null });
 
       const missing = await cli(['endpoints', 'show', 'https://nowhere.example/none'], env);
       expect(missing.code).toBe(2);
