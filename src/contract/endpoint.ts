@@ -85,9 +85,9 @@ function canonicalHost(hostname: string): string {
 
 /** `%XX` of an unreserved character (RFC 3986 §2.3) is that character; any other escape stays (lower-cased with the path). */
 function decodeUnreserved(segment: string): string {
-  return segment.replace(/%([0-9a-fA-F]{2})/g, (escape, hex: string) => {
+  return segment.replace(/%([0-9a-fA-F]{2})/g, (encoded, hex: string) => {
     const ch = String.fromCharCode(Number.parseInt(hex, 16));
-    return /[A-Za-z0-9\-._~]/.test(ch) ? ch : escape;
+    return /[A-Za-z0-9\-._~]/.test(ch) ? ch : encoded;
   });
 }
 

@@ -1,5 +1,5 @@
 import { assertPrintableId } from '../contract/terminalText.ts';
-import { isControlHook, type AgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
+import { isControlHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
 import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './errors.ts';
 import { serializeHook } from '../contract/hook.ts';
 import { blockedAfterResult, HOOK_CONTROL_ERROR } from '../control/blockedResult.ts';

@@ -130,7 +130,7 @@ export function orderedTarget(target: AttemptTarget, hook: ParsedSerializedHook,
 
 /** A parsed hook's endpoint key, once per parsed object (the hook cache shares them across jobs). */
 const endpointKeys = new WeakMap<ParsedSerializedHook, string>();
-export function endpointOf(hook: ParsedSerializedHook): string {
+function endpointOf(hook: ParsedSerializedHook): string {
   let key = endpointKeys.get(hook);
   if (key === undefined) {
     key = endpointKey(hook.webhook);
