@@ -48,7 +48,7 @@ export function canonicalEndpoint(text: string): string {
  * N4, rule by rule (docs/delivery.md says why each one):
  * - WHATWG parse: scheme and host lower-cased, punycode, default port dropped, IPv4 in any
  *   notation (`2130706433`, `0x7f.1`) written dotted, credentials, query and fragment not part of it;
- * - loopback is one host (`localhost`, `127.0.0.1`, `[::1]`, `[::ffff:7f00:1]` → `127.0.0.1`) and
+ * - loopback is one host (`localhost`, `127.0.0.0/8`, `[::1]`, `0.0.0.0`, `[::]`, `[::ffff:7f00:1]` → `127.0.0.1`) and
  *   an IPv4-mapped IPv6 address is its IPv4 address; a trailing dot of a name is dropped;
  * - the path: `;params` cut from each segment, percent-encoded unreserved characters decoded,
  *   lower-cased, dot segments resolved, empty segments (duplicate and trailing slashes) dropped.
@@ -70,14 +70,17 @@ function urlScope(url: string): { origin: string; path: string } {
 function canonicalHost(hostname: string): string {
   let host = hostname.toLowerCase();
   if (host.endsWith('.') && host.length > 1) host = host.slice(0, -1);
-  if (host === 'localhost' || host.endsWith('.localhost') || host === '[::1]') return '127.0.0.1';
+  // Loopback: every name and address a connection from this machine reaches the local host by
+  // (127.0.0.0/8, ::1, and the unspecified 0.0.0.0 / :: that Linux connects to loopback).
+  if (host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || host === '[::]' || host === '0.0.0.0') return '127.0.0.1';
+  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return '127.0.0.1';
   if (host.startsWith('[') && host.endsWith(']')) {
     const mapped = /^\[::ffff:(?:([0-9a-f]{1,4}):([0-9a-f]{1,4})|(\d+\.\d+\.\d+\.\d+))\]$/.exec(host);
     if (mapped) {
-      if (mapped[3] !== undefined) return mapped[3];
+      if (mapped[3] !== undefined) return canonicalHost(mapped[3]);
       const hi = Number.parseInt(mapped[1]!, 16);
       const lo = Number.parseInt(mapped[2]!, 16);
-      return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+      return canonicalHost([hi >> 8, hi & 255, lo >> 8, lo & 255].join('.'));
     }
   }
   return host;

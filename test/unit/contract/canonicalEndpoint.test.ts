@@ -37,6 +37,9 @@ describe('TEN-4 (N4): canonical endpoint', () => {
     expect(key('http://hooks.example.com:80/a?token=x#frag')).toBe('http://hooks.example.com/a');
     expect(key('http://2130706433:9/a')).toBe('http://127.0.0.1:9/a');
     expect(key('http://[::1]:9/a')).toBe('http://127.0.0.1:9/a');
+    // Every loopback address and the unspecified ones Linux connects to loopback.
+    for (const host of ['127.0.0.2', '127.1', '0.0.0.0', '[::]', '[::ffff:127.0.0.9]', 'LOCALHOST.'])
+      expect(key(`http://${host}:9/a`), host).toBe('http://127.0.0.1:9/a');
     expect(key('http://[::ffff:10.0.0.1]/a')).toBe('http://10.0.0.1/a');
     expect(key('http://hooks.example.com./a')).toBe('http://hooks.example.com/a');
     // Another port, another scheme, another path: another endpoint.
