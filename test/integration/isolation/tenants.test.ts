@@ -268,6 +268,34 @@ describe('TEN-4 (N4): equivalent URLs are one endpoint: 8 variants are held by o
   });
 });
 
+describe('TEN-4b (N2): an operator disables an endpoint for one tenant or for all', () => {
+  let r: Receiver;
+  beforeAll(async () => {
+    r = await startReceiver({ status: 200 });
+  });
+  afterAll(async () => {
+    await r?.close();
+  });
+
+  it("TEN-4b (N2): disabled for tenant-a only, a's delivery is held and b's goes out; then disabled for every tenant, b's is held too", async () => {
+    const url = `${r.url}/scoped`;
+    const hooks = [{ id: 'h', type: 'onComplete' as const, webhook: { url } }];
+    await disableEndpoint(stack.db.store.db, { tenant: 'tenant-a', endpoint: endpointKey({ url }) }, 'operator', 'TEN-4b a only', true);
+    await sleep(2_500); // the worker re-reads the endpoints table every 2 s
+    await stack.producer.enqueue({ operationId: 'ten4b-a', tenant: 'tenant-a', type: 'onComplete', event: {}, hooks });
+    await stack.producer.enqueue({ operationId: 'ten4b-b', tenant: 'tenant-b', type: 'onComplete', event: {}, hooks });
+    await waitFor(async () => (await listDeliveries(stack.db.store.db, { operationId: 'ten4b-b', status: 'delivered' })).length === 1, 15_000, "b's delivery");
+    await waitFor(async () => (await listDeliveries(stack.db.store.db, { operationId: 'ten4b-a', status: 'held' })).length === 1, 15_000, "a's held");
+    expect(r.requests).toHaveLength(1);
+
+    await disableEndpoint(stack.db.store.db, endpointKey({ url }), 'operator', 'TEN-4b every tenant', true);
+    await sleep(2_500);
+    await stack.producer.enqueue({ operationId: 'ten4b-b2', tenant: 'tenant-b', type: 'onComplete', event: {}, hooks });
+    await waitFor(async () => (await listDeliveries(stack.db.store.db, { operationId: 'ten4b-b2', status: 'held' })).length === 1, 15_000, "b's second held");
+    expect(r.requests).toHaveLength(1);
+  });
+});
+
 describe('TEN-5 (queues): an event of another queue stays with that queue', () => {
   let r: Receiver;
   beforeAll(async () => {
