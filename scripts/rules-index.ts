@@ -19,7 +19,7 @@ export const NO_TEST = '*no test names this id*';
  * Rule-id syntax: a family letter, a number, an optional `a`–`d` sub-rule or `-order`; or `SEC-H<n>`.
  * Never right after a `-`: test prefixes such as `SEC-T4` or `LH-Q1` name an issue's item, not rule T4 or Q1.
  */
-const ID_SOURCE = String.raw`\b(?:SEC-H\d{1,2}|(?<!-)[ABDEILMPQRTW]\d{1,2}(?:[a-d]|-order)?)\b`;
+const ID_SOURCE = String.raw`\b(?:SEC-H\d{1,2}|(?<!-)[ABDEILMNPQRTW]\d{1,2}(?:[a-d]|-order)?)\b`;
 const idPattern = (): RegExp => new RegExp(ID_SOURCE, 'g');
 /** A table row whose first cell is an id: `| D6 | rule | proved by |`. */
 const ROW = /^\|\s*([A-Z][A-Za-z0-9-]*)\s*\|(.*)\|\s*$/;

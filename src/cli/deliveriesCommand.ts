@@ -15,6 +15,7 @@ export type FilterFlags = {
   hook?: string;
   event?: string;
   endpoint?: string;
+  tenant?: string;
   since?: string;
   until?: string;
   limit?: number;
@@ -27,7 +28,8 @@ export function addFilterOptions(cmd: Command): Command {
     .option('--operation <id>', 'operation id')
     .option('--hook <id>', 'hook id')
     .option('--event <type>', 'hook type, e.g. onComplete')
-    .option('--endpoint <key>', 'endpoint key (see `hookrelay endpoints list`)')
+    .option('--endpoint <url>', 'endpoint URL or key, any spelling (see `hookrelay endpoints list`)')
+    .option('--tenant <name>', "one tenant's deliveries")
     .option('--since <time>', 'created at or after: ISO 8601 or relative (15m, 2h, 3d)')
     .option('--until <time>', 'created at or before: ISO 8601 or relative');
 }
@@ -47,6 +49,8 @@ function summary(d: Delivery) {
     id: d.id,
     status: d.status,
     operationId: d.operationId,
+    tenant: d.tenant,
+    queue: d.queue,
     eventType: d.eventType,
     hookId: d.hookId,
     transport: d.transport,
@@ -110,8 +114,8 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
         }
         process.stdout.write(
           formatTable(
-            ['ID', 'STATUS', 'EVENT', 'HOOK', 'OPERATION', 'ATTEMPTS', 'LAST ERROR', 'CREATED'],
-            rows.map((d) => [d.id, statusText(d), d.eventType, d.hookId, d.operationId, String(d.attemptCount), lastError(d), iso(d.createdAt)]),
+            ['ID', 'STATUS', 'TENANT', 'EVENT', 'HOOK', 'OPERATION', 'ATTEMPTS', 'LAST ERROR', 'CREATED'],
+            rows.map((d) => [d.id, statusText(d), d.tenant, d.eventType, d.hookId, d.operationId, String(d.attemptCount), lastError(d), iso(d.createdAt)]),
           ),
         );
       });
@@ -165,6 +169,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
           return printJson({ ...summary(d), occurredAt: row.occurredAt.toISOString(), hook: row.hook, payload: row.payload, attempts: d.attempts });
         const lines = [
           `${shown(d.id)}  ${shown(statusText(d))}  ${shown(d.eventType)} → ${shown(d.hookId)} (${shown(d.transport)})`,
+          `tenant ${shown(d.tenant)}  queue ${shown(d.queue ?? '(any)')}`,
           `operation ${shown(d.operationId)}  generation ${d.generation}${d.sequence !== null ? `  sequence ${d.sequence}` : ''}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,
           `deadline ${iso(d.deadlineAt)}${d.status === 'failed' ? `  failed: ${shown(lastError(d))}` : ''}`,
           '',

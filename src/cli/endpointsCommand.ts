@@ -11,8 +11,32 @@ import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printErrorText, printJson, printJsonArray, printText, shown } from './output.ts';
 import { runReplay } from './replayCommand.ts';
 import { withDefined } from '../contract/withDefined.ts';
+import { ALL_TENANTS, canonicalEndpoint, scopedEndpointKey, splitScopedKey } from '../contract/endpoint.ts';
+import { DEFAULT_TENANT, TENANT_PATTERN } from '../contract/tenant.ts';
 
-type JsonFlag = { json?: boolean };
+type JsonFlag = { json?: boolean; tenant?: string };
+
+/**
+ * N2/N4: the state an operator's argument names: the canonical endpoint of the URL (or of a key as
+ * `endpoints list` prints it, `<tenant>|<endpoint>` included) for `--tenant`, else for `fallback`
+ * (`*`: every tenant).
+ */
+function operatorKey(arg: string, tenant: string | undefined, fallback: string): string {
+  if (tenant !== undefined && tenant !== ALL_TENANTS && !TENANT_PATTERN.test(tenant))
+    throw new CliUsageError('--tenant must be 1–128 characters of A-Z a-z 0-9 . _ : - (or * for every tenant)');
+  const printed = splitScopedKey(arg);
+  const named = arg.includes('|') && printed.endpoint !== arg ? printed : undefined;
+  const endpoint = canonicalEndpoint(named ? named.endpoint : arg);
+  return scopedEndpointKey(tenant ?? named?.tenant ?? fallback, endpoint);
+}
+const TENANT_HELP = 'one tenant (default: every tenant)';
+
+/** How a scoped key is printed: the endpoint, and whose state; the `enable` command that undoes it. */
+function described(key: string): { endpoint: string; tenant: string; label: string; enable: string } {
+  const { tenant, endpoint } = splitScopedKey(key);
+  const label = `${endpoint}${tenant === ALL_TENANTS ? ' (every tenant)' : ` (tenant ${tenant})`}`;
+  return { endpoint, tenant, label, enable: `hookrelay endpoints enable ${endpoint}${tenant === ALL_TENANTS ? '' : ` --tenant ${tenant}`}` };
+}
 
 /** `hookrelay endpoints …`: the receivers the worker isolates, their breaker state, disable / enable. */
 export function registerEndpointsCommand(program: Command, parsePositiveInt: (v: string, flag: string) => number): void {
@@ -21,7 +45,7 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
     .description('endpoint isolation: breaker state, in-flight vs cap, failures; disable, enable, limits')
     .addHelpText(
       'after',
-      '\nAn endpoint key is a webhook URL\'s origin + path, or <origin>#<label> when its hook sets webhook.endpoint (a label inside that origin).\n\nExamples:\n  hookrelay endpoints list\n  hookrelay endpoints show https://hooks.example.com/agent\n  hookrelay endpoints disable https://hooks.example.com/agent --reason "customer asked"\n  hookrelay endpoints disable https://hooks.example.com/agent --hold --reason "migration: keep everything"\n  hookrelay endpoints enable https://hooks.example.com/agent --replay',
+      '\nAn endpoint is a webhook URL in canonical form (scheme and host lower-cased, default port dropped, loopback one host, path lower-cased without dot segments, duplicate or trailing slashes, ;params or escaped unreserved characters), or <origin>#<label> when its hook sets webhook.endpoint. Any spelling of one URL names it. Its state is kept per tenant: --tenant names one, else the command applies to every tenant (show: the default tenant).\n\nExamples:\n  hookrelay endpoints list\n  hookrelay endpoints show https://hooks.example.com/agent\n  hookrelay endpoints disable https://hooks.example.com/agent --reason "customer asked"\n  hookrelay endpoints disable https://hooks.example.com/agent --hold --reason "migration: keep everything"\n  hookrelay endpoints enable https://hooks.example.com/agent --replay',
     );
 
   endpoints
@@ -36,9 +60,11 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
   endpoints
     .command('show')
     .description('one endpoint: state, counters, limits and its ledger rows by status')
-    .argument('<key>', 'endpoint key (see `hookrelay endpoints list`)')
+    .argument('<url>', 'endpoint URL or key (see `hookrelay endpoints list`)')
+    .option('--tenant <name>', 'one tenant (default: the default tenant)')
     .option('--json', 'one JSON object')
-    .action(async (key: string, flags: JsonFlag) => {
+    .action(async (url: string, flags: JsonFlag) => {
+      const key = operatorKey(url, flags.tenant, DEFAULT_TENANT);
       const { withContext } = await import('./context.ts');
       await withContext((ctx) => showEndpoint(ctx, key, flags.json === true));
     });
@@ -48,12 +74,14 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
     .description(
       'stop delivering to the endpoint: its deliveries are held (status held), not attempted, and fail at their deadlines; with --hold they are kept until you act',
     )
-    .argument('<key>', 'endpoint key')
+    .argument('<url>', 'endpoint URL or key')
+    .option('--tenant <name>', TENANT_HELP)
     .option('--reason <text>', 'why (shown by list and show)', 'disabled by an operator')
     .option('--hold', 'keep every delivery held, with no deadline, until you enable the endpoint and replay them (also on an endpoint already disabled)')
     .option('--wait <seconds>', 'how long to wait for every live worker to apply it (default 10)', (v) => parsePositiveInt(v, '--wait'))
     .option('--json', 'one JSON object')
-    .action(async (key: string, flags: JsonFlag & { reason: string; hold?: boolean; wait?: number }) => {
+    .action(async (url: string, flags: JsonFlag & { reason: string; hold?: boolean; wait?: number }) => {
+      const key = operatorKey(url, flags.tenant, ALL_TENANTS);
       const { withContext } = await import('./context.ts');
       const code = await withContext((ctx) => disableEndpointCommand(ctx, key, flags.reason, flags.json === true, flags.hold === true, flags.wait));
       if (code !== EXIT.ok) process.exitCode = code;
@@ -62,10 +90,12 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
   endpoints
     .command('enable')
     .description('deliver to the endpoint again (breaker reset to closed); held deliveries stay held unless --replay')
-    .argument('<key>', 'endpoint key')
+    .argument('<url>', 'endpoint URL or key')
+    .option('--tenant <name>', TENANT_HELP)
     .option('--replay', 'also replay its held deliveries (same delivery id and webhook-id)')
     .option('--json', 'one JSON object')
-    .action(async (key: string, flags: JsonFlag & { replay?: boolean }) => {
+    .action(async (url: string, flags: JsonFlag & { replay?: boolean }) => {
+      const key = operatorKey(url, flags.tenant, ALL_TENANTS);
       const { withContext } = await import('./context.ts');
       const code = await withContext((ctx) => enableEndpointCommand(ctx, key, flags.replay === true, flags.json === true));
       if (code !== EXIT.ok) process.exitCode = code;
@@ -74,19 +104,33 @@ export function registerEndpointsCommand(program: Command, parsePositiveInt: (v:
   endpoints
     .command('limit')
     .description("set or clear the endpoint's own concurrency cap and rate limit (across all workers)")
-    .argument('<key>', 'endpoint key')
+    .argument('<url>', 'endpoint URL or key')
+    .option('--tenant <name>', TENANT_HELP)
     .option('--concurrency <n|default>', 'concurrent attempts (default: HOOKRELAY_ENDPOINT_CONCURRENCY)')
     .option('--rate <n|none>', 'deliveries per second')
+    .option(
+      '--timeout-floor <seconds|default>',
+      "N3: a timeout counts against the endpoint's breaker only when the caller waited at least this long (default: the default webhook timeout, 30 s)",
+    )
     .option('--json', 'one JSON object')
-    .action(async (key: string, flags: JsonFlag & { concurrency?: string; rate?: string }) => {
-      if (flags.concurrency === undefined && flags.rate === undefined)
-        throw new CliUsageError('give --concurrency and/or --rate (see hookrelay endpoints limit --help)');
+    .action(async (url: string, flags: JsonFlag & { concurrency?: string; rate?: string; timeoutFloor?: string }) => {
+      if (flags.concurrency === undefined && flags.rate === undefined && flags.timeoutFloor === undefined)
+        throw new CliUsageError('give --concurrency, --rate and/or --timeout-floor (see hookrelay endpoints limit --help)');
+      const key = operatorKey(url, flags.tenant, ALL_TENANTS);
+      const floor = flags.timeoutFloor === undefined ? undefined : flags.timeoutFloor === 'default' ? null : parseFloorMs(flags.timeoutFloor);
       const concurrency =
         flags.concurrency === undefined ? undefined : flags.concurrency === 'default' ? null : parsePositiveInt(flags.concurrency, '--concurrency');
       const rate = flags.rate === undefined ? undefined : flags.rate === 'none' ? null : parseRate(flags.rate);
       const { withContext } = await import('./context.ts');
-      await withContext((ctx) => limitEndpointCommand(ctx, key, { concurrency, rateLimit: rate }, flags.json === true));
+      await withContext((ctx) => limitEndpointCommand(ctx, key, { concurrency, rateLimit: rate, timeoutFloorMs: floor }, flags.json === true));
     });
+}
+
+function parseFloorMs(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n > 2_147_483)
+    throw new CliUsageError(`--timeout-floor must be a number of seconds above 0, or default (got "${value}")`);
+  return Math.round(n * 1000);
 }
 
 function parseRate(value: string): number {
@@ -110,15 +154,17 @@ async function listEndpoints(ctx: CliContext, json: boolean): Promise<void> {
   }
   printText(
     formatTable(
-      ['ENDPOINT', 'STATE', 'IN FLIGHT', 'LIMIT/CAP', 'RATE/S', 'FAILS', 'WINDOW FAIL/ALL', 'LAST SUCCESS', 'LAST FAILURE', 'HELD'],
+      ['TENANT', 'ENDPOINT', 'STATE', 'IN FLIGHT', 'LIMIT/CAP', 'RATE/S', 'CONSEC FAILS', 'WINDOW FAIL/ALL', 'LAST SUCCESS', 'LAST FAILURE', 'HELD'],
       views.map((v) => [
-        v.key,
-        v.hold ? 'disabled (hold)' : v.state,
+        v.tenant === ALL_TENANTS ? '* (all)' : v.tenant,
+        v.endpoint,
+        v.hold ? 'disabled (hold)' : v.state === 'open' && v.openUntil ? `open until ${v.openUntil}` : v.state,
         dash(v.inFlight),
         v.cap === 0 ? 'none' : `${v.limit ?? v.cap}/${v.cap}`,
         dash(v.rateLimit),
         dash(v.consecutiveFailures),
-        v.windowAttempts === null ? '-' : `${v.windowFailures}/${v.windowAttempts}`,
+        // The window counts while closed (an opening starts a new one): never a misleading 0/0 beside an open state.
+        v.windowAttempts === null || v.state === 'open' || v.state === 'half_open' ? '-' : `${v.windowFailures}/${v.windowAttempts}`,
         v.lastSuccessAt ?? '-',
         v.lastFailureAt ?? '-',
         String(v.held),
@@ -179,19 +225,29 @@ async function disableEndpointCommand(
     import('../operator/policyConfirm.ts'),
   ]);
   const changed = await disableEndpointByOperator(ctx.store.db, key, reason, hold);
-  const policy = await getEndpointPolicy(ctx.store.db, key);
+  const policy = await getEndpointPolicy(ctx.store.db, splitScopedKey(key));
   const held = policy?.hold === true;
   const timeoutMs = waitSeconds === undefined ? DEFAULT_CONFIRM_TIMEOUT_MS : waitSeconds * 1000;
   const confirmed = changed || hold ? await confirmEndpointChange(ctx.operator, ctx.settings, timeoutMs) : undefined;
   const code = (changed || hold) && (confirmed === undefined || confirmed.pending.length > 0) ? EXIT.partial : EXIT.ok;
   const workers = confirmed ? { applied: confirmed.applied.length, pending: confirmed.pending } : null;
+  const d = described(key);
   if (json) {
-    printJson({ key, disabled: true, changed, hold: held, disabledAt: iso(policy?.disabledAt), reason: policy?.disabledReason ?? reason, workers });
+    printJson({
+      key: d.endpoint,
+      tenant: d.tenant,
+      disabled: true,
+      changed,
+      hold: held,
+      disabledAt: iso(policy?.disabledAt),
+      reason: policy?.disabledReason ?? reason,
+      workers,
+    });
     return code;
   }
   const keeps = held
-    ? `held with no deadline until you act (--hold); enable it with: hookrelay endpoints enable ${key} --replay`
-    : `held, and failed at their deadlines unless you enable it first: hookrelay endpoints enable ${key} --replay (disable with --hold to keep them)`;
+    ? `held with no deadline until you act (--hold); enable it with: ${d.enable} --replay`
+    : `held, and failed at their deadlines unless you enable it first: ${d.enable} --replay (disable with --hold to keep them)`;
   const applied =
     confirmed === undefined
       ? ''
@@ -202,10 +258,10 @@ async function disableEndpointCommand(
           : '';
   printText(
     changed
-      ? `disabled ${key}: ${applied}its deliveries are ${keeps}\n`
+      ? `disabled ${d.label}: ${applied}its deliveries are ${keeps}\n`
       : hold
-        ? `${key} was already disabled (${shown(policy?.disabledBy ?? '?')}: ${shown(policy?.disabledReason ?? '')}); now on hold: ${applied}its deliveries are ${keeps}\n`
-        : `${key} was already disabled (${shown(policy?.disabledBy ?? '?')}: ${shown(policy?.disabledReason ?? '')}); nothing changed\n`,
+        ? `${d.label} was already disabled (${shown(policy?.disabledBy ?? '?')}: ${shown(policy?.disabledReason ?? '')}); now on hold: ${applied}its deliveries are ${keeps}\n`
+        : `${d.label} was already disabled (${shown(policy?.disabledBy ?? '?')}: ${shown(policy?.disabledReason ?? '')}); nothing changed\n`,
   );
   if ((changed || hold) && confirmed === undefined)
     printErrorText(
@@ -222,36 +278,52 @@ async function enableEndpointCommand(ctx: CliContext, key: string, replay: boole
   const { enableEndpointAndReset } = await import('../operator/endpointViews.ts');
   const { changed, breakerReset, held } = await enableEndpointAndReset(ctx.store.db, ctx.operator, key);
   const reset = breakerReset;
+  const d = described(key);
   if (!replay || held === 0) {
-    if (json) printJson({ key, enabled: true, changed, breakerReset: reset, held });
+    if (json) printJson({ key: d.endpoint, tenant: d.tenant, enabled: true, changed, breakerReset: reset, held });
     else {
-      printText(changed ? `enabled ${key}\n` : `${key} was not disabled; nothing changed\n`);
+      printText(changed ? `enabled ${d.label}\n` : `${d.label} was not disabled; nothing changed\n`);
       if (!reset) printErrorText('Redis did not answer: the breaker was not reset (it closes by itself after its next successful probe)\n');
-      if (held > 0) printText(`${held} deliveries are held for it; replay them with: hookrelay endpoints enable ${key} --replay\n`);
+      if (held > 0) printText(`${held} deliveries are held for it; replay them with: ${d.enable} --replay\n`);
     }
     return EXIT.ok;
   }
-  if (!json) printText(`${changed ? 'enabled' : 'already enabled:'} ${key}; replaying its ${held} held deliveries\n`);
-  return runReplay(ctx, [], { status: 'held', endpoint: key, yes: true, ...(json ? { json: true } : {}) });
+  if (!json) printText(`${changed ? 'enabled' : 'already enabled:'} ${d.label}; replaying its ${held} held deliveries\n`);
+  return runReplay(ctx, [], {
+    status: 'held',
+    endpoint: d.endpoint,
+    ...(d.tenant === ALL_TENANTS ? {} : { tenant: d.tenant }),
+    yes: true,
+    ...(json ? { json: true } : {}),
+  });
 }
 
 async function limitEndpointCommand(
   ctx: CliContext,
   key: string,
-  limits: { concurrency: number | null | undefined; rateLimit: number | null | undefined },
+  limits: { concurrency: number | null | undefined; rateLimit: number | null | undefined; timeoutFloorMs: number | null | undefined },
   json: boolean,
 ): Promise<void> {
+  const scope = splitScopedKey(key);
   const [{ getEndpointPolicy, setEndpointLimits }, { isolationSettings }] = await Promise.all([
     import('../store/endpointsRepo.ts'),
     import('../isolation/endpointIsolation.ts'),
   ]);
-  await setEndpointLimits(ctx.store.db, key, {
-    ...withDefined({ concurrency: limits.concurrency, rateLimit: limits.rateLimit }),
+  await setEndpointLimits(ctx.store.db, scope, {
+    ...withDefined({ concurrency: limits.concurrency, rateLimit: limits.rateLimit, timeoutFloorMs: limits.timeoutFloorMs }),
   });
-  const policy = await getEndpointPolicy(ctx.store.db, key);
+  const policy = await getEndpointPolicy(ctx.store.db, scope);
   const cap = policy?.concurrency ?? isolationSettings(ctx.settings).defaultCap;
-  if (json) return printJson({ key, concurrency: cap, ownConcurrency: policy?.concurrency ?? null, rateLimit: policy?.rateLimit ?? null });
+  if (json)
+    return printJson({
+      key: scope.endpoint,
+      tenant: scope.tenant,
+      concurrency: cap,
+      ownConcurrency: policy?.concurrency ?? null,
+      rateLimit: policy?.rateLimit ?? null,
+      timeoutFloorMs: policy?.timeoutFloorMs ?? null,
+    });
   printText(
-    `${key}: concurrency ${cap === 0 ? 'no cap' : cap}${policy?.concurrency === null ? ' (default)' : ''}, rate limit ${policy?.rateLimit === null || policy?.rateLimit === undefined ? 'none' : `${policy.rateLimit}/s`}; workers apply it within a few seconds\n`,
+    `${described(key).label}: concurrency ${cap === 0 ? 'no cap' : cap}${policy?.concurrency === null ? ' (default)' : ''}, rate limit ${policy?.rateLimit === null || policy?.rateLimit === undefined ? 'none' : `${policy.rateLimit}/s`}, timeout floor ${policy?.timeoutFloorMs === null || policy?.timeoutFloorMs === undefined ? 'default (30 s)' : `${policy.timeoutFloorMs / 1000} s`}; workers apply it within a few seconds\n`,
   );
 }

@@ -50,7 +50,7 @@ export function registerReplayCommand(program: Command, parsePositiveInt: (v: st
 /** Every matching id, newest first (the shared selection in operator/replay.ts). */
 async function byFilter(ops: OperatorReplay, ctx: CliContext, flags: ReplayFlags): Promise<string[]> {
   try {
-    return await ops.replayCandidatesByFilter(ctx.store.db, toFilter(flags), flags.includeAccepted === true);
+    return await ops.replayCandidatesByFilter(ctx.store.db, { ...toFilter(flags), queue: ctx.settings.HOOKRELAY_QUEUE }, flags.includeAccepted === true);
   } catch (err) {
     if (err instanceof ReplayStatusError) {
       const accepted = err.includeAccepted ? ' and accepted_by_qstash ones' : '';
@@ -71,6 +71,8 @@ function skipReason(skip: ReplaySkip): string {
       return `status ${skip.status} is not replayable`;
     case 'taken':
       return 'delivered or replayed since it was selected';
+    case 'other_queue':
+      return "another queue's (replay it with that HOOKRELAY_QUEUE)";
   }
 }
 
@@ -100,7 +102,7 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
   const ops = await import('../operator/replay.ts');
   const byId = ids.length > 0;
   const { candidates, skipped, unknown } = byId
-    ? await ops.replayCandidatesByIds(ctx.store.db, ids, flags.includeAccepted === true)
+    ? await ops.replayCandidatesByIds(ctx.store.db, ids, flags.includeAccepted === true, ctx.settings.HOOKRELAY_QUEUE)
     : { candidates: await byFilter(ops, ctx, flags), skipped: [], unknown: [] };
   const results: ReportedResult[] = [
     ...unknown.map((id) => ({ id, result: 'unknown' as const })),

@@ -25,7 +25,7 @@ export function registerStatsCommand(program: Command): void {
       const spool: SpoolFigures = { events: read.events, bytes: read.bytes, oldestAgeSeconds: ageSeconds(read.oldestAt), rejected: read.rejected };
       try {
         await withContext(async (ctx) => {
-          const ledger = await ledgerStats(ctx.store.db);
+          const ledger = await ledgerStats(ctx.store.db, ctx.settings.HOOKRELAY_QUEUE);
           // Redis unreachable (refused: at once; silent: after a few seconds): the ledger figures still stand.
           const queue = (await ctx.operator.fromQueue((q) => q.getJobCounts(...QUEUE_STATES))) ?? null;
           const waitingAge = ageSeconds(ledger.oldestUndeliveredAt);

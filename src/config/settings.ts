@@ -174,6 +174,20 @@ export const SettingsSchema = z.object({
     .optional()
     .transform((v) => (v === undefined ? undefined : /^(true|1)$/i.test(v))),
   HOOKRELAY_ENDPOINT_CONCURRENCY: intFrom(0).optional(),
+  HOOKRELAY_METRICS_TENANTS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const names = (v ?? 'default')
+        .split(',')
+        .map((t) => t.trim())
+        .filter((t) => t !== '');
+      if (names.length > 50 || names.some((t) => !/^[A-Za-z0-9._:-]{1,128}$/.test(t) || t === 'other')) {
+        ctx.addIssue({ code: 'custom', message: 'must be at most 50 comma-separated tenants (1–128 characters of A-Z a-z 0-9 . _ : -, not "other")' });
+        return z.NEVER;
+      }
+      return names;
+    }),
   HOOKRELAY_BREAKER_FAILURES: intFrom(1).optional(),
   HOOKRELAY_BREAKER_COOLDOWN_MS: intFrom(100).optional(),
   HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS: decimalFrom(0, 8_760).optional(),

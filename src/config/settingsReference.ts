@@ -259,6 +259,15 @@ export const SETTING_DOCS: { readonly [K in SettingName]: VariableDoc } = {
     ],
     example: '10.0.0.0/8',
   },
+  HOOKRELAY_METRICS_TENANTS: {
+    defaultValue: 'default',
+    meaning:
+      'the tenants `hookrelay_tenant_deliveries_total` names in its `tenant` label, comma-separated (at most 50); every other tenant counts as `other`, so the label stays bounded',
+    readBy: 'worker',
+    section: 'worker',
+    comment: ['Tenants named in the tenant label of hookrelay_tenant_deliveries_total (at most 50);', 'every other tenant counts as "other".'],
+    example: 'default,acme,globex',
+  },
   HOOKRELAY_OPS_HOSTS: {
     defaultValue: undefined,
     defaultNote: 'unset: `localhost`, IP literals and the hosts of `HOOKRELAY_PUBLIC_URL` and `HOOKRELAY_CONSOLE_ORIGIN`',

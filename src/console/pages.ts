@@ -4,6 +4,7 @@
  */
 import { ORDERING_BLOCKED_REASON, type DeliveryAttempt } from '../contract/delivery.ts';
 import type { EndpointView } from '../operator/endpointViews.ts';
+import { scopedEndpointKey } from '../contract/endpoint.ts';
 import { failureText } from '../operator/failureText.ts';
 import type { ReplayResult, ReplaySkip } from '../operator/replay.ts';
 import { Html, html, queryString } from './html.ts';
@@ -117,6 +118,8 @@ export type DeliveryRowView = {
   eventType: string;
   hookId: string;
   operationId: string;
+  /** N1: the tenant it was enqueued for. */
+  tenant?: string;
   attemptCount: number;
   lastErrorClass: string | null;
   lastHttpStatus: number | null;
@@ -166,14 +169,14 @@ export function deliveriesPage(p: {
 ${p.error ? html`<p class="error" role="alert">${p.error}</p>` : ''}
 ${replayable ? html`<p><a class="button" href="${BASE}/replay${queryString({ ...f })}">Replay these ${f.status} deliveries…</a></p>` : ''}
 <table class="deliveries">
-<thead><tr><th>ID</th><th>Status</th><th>Event</th><th>Hook</th><th>Operation</th><th>Attempts</th><th>Last error</th><th>Created</th></tr></thead>
+<thead><tr><th>ID</th><th>Status</th><th>Tenant</th><th>Event</th><th>Hook</th><th>Operation</th><th>Attempts</th><th>Last error</th><th>Created</th></tr></thead>
 <tbody>
 ${
   p.rows.length === 0
-    ? html`<tr><td colspan="8" class="empty">No deliveries match.</td></tr>`
+    ? html`<tr><td colspan="9" class="empty">No deliveries match.</td></tr>`
     : p.rows.map(
         (r) =>
-          html`<tr data-id="${r.id}"><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}${blockedBadge(r)}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.operationId}</td><td>${r.attemptCount}</td><td>${failureText(r) ?? '—'}</td><td>${ts(r.createdAt)}</td></tr>`,
+          html`<tr data-id="${r.id}"><td><a href="${BASE}/deliveries/${encodeURIComponent(r.id)}">${r.id}</a></td><td>${badge(r.status)}${blockedBadge(r)}</td><td>${r.tenant ?? 'default'}</td><td>${r.eventType}</td><td>${r.hookId}</td><td>${r.operationId}</td><td>${r.attemptCount}</td><td>${failureText(r) ?? '—'}</td><td>${ts(r.createdAt)}</td></tr>`,
       )
 }
 </tbody>
@@ -208,7 +211,7 @@ export function deliveryPage(d: DeliveryDetail, p: { csrf: string; replayable: b
     flash: p.flash,
     body: html`<h1>Delivery <code>${d.id}</code> ${badge(d.status)}</h1>
 <dl class="summary">
-  ${row('Operation', d.operationId)}${row('Event type', d.eventType)}${row('Hook', d.hookId)}${row('Transport', d.transport)}
+  ${row('Operation', d.operationId)}${row('Tenant', d.tenant ?? 'default')}${row('Event type', d.eventType)}${row('Hook', d.hookId)}${row('Transport', d.transport)}
   ${row('Endpoint', d.endpointKey ?? '—')}${row('Attempts', d.attemptCount)}${row('Generation', d.generation)}${typeof d.sequence === 'number' ? row('Sequence', d.sequence) : ''}
   ${row('Created', ts(d.createdAt))}${row('Updated', ts(d.updatedAt))}${row('Delivered', ts(d.deliveredAt))}${row('Next attempt', ts(d.nextAttemptAt))}
   ${row('Last error', failureText(d) ?? '—')}
@@ -306,6 +309,8 @@ export function skipText(skip: ReplaySkip): string {
       return `status ${skip.status} is not replayable`;
     case 'taken':
       return 'delivered or replayed since it was selected';
+    case 'other_queue':
+      return "another queue's (its own worker's console or CLI replays it)";
   }
 }
 
@@ -334,7 +339,13 @@ export function replayResultPage(p: { results: ReplayResult[]; csrf: string }): 
 }
 
 export function endpointsPage(p: { views: EndpointView[]; redisUp: boolean; csrf: string; flash?: string }): string {
-  const pct = (v: EndpointView) => (v.windowAttempts ? `${Math.round(((v.windowFailures ?? 0) / v.windowAttempts) * 100)} % of ${v.windowAttempts}` : '—');
+  // The window counts while the breaker is closed (an opening starts a new one): not shown as 0 of 0 while it is open.
+  const pct = (v: EndpointView) =>
+    v.state === 'open' || v.state === 'half_open'
+      ? '— (counted while closed)'
+      : v.windowAttempts
+        ? `${Math.round(((v.windowFailures ?? 0) / v.windowAttempts) * 100)} % of ${v.windowAttempts}`
+        : '—';
   return layout({
     title: 'Endpoints',
     section: 'endpoints',
@@ -342,21 +353,22 @@ export function endpointsPage(p: { views: EndpointView[]; redisUp: boolean; csrf
     flash: p.flash,
     body: html`<h1>Endpoints</h1>
 ${p.redisUp ? '' : html`<p class="error" role="alert">Redis did not answer: breaker state and in-flight counts are unknown (shown from Postgres only).</p>`}
+<p class="hint">State is kept per tenant and canonical endpoint (any spelling of one URL is one endpoint). A row for all tenants is an operator's setting that applies to every tenant's state.</p>
 <table class="endpoints">
-<thead><tr><th>Endpoint</th><th>State</th><th>In flight / limit / cap</th><th>Rate limit</th><th>Failures (last 60 s)</th><th>Consecutive</th><th>Last success</th><th>Last failure</th><th>Held</th><th></th></tr></thead>
+<thead><tr><th>Tenant</th><th>Endpoint</th><th>State</th><th>In flight / limit / cap</th><th>Rate limit</th><th>Failures (window)</th><th>Consecutive failures</th><th>Last success</th><th>Last failure</th><th>Held</th><th></th></tr></thead>
 <tbody>${
       p.views.length === 0
-        ? html`<tr><td colspan="10" class="empty">No endpoints yet: a worker records one the first time it delivers to it.</td></tr>`
+        ? html`<tr><td colspan="11" class="empty">No endpoints yet: a worker records one the first time it delivers to it.</td></tr>`
         : p.views.map(
             (v) => html`<tr data-endpoint="${v.key}">
-<td><code>${v.key}</code></td><td>${badge(v.state)}${v.state === 'open' && v.openUntil ? html` <span class="hint">until ${v.openUntil}</span>` : ''}${v.hold ? html` <span class="badge hold" title="its deliveries are kept, with no deadline, until an operator acts">hold</span>` : ''}${v.disabledReason ? html` <span class="hint">${v.disabledBy}: ${v.disabledReason}</span>` : ''}</td>
+<td>${v.tenant === '*' ? 'all tenants' : v.tenant}</td><td><code>${v.endpoint}</code></td><td>${badge(v.state)}${v.state === 'open' && v.openUntil ? html` <span class="hint">until ${v.openUntil}</span>` : ''}${v.hold ? html` <span class="badge hold" title="its deliveries are kept, with no deadline, until an operator acts">hold</span>` : ''}${v.disabledReason ? html` <span class="hint">${v.disabledBy}: ${v.disabledReason}</span>` : ''}</td>
 <td>${v.inFlight ?? '?'} / ${v.cap === 0 ? '—' : (v.limit ?? v.cap)} / ${v.cap === 0 ? 'no cap' : v.cap}</td>
 <td>${v.rateLimit === null ? '—' : `${v.rateLimit}/s`}</td><td>${pct(v)}</td><td>${v.consecutiveFailures ?? '?'}</td>
 <td>${v.lastSuccessAt ?? '—'}</td><td>${v.lastFailureAt ?? '—'}</td><td>${v.held}</td>
 <td>${
               v.state === 'disabled'
-                ? html`<form method="post" action="${BASE}/endpoints/enable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${v.key}"><label><input type="checkbox" name="replay" value="yes" checked> replay held</label> <button type="submit">Enable</button></form>`
-                : html`<form method="post" action="${BASE}/endpoints/disable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${v.key}"><input name="reason" placeholder="reason" required> <label title="keep its deliveries, with no deadline, until you act"><input type="checkbox" name="hold" value="yes"> hold</label> <button type="submit">Disable</button></form>`
+                ? html`<form method="post" action="${BASE}/endpoints/enable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${scopedEndpointKey(v.tenant, v.endpoint)}"><label><input type="checkbox" name="replay" value="yes" checked> replay held</label> <button type="submit">Enable</button></form>`
+                : html`<form method="post" action="${BASE}/endpoints/disable" class="inline"><input type="hidden" name="_csrf" value="${p.csrf}"><input type="hidden" name="key" value="${scopedEndpointKey(v.tenant, v.endpoint)}"><input name="reason" placeholder="reason" required> <label title="keep its deliveries, with no deadline, until you act"><input type="checkbox" name="hold" value="yes"> hold</label>${v.tenant === '*' ? '' : html` <label title="disable it for every tenant, not only this one"><input type="checkbox" name="all" value="yes"> all tenants</label>`} <button type="submit">Disable</button></form>`
             }</td></tr>`,
           )
     }</tbody>

@@ -65,6 +65,10 @@ export type DeliveryAttempt = z.infer<typeof DeliveryAttemptSchema>;
 export const DeliverySchema = z.object({
   id: z.string(),
   operationId: z.string(),
+  /** N1: the tenant the server app enqueued it for. */
+  tenant: z.string(),
+  /** The queue whose worker delivers it (null: stored before queues were recorded). */
+  queue: z.string().nullable(),
   /** The lifecycle event, or an approval event (A3). */
   eventType: DeliveryEventTypeSchema,
   hookId: z.string(),

@@ -78,6 +78,40 @@ export class OperationIdMismatchError extends TypeError {
   }
 }
 
+/**
+ * N1: a tenant that is not a bounded token. A TypeError (as the other bad-input errors of
+ * register and enqueue); the message names the field and the rule, never the value.
+ */
+export class TenantError extends TypeError {
+  override readonly name = 'TenantError';
+  readonly code = 'HOOKRELAY_TENANT_INVALID' as const;
+  readonly field: string;
+
+  constructor(field: string) {
+    super(`${field} must be 1–128 characters of A-Z a-z 0-9 . _ : - (N1)`);
+    this.field = field;
+    brandHookrelayError(this);
+  }
+}
+
+/**
+ * N1: an operation registered (or stored) under one tenant was used with another: a caller bug,
+ * never guessed between (the operation keeps the tenant it has).
+ */
+export class TenantMismatchError extends TypeError {
+  override readonly name = 'TenantMismatchError';
+  readonly code = 'HOOKRELAY_TENANT_MISMATCH' as const;
+  readonly operationId: string;
+
+  constructor(operationId: string, registered: string, given: string) {
+    super(
+      `operation ${JSON.stringify(operationId.slice(0, 200))} belongs to tenant ${JSON.stringify(registered)}; it was used with tenant ${JSON.stringify(given)} (N1)`,
+    );
+    this.operationId = operationId;
+    brandHookrelayError(this);
+  }
+}
+
 /** One critical failure of a tier: the hook and its sanitized cause. */
 export type CriticalFailure = { hookId: string; cause: unknown };
 

@@ -5,6 +5,8 @@ export const OPERATION_STATUSES = ['running', 'parked', 'completed', 'error', 'i
 /** An operation record as stored, with the caller hooks persisted for the operation (L2). */
 export const OperationRecordSchema = z.object({
   id: z.string(),
+  /** N1: the tenant the server app stored it for. */
+  tenant: z.string(),
   parentOperationId: z.string().nullable(),
   userId: z.string().nullable(),
   status: z.string(),

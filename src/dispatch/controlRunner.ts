@@ -1,4 +1,6 @@
-import { endpointKey, type EndpointGuard } from '../contract/endpoint.ts';
+import { countsAgainstEndpoint, DEFAULT_TIMEOUT_FLOOR_MS, endpointKey, scopedEndpointKey, type EndpointGuard } from '../contract/endpoint.ts';
+import { DEFAULT_TENANT } from '../contract/tenant.ts';
+import { timeoutMs } from '../contract/webhook.ts';
 import { executeToolCallWebhook, type ControlErrorCode, type ToolCallWebhookResult } from '../control/decisionWebhook.ts';
 import type { ControlHook } from '../control/evaluateControls.ts';
 import { assemblePayload } from '../payload/assemblePayload.ts';
@@ -6,13 +8,30 @@ import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
 import { activeTracer, inSpan, redactedUrl, SpanKind, SpanStatusCode, traceHeaders, type Span } from '../observability/tracing.ts';
 import type { SendContext } from './sendContext.ts';
 
-export type ControlRunner = (hook: ControlHook, event: Record<string, unknown>, signal: AbortSignal | undefined) => Promise<ToolCallWebhookResult>;
+/** `tenant`: the operation's (N1); its endpoint state is that tenant's (N2). Default 'default'. */
+export type ControlRunner = (
+  hook: ControlHook,
+  event: Record<string, unknown>,
+  signal: AbortSignal | undefined,
+  tenant?: string,
+) => Promise<ToolCallWebhookResult>;
 
 /** Bound on the (endpoint, control) pairs remembered for the once-per-opening warning. */
 const MAX_WARNED = 10_000;
 
-/** Codes that say nothing about the receiver (a local problem or a cancel): not fed to the breaker. */
-const NOT_THE_ENDPOINT = new Set<ControlErrorCode>(['configuration', 'ssrf_blocked', 'circuit_open']);
+/**
+ * N3: what one decision round trip tells the shared breaker: a success; the endpoint's failure
+ * (refused/reset, DNS, TLS, 5xx, 429, 408, a timeout at or above its floor); or nothing (an
+ * answer such as 401 or 422 — the receiver is up —, a timeout shorter than the floor, an
+ * unparsable or too large answer from a receiver that did answer, a local problem).
+ */
+function decisionOutcome(result: ToolCallWebhookResult, waitedMs: number, floorMs: number): 'ok' | 'fail' | 'none' {
+  if (result.status === 'success' || result.status === 'ignored') return 'ok';
+  if (result.status !== 'error') return 'none';
+  const code: ControlErrorCode = result.code;
+  if (code !== 'http_error' && code !== 'network_error' && code !== 'timeout') return 'none';
+  return countsAgainstEndpoint({ errorClass: code, httpStatus: result.httpStatus, timeoutMs: waitedMs, floorMs }) ? 'fail' : 'none';
+}
 
 /**
  * R1–R7: one decision webhook round trip for a control hook (payload, signing, send, parse).
@@ -36,16 +55,16 @@ export function createControlRunner(send: SendContext, payloads: WebhookPayloadB
     );
   };
   const keys = new WeakMap<object, string>();
-  const keyOf = (webhook: NonNullable<ControlHook['webhook']>): string => {
+  const keyOf = (webhook: NonNullable<ControlHook['webhook']>, tenant: string): string => {
     let key = keys.get(webhook);
     if (key === undefined) {
       key = endpointKey(webhook);
       keys.set(webhook, key);
     }
-    return key;
+    return scopedEndpointKey(tenant, key);
   };
-  return async (hook, event, signal) => {
-    const endpoint = guard && hook.webhook ? keyOf(hook.webhook) : undefined;
+  return async (hook, event, signal, tenant = DEFAULT_TENANT) => {
+    const endpoint = guard && hook.webhook ? keyOf(hook.webhook, tenant) : undefined;
     if (guard && endpoint !== undefined && guard.isOpen(endpoint)) {
       warnSkipped(endpoint, hook);
       return { status: 'error', code: 'circuit_open' };
@@ -54,9 +73,10 @@ export function createControlRunner(send: SendContext, payloads: WebhookPayloadB
       activeTracer() === undefined
         ? await sendControl(send, payloads, hook, event, signal, undefined)
         : await tracedControl(send, payloads, hook, event, signal);
-    if (guard && endpoint !== undefined) {
-      if (result.status === 'success' || result.status === 'ignored') guard.record(endpoint, true);
-      else if (result.status === 'error' && !NOT_THE_ENDPOINT.has(result.code)) guard.record(endpoint, false);
+    if (guard && endpoint !== undefined && hook.webhook) {
+      // N3: the caller's own timeout is measured against the endpoint's floor, never taken as the endpoint's failure.
+      const outcome = decisionOutcome(result, timeoutMs(hook.webhook), guard.floorMs?.(endpoint) ?? DEFAULT_TIMEOUT_FLOOR_MS);
+      if (outcome !== 'none') guard.record(endpoint, outcome === 'ok');
     }
     return result;
   };

@@ -12,6 +12,7 @@ export type DeliveryReport = { critical: CriticalFailure[]; notAccepted: NotAcce
  * reported (F1).
  */
 export type DeliveryPort = {
-  deliver(operationId: string, type: HookType, event: LooseHookEvent, hooks: readonly RunnableHook[]): Promise<DeliveryReport>;
+  /** `tenant`: the operation's (N1), which queue mode stores with each delivery. */
+  deliver(operationId: string, type: HookType, event: LooseHookEvent, hooks: readonly RunnableHook[], tenant?: string): Promise<DeliveryReport>;
   close(): Promise<void>;
 };

@@ -1,6 +1,7 @@
 import { assertPrintableId } from '../contract/terminalText.ts';
 import { CriticalHookDeliveryError, type DispatchReport, EventNotAcceptedError, type NotAcceptedDelivery } from '../contract/errors.ts';
 import type { EndpointGuard } from '../contract/endpoint.ts';
+import { DEFAULT_TENANT, parseTenant, TenantMismatchError } from '../contract/tenant.ts';
 import type { HookEventOf } from '../contract/events.ts';
 import { type AgentHook, isControlHook, type ParsedAgentHook, type ParsedSerializedHook, type SerializedHook, serializeHook } from '../contract/hook.ts';
 import { type HookType, isHookType } from '../contract/hookTypes.ts';
@@ -103,6 +104,18 @@ export type EvaluateOptions = {
    * in several rounds passes it in the first round only: one result, one post_tool_call.
    */
   interception?: boolean;
+  /**
+   * N1: the operation's tenant, for a process where it is not registered (a cold worker
+   * evaluating restored hooks); default: the tenant it was registered under, else 'default'.
+   * Naming another tenant than the registration's throws TenantMismatchError.
+   */
+  tenant?: string;
+};
+
+/** N1: what `register` takes besides the hooks. */
+export type RegisterOptions = {
+  /** The tenant the operation belongs to (default 'default'; 1–128 characters of `[A-Za-z0-9._:-]`); never read from hook config or events. */
+  tenant?: string;
 };
 
 /** A tool context whose `operationId` may be left out: the methods take it from their first argument. */
@@ -225,14 +238,24 @@ export class HookDispatcher {
   }
 
   /** D4a/D9: validate the whole batch first; append; duplicate ids rejected; snapshots stored. */
-  register(operationId: string, hooks: AgentHook[] | SerializedHook[]): void {
+  register(operationId: string, hooks: AgentHook[] | SerializedHook[], options: RegisterOptions = {}): void {
     if (typeof operationId !== 'string' || operationId === '') throw new TypeError('operationId must be a non-empty string');
     assertPrintableId(operationId, 'register', 'operationId');
-    this.#registry.add(operationId, hooks, (isNew) => {
+    const tenant = parseTenant(options?.tenant, 'register: options.tenant');
+    this.#registry.add(operationId, hooks, tenant, (isNew) => {
       loadEnvHooks(this.#env); // §14: an invalid environment configuration fails registration, naming the variables
       // The session opens first: an invalid interceptionSession throws before anything is registered.
       if (isNew) this.#seam?.onStartup(operationId);
     });
+  }
+
+  /** N1: the operation's tenant: its registration's; one named by the caller must agree with it. */
+  #tenantOf(operationId: string, named: string | undefined): string {
+    const registered = this.#registry.tenantOf(operationId);
+    if (named === undefined) return registered ?? DEFAULT_TENANT;
+    const tenant = parseTenant(named, 'options.tenant');
+    if (registered !== undefined && registered !== tenant) throw new TenantMismatchError(operationId, registered, tenant);
+    return tenant;
   }
 
   /**
@@ -320,7 +343,7 @@ export class HookDispatcher {
       envError = error; // L5: thrown after the caller hooks of this dispatch have run
     }
     const hooks = [...caller, ...envHooks].filter((h) => h.type === type && !isControlHook(h) && matchesHook(h, event));
-    const { critical, notAccepted } = await this.#delivery.deliver(operationId, type, event, hooks);
+    const { critical, notAccepted } = await this.#delivery.deliver(operationId, type, event, hooks, this.#registry.tenantOf(operationId));
     if (critical.length > 0) {
       // D6: critical stays critical — an invalid environment configuration travels with it, never instead of it.
       const error = new CriticalHookDeliveryError(critical, envError === undefined ? [] : [envError]);
@@ -402,13 +425,15 @@ export class HookDispatcher {
     if (seamed?.outcome) return seamed.outcome;
     const effectiveContext = seamed?.context ?? context;
     const effectiveResult = seamed?.result ?? result;
+    const tenant = this.#tenantOf(operationId, opts.tenant);
     const outcome = await evaluateControls({
       type,
       context: effectiveContext,
       result: effectiveResult,
       callerHooks: this.#callerHooks(operationId, opts.serializedHooks),
       envHooks: opts.environmentHooks === false ? NO_HOOKS : this.#envHooks,
-      run: this.#runControl,
+      // N2: the decision guard keys its breaker by the operation's tenant.
+      run: tenant === DEFAULT_TENANT ? this.#runControl : (hook, event, signal) => this.#runControl(hook, event, signal, tenant),
       logger: this.#logger,
       signal: opts.signal,
     });

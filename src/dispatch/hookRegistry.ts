@@ -3,6 +3,7 @@ import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import type { TemplateEnvPattern } from '../contract/templateSources.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import type { RunnableHook } from './runnableHook.ts';
+import { TenantMismatchError } from '../contract/tenant.ts';
 
 const serialized = (hooks: readonly ParsedAgentHook[]): ParsedSerializedHook[] =>
   hooks.map(serializeHook).filter((h): h is ParsedSerializedHook => h !== undefined);
@@ -13,6 +14,8 @@ const serialized = (hooks: readonly ParsedAgentHook[]): ParsedSerializedHook[] =
  */
 export class HookRegistry {
   readonly #byOperation = new Map<string, ParsedAgentHook[]>();
+  /** N1: the tenant each registered operation belongs to. */
+  readonly #tenants = new Map<string, string>();
   readonly #templateEnv: TemplateEnvPattern;
 
   constructor(templateEnv: TemplateEnvPattern) {
@@ -20,15 +23,24 @@ export class HookRegistry {
   }
 
   /** D4a/D9: validates the whole batch first (duplicate ids rejected, W2 template sources), then appends. Returns whether the operation is new. */
-  add(operationId: string, hooks: AgentHook[] | SerializedHook[], beforeStore?: (isNew: boolean) => void): void {
+  add(operationId: string, hooks: AgentHook[] | SerializedHook[], tenant: string, beforeStore?: (isNew: boolean) => void): void {
+    // N1: an operation keeps the tenant it was registered under; another tenant's registration is refused.
+    const registered = this.#tenants.get(operationId);
+    if (registered !== undefined && registered !== tenant) throw new TenantMismatchError(operationId, registered, tenant);
     const existing = this.#byOperation.get(operationId);
     const parsed = parseHookBatch(hooks, new Set((existing ?? []).map((h) => h.id)));
     assertTemplateSources(parsed, this.#templateEnv); // W2: the operator's pattern, before anything is stored
     beforeStore?.(existing === undefined);
     // D9: an empty batch stores nothing — an empty registration would hide the restored hooks a
     // local-mode dispatch falls back to (LobeHub treats an empty batch as doing nothing).
+    this.#tenants.set(operationId, tenant);
     if (parsed.length === 0) return;
     this.#byOperation.set(operationId, [...(existing ?? []), ...parsed]);
+  }
+
+  /** N1: the tenant the operation was registered under (undefined: not registered in this process). */
+  tenantOf(operationId: string): string | undefined {
+    return this.#tenants.get(operationId);
   }
 
   /** Whether the operation has at least one hook registered in this process (environment hooks not counted). */
@@ -38,6 +50,7 @@ export class HookRegistry {
 
   delete(operationId: string): void {
     this.#byOperation.delete(operationId);
+    this.#tenants.delete(operationId);
   }
 
   /** D9a: `undefined` for an unknown operation, `[]` when it has no webhook hooks. Templates unresolved. */

@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { DeliveryPort, DeliveryReport } from './deliveryPort.ts';
 import type { LooseHookEvent } from './runnableHook.ts';
 import { withDefined } from '../contract/withDefined.ts';
+import { DEFAULT_TENANT } from '../contract/tenant.ts';
 
 /** What queue mode needs from a producer (`createHookProducer` provides it). */
 export type DispatchProducer = {
@@ -13,6 +14,8 @@ export type DispatchProducer = {
     type: HookType;
     event: Record<string, unknown>;
     hooks: SerializedHook[];
+    /** N1: the operation's tenant. */
+    tenant?: string;
   }): Promise<{ deliveryIds: string[]; queued: boolean; spooled?: boolean }>;
 };
 
@@ -41,7 +44,7 @@ function refusedHook<T extends { hook: { id: string } }>(pending: readonly T[], 
  */
 export function createQueueDelivery(producer: DispatchProducer, logger: Logger, owned?: OwnedProducer): DeliveryPort {
   return {
-    async deliver(operationId, type, event, hooks) {
+    async deliver(operationId, type, event, hooks, tenant) {
       const webhooks = hooks.filter((h) => h.webhook !== undefined);
       const report: DeliveryReport = { critical: [], notAccepted: [] };
       if (webhooks.length === 0) return report;
@@ -54,7 +57,13 @@ export function createQueueDelivery(producer: DispatchProducer, logger: Logger, 
       // Bounded: each pass either records the rest or drops the one hook the producer refused.
       while (pending.length > 0) {
         try {
-          await producer.enqueue({ operationId, type, event: queueEvent(event), hooks: pending.map((p) => p.serialized) });
+          await producer.enqueue({
+            operationId,
+            type,
+            event: queueEvent(event),
+            hooks: pending.map((p) => p.serialized),
+            ...(tenant !== undefined && tenant !== DEFAULT_TENANT ? { tenant } : {}),
+          });
           return report;
         } catch (error) {
           // D5: a hook the producer refuses by name (W2: an unlisted template) is refused before

@@ -8,6 +8,7 @@ import { HookDispatcher as DispatcherCore, type HookDispatcherOptions } from '..
 import { createHookProducer } from './lazy.ts';
 
 export * from '../contract/index.ts';
+export type { RegisterOptions } from '../dispatch/hookDispatcher.ts';
 export {
   SPEC_VERSION,
   InterceptionPointSchema,
@@ -44,6 +45,8 @@ export {
   type CriticalFailure,
   StorageError,
   EventNotAcceptedError,
+  TenantError,
+  TenantMismatchError,
   type NotAcceptedReason,
   type NotAcceptedDelivery,
   type DispatchReport,

@@ -7,7 +7,7 @@
  * open it, probe it and close it again.
  */
 import { randomUUID } from 'node:crypto';
-import type { EndpointGuard } from '../contract/endpoint.ts';
+import { ALL_TENANTS, scopedEndpointKey, splitScopedKey, type EndpointGuard } from '../contract/endpoint.ts';
 import { resolveConfig } from '../config/resolveConfig.ts';
 import { silentLogger, type Logger } from '../observability/logger.ts';
 import { storeOf } from '../store/db.ts';
@@ -70,6 +70,9 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
   });
   const asked = new Map<string, number>();
   let open = new Set<string>();
+  // N2: endpoints an operator disabled for every tenant; and each scoped key's timeout floor (N3).
+  let disabledForAll = new Set<string>();
+  let floors = new Map<string, number>();
   // Each time an endpoint enters the open set it gets a new number (a warning is said once per opening).
   const openings = new Map<string, number>();
   let openingCount = 0;
@@ -103,7 +106,18 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
           const until = s.state === 'open' ? s.openUntil : s.probeUntil;
           if (until !== null && until.getTime() > Date.now()) next.add(s.key);
         }
-        for (const p of policies) if (p.disabledAt) next.add(p.key);
+        const nextAll = new Set<string>();
+        const nextFloors = new Map<string, number>();
+        for (const p of policies) {
+          const scoped = scopedEndpointKey(p.tenant, p.key);
+          if (p.timeoutFloorMs !== null) nextFloors.set(scoped, p.timeoutFloorMs);
+          if (!p.disabledAt) continue;
+          if (p.tenant === ALL_TENANTS) nextAll.add(p.key);
+          else next.add(scoped);
+        }
+        for (const key of keys) if (nextAll.has(splitScopedKey(key).endpoint)) next.add(key);
+        disabledForAll = nextAll;
+        floors = nextFloors;
         for (const key of next) if (!open.has(key)) openings.set(key, ++openingCount);
         for (const key of openings.keys()) if (!next.has(key)) openings.delete(key);
         open = next;
@@ -124,7 +138,10 @@ export function createEndpointGuard(options: EndpointGuardOptions = {}): Closabl
     isOpen(key) {
       if (!asked.has(key)) queueMicrotask(() => void refresh());
       asked.set(key, Date.now());
-      return open.has(key);
+      return open.has(key) || (disabledForAll.size > 0 && disabledForAll.has(splitScopedKey(key).endpoint));
+    },
+    floorMs(key) {
+      return floors.get(key) ?? floors.get(scopedEndpointKey(ALL_TENANTS, splitScopedKey(key).endpoint));
     },
     record(key, ok) {
       if (closed) return;

@@ -10,12 +10,20 @@
  */
 import type { Settings } from '../config/settings.ts';
 import { DEFAULT_ENDPOINT_CONCURRENCY } from '../contract/defaults.ts';
-import { ENDPOINT_STATES, type EndpointState } from '../contract/endpoint.ts';
+import {
+  ALL_TENANTS,
+  countsAgainstEndpoint,
+  DEFAULT_TIMEOUT_FLOOR_MS,
+  ENDPOINT_STATES,
+  scopedEndpointKey,
+  splitScopedKey,
+  type EndpointState,
+} from '../contract/endpoint.ts';
 import type { NotificationResult } from '../delivery/deliver.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
-import { disableEndpoint, listEndpointPolicies, type EndpointPolicy } from '../store/endpointsRepo.ts';
+import { disableEndpoint, effectivePolicy, listEndpointPolicies, type EndpointPolicy } from '../store/endpointsRepo.ts';
 import { withDefined } from '../contract/withDefined.ts';
 import { isSlowAttempt, limitCeiling } from './adaptiveLimit.ts';
 import { createExchangeBatcher } from './endpointExchange.ts';
@@ -107,7 +115,19 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
   const random = options.random ?? Math.random;
   // A delivery's release rides along with the next admit of its endpoint: one script call each.
   const exchange = createExchangeBatcher(options.gate);
+  // Keyed by scoped key (`<tenant>|<endpoint>`, `*|<endpoint>` for every tenant: N2).
   let policies = new Map<string, EndpointPolicy>();
+  // What applies to one tenant's endpoint: its own row over the all-tenants row, field by field (cleared with each read).
+  let effective = new Map<string, EndpointPolicy | undefined>();
+  const policyOf = (key: string): EndpointPolicy | undefined => {
+    if (effective.has(key)) return effective.get(key);
+    const own = policies.get(key);
+    const all = policies.get(scopedEndpointKey(ALL_TENANTS, splitScopedKey(key).endpoint));
+    const merged = own === undefined ? all : all === undefined ? own : effectivePolicy(own, all);
+    if (effective.size >= 50_000) effective.clear();
+    effective.set(key, merged);
+    return merged;
+  };
   let timer: NodeJS.Timeout | undefined;
 
   // Reads can overlap (the timer, an auto-disable, the processor): only a read begun after the applied one replaces it.
@@ -126,9 +146,10 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
         )
       : undefined;
     try {
-      const fresh = new Map((await listEndpointPolicies(options.db)).map((p) => [p.key, p]));
+      const fresh = new Map((await listEndpointPolicies(options.db)).map((p) => [scopedEndpointKey(p.tenant, p.key), p]));
       if (read < appliedRead) return;
       policies = fresh;
+      effective = new Map();
       appliedRead = read;
       if (generation !== undefined && options.acks)
         await withTimeout(
@@ -152,7 +173,11 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
 
   const autoDisable = async (key: string): Promise<void> => {
     const hours = Math.round((options.gate.policy.autoDisableMs / 3_600_000) * 100) / 100;
-    if (await disableEndpoint(options.db, key, 'auto', `no successful delivery for ${hours} h`)) {
+    // N2: auto-disable is the failing tenant's own: another tenant's deliveries to the endpoint go on.
+    const { tenant, endpoint } = splitScopedKey(key);
+    // Disabled already (for this tenant, or by an operator for every tenant): the first reason stays.
+    if (policyOf(key)?.disabledAt) return;
+    if (await disableEndpoint(options.db, { tenant, endpoint }, 'auto', `no successful delivery for ${hours} h`)) {
       options.metrics?.endpointTransitions.inc({ to: 'disabled' });
       // Never a silent hold: its deliveries are held with their deadlines and fail there (Q3).
       options.logger.warn(
@@ -223,7 +248,7 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
 
   return {
     admit(request) {
-      const policy = policies.get(request.key);
+      const policy = policyOf(request.key);
       if (policy?.disabledAt) return HOLD;
       // The adaptive limit, within the configured cap (none configured: LIMIT_MAX).
       const cap = limitCeiling(policy?.concurrency ?? options.defaultCap);
@@ -237,12 +262,12 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
     },
     admitNow(key, token, leaseMs, hookRate) {
       if (!leases || hookRate !== undefined) return false;
-      const policy = policies.get(key);
+      const policy = policyOf(key);
       if (policy !== undefined && (policy.disabledAt || policy.rateLimit !== null)) return false;
       return leases.take(key, token, limitCeiling(policy?.concurrency ?? options.defaultCap), leaseMs);
     },
     settle(key, token, result, timeoutMs) {
-      const outcome = breakerOutcome(result, timeoutMs);
+      const outcome = breakerOutcome(result, timeoutMs, policyOf(key)?.timeoutFloorMs ?? DEFAULT_TIMEOUT_FLOOR_MS);
       // A leased slot: given back here (a failure is awaited until the gate has it).
       const given = leases?.give(token, outcome);
       if (given !== undefined) return given;
@@ -250,12 +275,15 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
     },
     async stateCounts() {
       const counts: Partial<Record<EndpointState, number>> = Object.fromEntries(ENDPOINT_STATES.map((s) => [s, 0]));
-      const disabled = new Set([...policies.values()].filter((p) => p.disabledAt).map((p) => p.key));
+      let disabled = 0;
       for (const snapshot of await options.gate.list()) {
-        if (disabled.has(snapshot.key)) continue;
+        if (policyOf(snapshot.key)?.disabledAt) {
+          disabled += 1;
+          continue;
+        }
         counts[snapshot.state] = (counts[snapshot.state] ?? 0) + 1;
       }
-      counts.disabled = disabled.size;
+      counts.disabled = Math.max(disabled, [...policies.values()].filter((p) => p.disabledAt).length);
       return counts;
     },
     refresh,
@@ -275,13 +303,15 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
 
 /**
  * What an attempt tells the breaker and the adaptive limit: success (slow when it took longer
- * than the webhook's timeout makes "slow", see adaptiveLimit.ts), the endpoint's failure, or
- * nothing (a local problem).
+ * than the webhook's timeout makes "slow", see adaptiveLimit.ts), the endpoint's failure (N3:
+ * only what shows it unhealthy for everyone, `countsAgainstEndpoint`), or nothing (a local
+ * problem, an answer such as 401 or 422, a timeout shorter than the endpoint's floor).
  */
-export function breakerOutcome(result: NotificationResult | undefined, timeoutMs?: number): ReleaseOutcome {
+export function breakerOutcome(result: NotificationResult | undefined, timeoutMs?: number, floorMs = DEFAULT_TIMEOUT_FLOOR_MS): ReleaseOutcome {
   if (!result) return 'none';
   if (result.ok) return timeoutMs !== undefined && isSlowAttempt(result.durationMs, timeoutMs) ? 'slow' : 'ok';
-  return result.local === true || NEUTRAL_ERRORS.has(result.errorClass) ? 'none' : 'fail';
+  if (result.local === true || NEUTRAL_ERRORS.has(result.errorClass)) return 'none';
+  return countsAgainstEndpoint({ errorClass: result.errorClass, httpStatus: result.httpStatus, timeoutMs: timeoutMs ?? floorMs, floorMs }) ? 'fail' : 'none';
 }
 
 function lowest(a: number | undefined, b: number | undefined): number | undefined {

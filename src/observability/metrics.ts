@@ -38,6 +38,8 @@ export type DeliveryMetrics = {
   attempts: Counter<'outcome' | 'transport'>;
   /** Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed, skipped), once each. */
   finished: Counter<'outcome' | 'transport'>;
+  /** N1: final outcomes by tenant (bounded: HOOKRELAY_METRICS_TENANTS names the tenants, every other one is `other`). */
+  tenantFinished: Counter<'tenant' | 'outcome'>;
   attemptDuration: Histogram<'transport'>;
   reconciled: Counter;
   criticalFailures: Counter;
@@ -267,6 +269,12 @@ export function createDeliveryMetrics(options: DeliveryMetricsOptions = {}): Del
       name: 'hookrelay_deliveries_total',
       help: 'Deliveries that reached a final outcome (delivered, accepted_by_qstash, failed; skipped: an environment hook the worker no longer has), each counted once (every try is in hookrelay_delivery_attempts_total; a later QStash callback in hookrelay_qstash_callbacks_total)',
       labelNames: ['outcome', 'transport'],
+      registers: [registry],
+    }),
+    tenantFinished: new Counter({
+      name: 'hookrelay_tenant_deliveries_total',
+      help: 'Deliveries that reached a final outcome, by tenant (the tenants HOOKRELAY_METRICS_TENANTS names; every other tenant is `other`) and outcome',
+      labelNames: ['tenant', 'outcome'],
       registers: [registry],
     }),
     attemptDuration: new Histogram({

@@ -1,5 +1,5 @@
 import { assertPrintableId } from '../contract/terminalText.ts';
-import { isControlHook, type AgentHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
+import { isControlHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
 import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './errors.ts';
 import { serializeHook } from '../contract/hook.ts';
 import { blockedAfterResult, HOOK_CONTROL_ERROR } from '../control/blockedResult.ts';
@@ -25,9 +25,11 @@ import {
   type StoredPlaceholder,
 } from '../store/placeholdersRepo.ts';
 
+import { parseTenant } from '../contract/tenant.ts';
 import type {
   ApprovalDecision,
   CompleteOperationInput,
+  CreateOperationInput,
   OperationDispatcher,
   OperationStore,
   OperationStoreOptions,
@@ -118,7 +120,8 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
 
   return {
     /** Create the record and persist caller hooks (templates unresolved) when any has a webhook (L1, L2). */
-    async createOperation(input: { operationId: string; parentOperationId?: string; userId?: string; hooks?: AgentHook[] | SerializedHook[] }): Promise<void> {
+    async createOperation(input: CreateOperationInput): Promise<void> {
+      const tenant = parseTenant(input.tenant, 'createOperation: tenant');
       // Ids Postgres cannot store (NUL, lone surrogates) are refused before anything is persisted.
       assertStorableEvent({ operationId: input.operationId, parentOperationId: input.parentOperationId, userId: input.userId }, 'createOperation', '');
       assertPrintableId(input.operationId, 'createOperation', 'operationId');
@@ -129,7 +132,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
       // L2/D9: one transaction; a retried create neither duplicates nor re-runs a hook.
       await createOperationWithHooks(
         await db(),
-        { id: input.operationId, parentOperationId: input.parentOperationId ?? null, userId: input.userId ?? null },
+        { id: input.operationId, tenant, parentOperationId: input.parentOperationId ?? null, userId: input.userId ?? null },
         serialized,
       );
     },

@@ -75,7 +75,14 @@ export type PublishDeferredResultInput = {
  */
 export type PublishDeferredResultOutput = { applied: true; result: ToolCallResult; status: 'allow' | 'blocked' } | { applied: false; result: ToolCallResult };
 
-export type CreateOperationInput = { operationId: string; parentOperationId?: string; userId?: string; hooks?: AgentHook[] | SerializedHook[] };
+export type CreateOperationInput = {
+  operationId: string;
+  /** N1: the tenant the operation belongs to (default 'default'); a second create naming another throws TenantMismatchError. */
+  tenant?: string;
+  parentOperationId?: string;
+  userId?: string;
+  hooks?: AgentHook[] | SerializedHook[];
+};
 type ToolCallRef = { operationId: string; toolCallId: string };
 
 export interface OperationStore {

@@ -36,6 +36,9 @@ export function failureText(d: FailureFields): string | null {
   // Q4: QStash took it and no callback reported an outcome by its deadline (status stays accepted_by_qstash).
   if (reason === 'qstash_outcome_unknown') return `qstash_outcome_unknown: accepted by QStash, no outcome reported by its deadline${critical}`;
   const waited = ENDED_WHILE_WAITING[reason];
+  // N3: a delivery the breaker kept from its receiver until its deadline was never sent: say so, not "failed".
+  if (reason === 'circuit_open' && d.attemptCount === 0)
+    return `circuit_open: not attempted: its endpoint's circuit was open (the receiver failing for everyone: refused, 5xx, 429, timeouts) until the delivery's deadline; replay it once the endpoint is back${critical}`;
   if (waited) {
     const last = d.lastHttpStatus !== null && d.attemptCount > 0 ? `, last HTTP ${d.lastHttpStatus}` : '';
     return `${reason}: ${waited} ${attempts(d.attemptCount)}${last}${critical}`;

@@ -15,12 +15,17 @@ type LedgerStats = {
   oldestHeldAt: Date | null;
 };
 
-/** Ledger counts by status and the age of the oldest undelivered row (for `hookrelay stats`). */
-export async function ledgerStats(db: Db): Promise<LedgerStats> {
-  const counts = await db.execute(sql`SELECT status, count(*)::int AS count FROM deliveries GROUP BY status ORDER BY status`);
+/**
+ * Ledger counts by status and the age of the oldest undelivered row (for `hookrelay stats`).
+ * With `queue`, that queue's rows only (and rows stored before rows carried a queue): several
+ * queues may share one ledger, and each one's worker, CLI and console speak for their own.
+ */
+export async function ledgerStats(db: Db, queue?: string): Promise<LedgerStats> {
+  const ofQueue = queue === undefined ? sql`TRUE` : sql`(queue IS NULL OR queue = ${queue})`;
+  const counts = await db.execute(sql`SELECT status, count(*)::int AS count FROM deliveries WHERE ${ofQueue} GROUP BY status ORDER BY status`);
   const oldest = await db.execute(sql`
-    SELECT (SELECT min(created_at) FROM deliveries WHERE status IN ('queued', 'in_flight', 'retrying')) AS oldest,
-           (SELECT min(created_at) FROM deliveries WHERE status = 'held') AS oldest_held`);
+    SELECT (SELECT min(created_at) FROM deliveries WHERE status IN ('queued', 'in_flight', 'retrying') AND ${ofQueue}) AS oldest,
+           (SELECT min(created_at) FROM deliveries WHERE status = 'held' AND ${ofQueue}) AS oldest_held`);
   const byStatus = rowsOf<StatusCount>(counts).map((r) => ({ status: r.status, count: Number(r.count) }));
   const row = rowsOf<{ oldest: Date | string | null; oldest_held: Date | string | null }>(oldest)[0];
   const at = (raw: Date | string | null | undefined) => (raw === null || raw === undefined ? null : new Date(raw));

@@ -11,6 +11,7 @@ import type { Queue } from 'bullmq';
 import { ReplayStatusError } from './errors.ts';
 import type { Db } from '../store/db.ts';
 import { getDeliveryRow, listDeliveries, type DeliveryFilter } from '../store/deliveriesRepo.ts';
+import { scopedEndpointKey } from '../contract/endpoint.ts';
 import { claimForReplay, replayableStatuses, traceContextsOf } from '../store/replayRepo.ts';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../store/db.ts';
@@ -25,9 +26,9 @@ const PAGE = 1_000;
 /**
  * Why a row was not replayed: `already_delivered`; `accepted_by_qstash` (replayable only when
  * accepted rows are included); `not_replayable` (any other status, in `status`); `taken` (delivered
- * or replayed since it was selected).
+ * or replayed since it was selected); `other_queue` (the row is another queue's: replay it with that HOOKRELAY_QUEUE).
  */
-export type ReplaySkipCode = 'already_delivered' | 'accepted_by_qstash' | 'not_replayable' | 'taken';
+export type ReplaySkipCode = 'already_delivered' | 'accepted_by_qstash' | 'not_replayable' | 'taken' | 'other_queue';
 
 export type ReplaySkip = { id: string; skip: ReplaySkipCode; status?: string };
 
@@ -43,6 +44,7 @@ export async function replayCandidatesByIds(
   db: Db,
   ids: readonly string[],
   includeAccepted: boolean,
+  queue?: string,
 ): Promise<{ candidates: string[]; skipped: ReplaySkip[]; unknown: string[] }> {
   const candidates: string[] = [];
   const skipped: ReplaySkip[] = [];
@@ -52,6 +54,7 @@ export async function replayCandidatesByIds(
     const row = await getDeliveryRow(db, id);
     if (!row) unknown.push(id);
     else if (row.status === 'delivered') skipped.push({ id, skip: 'already_delivered' });
+    else if (queue !== undefined && row.queue !== null && row.queue !== queue) skipped.push({ id, skip: 'other_queue' });
     else if (row.status === 'accepted_by_qstash' && !allowed.includes(row.status)) skipped.push({ id, skip: 'accepted_by_qstash' });
     else if (!allowed.includes(row.status)) skipped.push({ id, skip: 'not_replayable', status: row.status });
     else candidates.push(id);
@@ -135,8 +138,9 @@ async function claimAndEnqueue(
   trace: string | undefined,
   probe: ReplayProbe | undefined,
 ): Promise<ReplayResult[]> {
-  const claimed = await claimForReplay(db, batch, includeAccepted, trace);
-  const keys = [...new Set(claimed.flatMap((c) => (c.endpointKey ? [c.endpointKey] : [])))];
+  // A row is replayed into its own queue only (its worker sends it); another queue's row is left.
+  const claimed = await claimForReplay(db, batch, includeAccepted, trace, queue.name);
+  const keys = [...new Set(claimed.flatMap((c) => (c.endpointKey ? [scopedEndpointKey(c.tenant, c.endpointKey)] : [])))];
   if (probe && keys.length > 0) await probe(keys).catch(() => undefined);
   const taken = new Set(claimed.map((c) => c.id));
   const results: ReplayResult[] = batch.filter((id) => !taken.has(id)).map((id) => ({ id, result: 'skipped' as const, skip: 'taken' as const }));

@@ -44,5 +44,6 @@ function writeJob(row: PreparedRow, sequence: number | undefined): void {
     generationAttemptCount: 0,
     ...(row.traceContext ? { trace: row.traceContext } : {}),
     ...(sequence !== undefined ? { sequence } : {}),
+    ...(row.tenant !== undefined && row.tenant !== 'default' ? { tenant: row.tenant } : {}),
   };
 }

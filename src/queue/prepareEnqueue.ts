@@ -9,6 +9,7 @@ import { assertPrintableId } from '../contract/terminalText.ts';
 import { EventValidationError } from '../contract/errors.ts';
 import { IngestEventSchema, serializeEventJson } from '../contract/events.ts';
 import { endpointKey } from '../contract/endpoint.ts';
+import { parseTenant } from '../contract/tenant.ts';
 import { isControlHook, type ParsedSerializedHook } from '../contract/hook.ts';
 import { isDeliveryEventType } from '../contract/hookTypes.ts';
 import { matchesHook } from '../contract/matcher.ts';
@@ -25,6 +26,8 @@ export type EnqueueRules = {
   templateEnv: TemplateEnvPattern;
   /** The default for fetch webhooks whose config names no `ordering`. */
   orderingDefault: 'operation' | 'none';
+  /** The producer's queue: each row carries it, so only that queue's reconciler and replays send it. */
+  queue: string;
 };
 
 /** A ledger row and what its job carries, so the worker's first attempt reads nothing back. */
@@ -65,6 +68,7 @@ function prepareItem(input: EnqueueInput, rules: EnqueueRules, hooksSeen: Map<un
   if (!isStorableText(input.operationId)) assertStorableEvent(input.operationId, 'enqueue', 'operationId');
   assertPrintableId(input.operationId, 'enqueue', 'operationId');
   if (input.idempotencyKey !== undefined && !isStorableText(input.idempotencyKey)) assertStorableEvent(input.idempotencyKey, 'enqueue', 'idempotencyKey');
+  const tenant = parseTenant(input.tenant, 'enqueue: tenant');
   const event = normalizeEvent(input);
   const payloadJson = serializeCheckedEvent(event, rules.maxPayloadBytes);
   const occurredAt = parseOccurredAt(input.occurredAt);
@@ -80,6 +84,8 @@ function prepareItem(input: EnqueueInput, rules: EnqueueRules, hooksSeen: Map<un
       id: newDeliveryId(),
       ordered: h.ordered,
       operationId: input.operationId,
+      tenant,
+      queue: rules.queue,
       eventType: input.type,
       hookId: h.hook.id,
       hook: h.hook,

@@ -71,6 +71,7 @@ export function createHookProducer(options: HookProducerOptions = {}): HookProdu
     maxPayloadBytes: options.maxPayloadBytes ?? settings.HOOKRELAY_MAX_PAYLOAD_BYTES,
     templateEnv: config.templateEnv,
     orderingDefault,
+    queue: queueName,
   };
 
   const connections = producerConnections(options, logger, {

@@ -46,6 +46,8 @@ export type DeliveryJobAttempt = {
   trace?: string;
   /** The ordered delivery's sequence (SEC-H7) (absent when unordered); its endpoint key is the hook's. */
   sequence?: number;
+  /** N1: the row's tenant (absent: 'default'); its endpoint state is that tenant's. */
+  tenant?: string;
 };
 
 export type EnqueueInput = {
@@ -58,6 +60,12 @@ export type EnqueueInput = {
   hooks: readonly SerializedHook[];
   /** Q1a: the same key returns the same delivery ids and stores nothing new. */
   idempotencyKey?: string;
+  /**
+   * N1: the tenant the server app enqueues it for (default 'default'; 1–128 characters of
+   * `[A-Za-z0-9._:-]`). Its endpoint state (breaker, limits, disable) is that tenant's (N2).
+   * Never read from the hooks or the event.
+   */
+  tenant?: string;
   /** When the event happened (payload `occurredAt`); default now. */
   occurredAt?: Date | string;
 };

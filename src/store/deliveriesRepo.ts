@@ -16,6 +16,10 @@ export { newDeliveryId } from '../contract/deliveryId.ts';
 export type NewDelivery = {
   id: string;
   operationId: string;
+  /** N1: the tenant it is delivered for (default 'default'). */
+  tenant?: string;
+  /** The queue whose worker delivers it (the producer's). */
+  queue?: string | null;
   eventType: DeliveryEventType;
   hookId: string;
   hook: unknown;
@@ -40,6 +44,8 @@ export function toDelivery(row: Row): Delivery {
   return {
     id: row.id,
     operationId: row.operationId,
+    tenant: row.tenant,
+    queue: row.queue,
     eventType: row.eventType as DeliveryEventType,
     hookId: row.hookId,
     transport: row.transport as Delivery['transport'],
@@ -66,11 +72,11 @@ export function toDelivery(row: Row): Delivery {
 /** insertDeliveries' statement around its one parameter (the batch). */
 const INSERT_DELIVERIES = {
   name: 'hookrelay_insert_deliveries',
-  before: `INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at)
-    SELECT r.id, r.operation_id, r.event_type, r.hook_id, r.hook, r.transport, r.payload, r.occurred_at, r.idempotency_key, r.endpoint_key, r.trace_context, 'queued', r.occurred_at
+  before: `INSERT INTO deliveries (id, operation_id, tenant, queue, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at)
+    SELECT r.id, r.operation_id, coalesce(r.tenant, 'default'), r.queue, r.event_type, r.hook_id, r.hook, r.transport, r.payload, r.occurred_at, r.idempotency_key, r.endpoint_key, r.trace_context, 'queued', r.occurred_at
       FROM json_to_recordset(`,
   after: `::json)
-        AS r(id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text)
+        AS r(id text, operation_id text, tenant text, queue text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text)
     ON CONFLICT DO NOTHING
     RETURNING id`,
 } as const;
@@ -133,11 +139,11 @@ const INSERT_NUMBERED_DELIVERIES = {
   before: `WITH v AS (
       SELECT * FROM ROWS FROM (json_to_recordset(`,
   after: `::json)
-        AS (id text, operation_id text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text, ordered boolean))
-        WITH ORDINALITY AS v(id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, ordered, i)),
+        AS (id text, operation_id text, tenant text, queue text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text, ordered boolean))
+        WITH ORDINALITY AS v(id, operation_id, tenant, queue, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, ordered, i)),
     ${SEQUENCE_NUMBERING_CTES}
-    INSERT INTO deliveries (id, operation_id, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at, sequence)
-    SELECT v.id, v.operation_id, v.event_type, v.hook_id, v.hook, v.transport, v.payload, v.occurred_at, v.idempotency_key, v.endpoint_key, v.trace_context, 'queued', v.occurred_at, numbered.seq
+    INSERT INTO deliveries (id, operation_id, tenant, queue, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at, sequence)
+    SELECT v.id, v.operation_id, coalesce(v.tenant, 'default'), v.queue, v.event_type, v.hook_id, v.hook, v.transport, v.payload, v.occurred_at, v.idempotency_key, v.endpoint_key, v.trace_context, 'queued', v.occurred_at, numbered.seq
       FROM v LEFT JOIN numbered ON numbered.id = v.id
      ORDER BY v.i
     RETURNING id, sequence`,
@@ -146,7 +152,7 @@ const INSERT_NUMBERED_DELIVERIES = {
 /** One row of insertDeliveries' batch: the keys its json_to_recordset reads. */
 function deliveryRowJson(r: NewDelivery): string {
   return (
-    `{"id":${JSON.stringify(r.id)},"operation_id":${JSON.stringify(r.operationId)},"event_type":${JSON.stringify(r.eventType)},` +
+    `{"id":${JSON.stringify(r.id)},"operation_id":${JSON.stringify(r.operationId)},"tenant":${JSON.stringify(r.tenant ?? 'default')},"queue":${JSON.stringify(r.queue ?? null)},"event_type":${JSON.stringify(r.eventType)},` +
     `"hook_id":${JSON.stringify(r.hookId)},"hook":${r.hookJson ?? JSON.stringify(r.hook) ?? 'null'},"transport":${JSON.stringify(r.transport)},` +
     `"payload":${r.payloadJson ?? JSON.stringify(r.payload ?? null)},"occurred_at":${JSON.stringify(r.occurredAt)},` +
     `"idempotency_key":${JSON.stringify(r.idempotencyKey ?? null)},"endpoint_key":${JSON.stringify(r.endpointKey ?? null)},` +
@@ -206,6 +212,10 @@ export type DeliveryFilter = {
   eventType?: string;
   /** The endpoint key (contract/endpoint.ts). */
   endpoint?: string;
+  /** N1: one tenant's deliveries. */
+  tenant?: string;
+  /** One queue's deliveries (and rows stored before queues were recorded, which any queue may take). */
+  queue?: string;
   since?: Date;
   until?: Date;
   limit?: number;
@@ -228,6 +238,8 @@ function deliveryFilterWhere(filter: DeliveryFilter): SQL | undefined {
   if (filter.hookId) parts.push(eq(deliveries.hookId, filter.hookId));
   if (filter.eventType) parts.push(eq(deliveries.eventType, filter.eventType));
   if (filter.endpoint) parts.push(eq(deliveries.endpointKey, filter.endpoint));
+  if (filter.tenant) parts.push(eq(deliveries.tenant, filter.tenant));
+  if (filter.queue) parts.push(sql`(${deliveries.queue} IS NULL OR ${deliveries.queue} = ${filter.queue})`);
   if (filter.since) parts.push(gte(deliveries.createdAt, filter.since));
   if (filter.until) parts.push(lte(deliveries.createdAt, filter.until));
   if (filter.beforeId) parts.push(sql`${deliveries.id} < ${filter.beforeId}`);
@@ -293,11 +305,14 @@ export type ClaimedDelivery = {
   /** Its sequence among the ordered deliveries of (operation, endpoint key) (SEC-H7); null when unordered. */
   sequence: number | null;
   endpointKey: string | null;
+  /** N1: whose endpoint state its attempts use. */
+  tenant: string;
 };
 
 type ClaimRow = {
   id: string;
   operation_id: string;
+  tenant: string | null;
   event_type: string;
   hook_id: string;
   hook: unknown;
@@ -320,7 +335,7 @@ export async function loadClaimableDeliveries(db: Db, ids: readonly string[]): P
   if (ids.length === 0) return [];
   const result = await storageCall('load deliveries', () =>
     db.execute(sql`
-    SELECT d.id, d.operation_id, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at, d.trace_context, d.deadline_at,
+    SELECT d.id, d.operation_id, d.tenant, d.event_type, d.hook_id, d.hook, d.payload, d.attempt_count, d.generation, d.occurred_at, d.trace_context, d.deadline_at,
            d.sequence, d.endpoint_key, ${generationAttemptCount}
       FROM deliveries AS d
      WHERE d.id = ANY(${sql.param([...ids])}::text[])
@@ -361,6 +376,7 @@ function toClaimed(r: ClaimRow): ClaimedDelivery {
     deadlineAt: r.deadline_at === null || r.deadline_at === undefined ? null : r.deadline_at instanceof Date ? r.deadline_at : new Date(r.deadline_at),
     sequence: r.sequence === null || r.sequence === undefined ? null : Number(r.sequence),
     endpointKey: r.endpoint_key ?? null,
+    tenant: r.tenant ?? 'default',
   };
 }
 
@@ -646,11 +662,16 @@ export type DueDelivery = { id: string; generation: number; attemptCount: number
  * (and untouched for `graceMs`, so a producer still adding its job is not raced), and in_flight
  * rows whose lease expired. Keyset pagination by id.
  */
-export async function findDueDeliveries(db: Db, options: { afterId: string; limit: number; graceMs: number }): Promise<DueDelivery[]> {
+export async function findDueDeliveries(
+  db: Db,
+  options: { afterId: string; limit: number; graceMs: number; queue?: string | undefined },
+): Promise<DueDelivery[]> {
+  // Only this queue's rows (and those stored before rows carried their queue): another queue's row is its own worker's.
+  const ofQueue = options.queue === undefined ? sql`` : sql`AND (queue IS NULL OR queue = ${options.queue})`;
   const result = await storageCall('find due deliveries', () =>
     db.execute(sql`
     SELECT id, generation, attempt_count FROM deliveries
-     WHERE id > ${options.afterId}
+     WHERE id > ${options.afterId} ${ofQueue}
        AND ((status IN ('queued', 'retrying')
              AND next_attempt_at <= now()
              AND updated_at <= now() - make_interval(secs => ${options.graceMs / 1000}::float8))

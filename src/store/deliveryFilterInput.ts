@@ -6,6 +6,8 @@
 import { FilterInputError, type FilterField } from './errors.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../contract/delivery.ts';
 import { isDeliveryEventType } from '../contract/hookTypes.ts';
+import { canonicalEndpoint } from '../contract/endpoint.ts';
+import { TENANT_PATTERN } from '../contract/tenant.ts';
 import type { DeliveryFilter } from './deliveriesRepo.ts';
 
 export type FilterFields = { [F in FilterField]?: string };
@@ -34,6 +36,11 @@ function parseTimeSpec(value: string, label: string, now: Date = new Date(), fie
   throw new FilterInputError(`${label} must be an ISO 8601 time or a relative one like 15m, 2h, 3d (got "${value}")`, fields);
 }
 
+function checkedTenant(value: string, label: string): string {
+  if (!TENANT_PATTERN.test(value)) throw new FilterInputError(`${label} must be 1–128 characters of A-Z a-z 0-9 . _ : -`, { field: 'tenant', value });
+  return value;
+}
+
 export function deliveryFilterFrom(fields: FilterFields, label: (field: keyof FilterFields) => string): DeliveryFilter {
   if (fields.status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(fields.status)) {
     throw new FilterInputError(`${label('status')} must be one of ${DELIVERY_STATUSES.join(', ')} (got "${fields.status}")`, {
@@ -55,7 +62,9 @@ export function deliveryFilterFrom(fields: FilterFields, label: (field: keyof Fi
     ...(fields.operation ? { operationId: fields.operation } : {}),
     ...(fields.hook ? { hookId: fields.hook } : {}),
     ...(fields.event ? { eventType: fields.event } : {}),
-    ...(fields.endpoint ? { endpoint: fields.endpoint } : {}),
+    // N4: any spelling of the endpoint's URL names it.
+    ...(fields.endpoint ? { endpoint: canonicalEndpoint(fields.endpoint) } : {}),
+    ...(fields.tenant ? { tenant: checkedTenant(fields.tenant, label('tenant')) } : {}),
     ...(fields.since ? { since: parseTimeSpec(fields.since, label('since'), new Date(), 'since') } : {}),
     ...(fields.until ? { until: parseTimeSpec(fields.until, label('until'), new Date(), 'until') } : {}),
   };

@@ -48,7 +48,7 @@ export class StoreUnavailableError extends HookrelayError {
 }
 
 /** The text fields of a delivery filter (deliveryFilterInput.ts `FilterFields`), as a FilterInputError names them. */
-export type FilterField = 'status' | 'operation' | 'hook' | 'event' | 'endpoint' | 'since' | 'until';
+export type FilterField = 'status' | 'operation' | 'hook' | 'event' | 'endpoint' | 'tenant' | 'since' | 'until';
 
 /**
  * A delivery filter field the ledger cannot use; `field` and `value` say which (absent when an

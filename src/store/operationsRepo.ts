@@ -1,16 +1,17 @@
+import { TenantMismatchError } from '../contract/tenant.ts';
 import { asc, eq, sql } from 'drizzle-orm';
 import { rowsOf, type Db } from './db.ts';
 import { operationHooks, operations } from './schema.ts';
 import type { OperationRecord } from '../contract/operation.ts';
 import { HookConfigError } from '../contract/errors.ts';
 
-export type NewOperation = { id: string; parentOperationId?: string | null; userId?: string | null };
+export type NewOperation = { id: string; tenant?: string; parentOperationId?: string | null; userId?: string | null };
 
 /** Create the record, or leave an existing one as it is (a retried create is harmless). */
 export async function insertOperation(db: Db, op: NewOperation): Promise<void> {
   await db
     .insert(operations)
-    .values({ id: op.id, parentOperationId: op.parentOperationId ?? null, userId: op.userId ?? null })
+    .values({ id: op.id, tenant: op.tenant ?? 'default', parentOperationId: op.parentOperationId ?? null, userId: op.userId ?? null })
     .onConflictDoNothing({ target: operations.id });
 }
 
@@ -20,6 +21,7 @@ export async function getOperation(db: Db, id: string): Promise<OperationRecord 
   if (!row) return undefined;
   return {
     id: row.id,
+    tenant: row.tenant,
     parentOperationId: row.parentOperationId,
     userId: row.userId,
     status: row.status,
@@ -96,13 +98,16 @@ function canonical(value: unknown): string {
  */
 export async function createOperationWithHooks(db: Db, op: NewOperation, hooks: readonly { id: string }[]): Promise<void> {
   await db.transaction(async (tx) => {
+    const tenant = op.tenant ?? 'default';
     await tx
       .insert(operations)
-      .values({ id: op.id, parentOperationId: op.parentOperationId ?? null, userId: op.userId ?? null })
+      .values({ id: op.id, tenant, parentOperationId: op.parentOperationId ?? null, userId: op.userId ?? null })
       .onConflictDoNothing({ target: operations.id });
-    if (hooks.length === 0) return;
     // Serialize concurrent creates of one operation (the row exists now: inserted or kept).
-    await tx.select({ id: operations.id }).from(operations).where(eq(operations.id, op.id)).for('update');
+    const [row] = await tx.select({ id: operations.id, tenant: operations.tenant }).from(operations).where(eq(operations.id, op.id)).for('update');
+    // N1: an operation keeps the tenant it was stored under; another tenant's create is refused, nothing stored.
+    if (row && row.tenant !== tenant) throw new TenantMismatchError(op.id, row.tenant, tenant);
+    if (hooks.length === 0) return;
     const stored = await tx
       .select({ position: operationHooks.position, hook: operationHooks.hook })
       .from(operationHooks)

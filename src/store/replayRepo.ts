@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Db } from './db.ts';
 
-export type ReplayClaim = { id: string; generation: number; endpointKey: string | null };
+export type ReplayClaim = { id: string; generation: number; endpointKey: string | null; tenant: string };
 
 /**
  * Statuses a replay may take: `failed`, `held` (never attempted: its endpoint was disabled), and
@@ -18,7 +18,7 @@ export function replayableStatuses(includeAccepted: boolean): string[] {
  * a row that has since been delivered, or that an earlier (interrupted) replay already took, is
  * not returned, so a re-run never enqueues it twice.
  */
-export async function claimForReplay(db: Db, ids: readonly string[], includeAccepted: boolean, traceContext?: string): Promise<ReplayClaim[]> {
+export async function claimForReplay(db: Db, ids: readonly string[], includeAccepted: boolean, traceContext?: string, queue?: string): Promise<ReplayClaim[]> {
   if (ids.length === 0) return [];
   // With tracing on, the new generation's attempts continue the replay's trace (linked to the original).
   const result = await db.execute(sql`
@@ -29,11 +29,13 @@ export async function claimForReplay(db: Db, ids: readonly string[], includeAcce
            trace_context = COALESCE(${traceContext ?? null}::text, trace_context)
      WHERE id = ANY(${sql.param([...ids])}::text[])
        AND status = ANY(${sql.param(replayableStatuses(includeAccepted))}::text[])
-    RETURNING id, generation, endpoint_key`);
-  return rowsOf<{ id: string; generation: number; endpoint_key: string | null }>(result).map((r) => ({
+       ${queue === undefined ? sql`` : sql`AND (queue IS NULL OR queue = ${queue})`}
+    RETURNING id, generation, endpoint_key, tenant`);
+  return rowsOf<{ id: string; generation: number; endpoint_key: string | null; tenant: string | null }>(result).map((r) => ({
     id: r.id,
     generation: Number(r.generation),
     endpointKey: r.endpoint_key ?? null,
+    tenant: r.tenant ?? 'default',
   }));
 }
 

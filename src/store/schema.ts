@@ -10,6 +10,8 @@ const timestamps = {
 /** Operation records (L2): one per agent operation that has persisted caller hooks or a flag. */
 export const operations = pgTable('operations', {
   id: text('id').primaryKey(),
+  /** N1: the tenant the server app stored it for. */
+  tenant: text('tenant').notNull().default('default'),
   parentOperationId: text('parent_operation_id'),
   userId: text('user_id'),
   status: text('status').notNull().default('running'),
@@ -61,6 +63,10 @@ export const deliveries = pgTable(
   {
     id: text('id').primaryKey(),
     operationId: text('operation_id').notNull(),
+    /** N1: the tenant the server app enqueued it for (its endpoint state is that tenant's, N2). */
+    tenant: text('tenant').notNull().default('default'),
+    /** The BullMQ queue whose worker delivers it (null: a row stored before queues were recorded, any queue's). */
+    queue: text('queue'),
     eventType: text('event_type').notNull(),
     hookId: text('hook_id').notNull(),
     hook: jsonb('hook').notNull(),
@@ -139,20 +145,29 @@ export const deliverySequences = pgTable(
  * Endpoints an operator (or auto-disable) has acted on: disabled, or given their own limits.
  * Breaker state is not here: it lives in Redis, shared by the workers (isolation/endpointGate.ts).
  */
-export const endpoints = pgTable('endpoints', {
-  key: text('key').primaryKey(),
-  disabledAt: timestamp('disabled_at', { withTimezone: true, mode: 'date' }),
-  /** `operator` or `auto` (no success for HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS). */
-  disabledBy: text('disabled_by'),
-  disabledReason: text('disabled_reason'),
-  /** Disabled with `--hold`: its deliveries are kept (held, no deadline) until an operator acts. */
-  hold: boolean('hold').notNull().default(false),
-  /** Overrides HOOKRELAY_ENDPOINT_CONCURRENCY for this endpoint. */
-  concurrency: integer('concurrency'),
-  /** Deliveries per second across workers; a hook's own webhook.rateLimit wins when lower. */
-  rateLimit: doublePrecision('rate_limit'),
-  ...timestamps,
-});
+export const endpoints = pgTable(
+  'endpoints',
+  {
+    /** N2: the tenant it applies to, or `*` for every tenant (an operator's default; rows before tenants). */
+    tenant: text('tenant').notNull().default('*'),
+    /** The canonical endpoint (N4, contract/endpoint.ts). */
+    key: text('key').notNull(),
+    disabledAt: timestamp('disabled_at', { withTimezone: true, mode: 'date' }),
+    /** `operator` or `auto` (no success for HOOKRELAY_ENDPOINT_AUTO_DISABLE_HOURS). */
+    disabledBy: text('disabled_by'),
+    disabledReason: text('disabled_reason'),
+    /** Disabled with `--hold`: its deliveries are kept (held, no deadline) until an operator acts. */
+    hold: boolean('hold').notNull().default(false),
+    /** Overrides HOOKRELAY_ENDPOINT_CONCURRENCY for this endpoint. */
+    concurrency: integer('concurrency'),
+    /** Deliveries per second across workers; a hook's own webhook.rateLimit wins when lower. */
+    rateLimit: doublePrecision('rate_limit'),
+    /** N3: timeouts of callers that waited less than this do not count against it (null: the default webhook timeout). */
+    timeoutFloorMs: integer('timeout_floor_ms'),
+    ...timestamps,
+  },
+  (t) => [primaryKey({ columns: [t.tenant, t.key] })],
+);
 
 /** AGENT-HOOKS-0.1 payload-free interception records (I1, I4). */
 export const interceptionRecords = pgTable(

@@ -14,8 +14,9 @@ import type { DeliveryJobData } from '../queue/types.ts';
 import type { Db } from '../store/db.ts';
 import type { DeadlineStart, WaitFailureReason } from '../store/deliveriesRepo.ts';
 import { holdDelivery } from '../store/endpointsRepo.ts';
+import { splitScopedKey } from '../contract/endpoint.ts';
 import type { Admission } from './admission.ts';
-import { type AttemptTarget, endpointOf } from './attemptTarget.ts';
+import { type AttemptTarget, stateKeyOf } from './attemptTarget.ts';
 import type { PgGate } from './pgGate.ts';
 
 /** A job found its endpoint enabled again while about to hold it: it runs again after this. */
@@ -54,7 +55,7 @@ export async function admitAttempt(
   trackKey: string,
   leaseMs: number,
 ): Promise<AdmitResult> {
-  const endpoint = deps.isolation && target.hook ? endpointOf(target.hook) : undefined;
+  const endpoint = deps.isolation && target.hook ? stateKeyOf(target, target.hook) : undefined;
   const admission = await deps.admission.admit({
     endpoint,
     token: trackKey,
@@ -110,7 +111,7 @@ async function hold(
   if (endpoint === undefined || !deps.isolation) return NONE;
   // Held keeps its deadline (the reconciler fails it there) unless an operator disabled with --hold.
   const deadline = new Date(target.deadlineAtMs ?? Date.now() + deps.budgetMs);
-  const { result: held, kept } = await deps.gate.run(() => holdDelivery(deps.db, target.id, target.generation, endpoint, deadline));
+  const { result: held, kept } = await deps.gate.run(() => holdDelivery(deps.db, target.id, target.generation, splitScopedKey(endpoint), deadline));
   if (held === 'held') {
     deps.metrics?.endpointHeld.inc();
     deps.logger.warn(

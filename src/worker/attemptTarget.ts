@@ -10,7 +10,8 @@
  */
 import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
-import { endpointKey } from '../contract/endpoint.ts';
+import { endpointKey, scopedEndpointKey } from '../contract/endpoint.ts';
+import { DEFAULT_TENANT } from '../contract/tenant.ts';
 import type { ParsedSerializedHook } from '../contract/hook.ts';
 import { timeoutMs } from '../contract/webhook.ts';
 import { buildDeliveryBody } from '../payload/deliveryBody.ts';
@@ -42,6 +43,8 @@ export type AttemptTarget = {
   deadlineAtMs: number | undefined;
   /** Its sequence among the ordered deliveries of its operation and hook (SEC-H7); undefined when unordered. */
   sequence: number | undefined;
+  /** N1: whose endpoint state (N2) its attempts use. */
+  tenant: string;
 };
 
 export type TargetSource = { ledger: LedgerWriter; gate: PgGate; hooks: HookCache };
@@ -80,6 +83,7 @@ function targetFromJob(id: string, generation: number, data: DeliveryJobAttempt,
     trace: data.trace,
     deadlineAtMs: undefined,
     sequence: data.sequence,
+    tenant: data.tenant ?? DEFAULT_TENANT,
   };
 }
 
@@ -107,6 +111,7 @@ function targetFromRow(row: ClaimedDelivery, hooks: HookCache): AttemptTarget {
     trace: row.traceContext ?? undefined,
     deadlineAtMs: row.deadlineAt?.getTime(),
     sequence: row.sequence ?? undefined,
+    tenant: row.tenant,
   };
 }
 
@@ -125,13 +130,18 @@ export function orderedTarget(target: AttemptTarget, hook: ParsedSerializedHook,
 
 /** A parsed hook's endpoint key, once per parsed object (the hook cache shares them across jobs). */
 const endpointKeys = new WeakMap<ParsedSerializedHook, string>();
-export function endpointOf(hook: ParsedSerializedHook): string {
+function endpointOf(hook: ParsedSerializedHook): string {
   let key = endpointKeys.get(hook);
   if (key === undefined) {
     key = endpointKey(hook.webhook);
     endpointKeys.set(hook, key);
   }
   return key;
+}
+
+/** N2: the key of the target's tenant's state for its hook's endpoint. */
+export function stateKeyOf(target: AttemptTarget, hook: ParsedSerializedHook): string {
+  return scopedEndpointKey(target.tenant, endpointOf(hook));
 }
 
 export function hookTimeoutMs(hook: ParsedSerializedHook | undefined): number {

@@ -79,6 +79,8 @@ export type ProcessorDeps = {
   publicUrl?: string;
   logger: Logger;
   metrics?: DeliveryMetrics;
+  /** N1: the tenants hookrelay_tenant_deliveries_total names (HOOKRELAY_METRICS_TENANTS); every other one is `other`. */
+  metricsTenants?: ReadonlySet<string>;
   /** B5: aborted when the worker gives up waiting at shutdown; a payload still waiting on its email look-up is abandoned (retried later). */
   signal?: AbortSignal;
   /** Marks attempts that run long in_flight (Q12); none → rows go straight to their outcome. */
@@ -269,7 +271,10 @@ class DeliveryPipeline {
       const status = decision.outcome.status;
       metrics.attemptDuration.observe(this.#labels.transport(result.transport), result.durationMs / MS_PER_SECOND);
       metrics.attempts.inc(this.#labels.outcome(status, result.transport));
-      if (decision.kind !== 'retry') metrics.finished.inc(this.#labels.outcome(status, result.transport));
+      if (decision.kind !== 'retry') {
+        metrics.finished.inc(this.#labels.outcome(status, result.transport));
+        metrics.tenantFinished.inc({ tenant: this.#deps.metricsTenants?.has(target.tenant) === true ? target.tenant : 'other', outcome: status });
+      }
     }
     switch (decision.kind) {
       case 'delivered':
@@ -345,6 +350,7 @@ class DeliveryPipeline {
     if (!failed) return undefined;
     const transport = target.hook?.webhook.delivery ?? 'fetch';
     deps.metrics?.finished.inc({ outcome: 'failed', transport });
+    deps.metrics?.tenantFinished.inc({ tenant: deps.metricsTenants?.has(target.tenant) === true ? target.tenant : 'other', outcome: 'failed' });
     const log = { deliveryId: target.id, hookId: target.hookId, operationId: target.operationId, reason, attempts: target.generationAttemptCount };
     if (!critical) {
       deps.logger.warn(log, 'delivery failed: its deadline passed while its endpoint kept it waiting; replayable from the ledger');

@@ -146,7 +146,12 @@ class LedgerReconciler implements Reconciler {
     let seen = 0;
     let requeued = 0;
     while (seen < this.maxRows) {
-      const rows = await findDueDeliveries(this.options.db, { afterId: this.cursor, limit: this.pageRows, graceMs: this.graceMs });
+      const rows = await findDueDeliveries(this.options.db, {
+        afterId: this.cursor,
+        limit: this.pageRows,
+        graceMs: this.graceMs,
+        queue: this.options.queue.name,
+      });
       if (rows.length === 0) {
         this.cursor = '';
         break;

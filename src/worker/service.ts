@@ -121,7 +121,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       if (isolationRedis?.status !== 'ready') throw new Error('redis unreachable');
       return isolation.stateCounts();
     },
-    ledgerStats: () => ledgerStats(store.db),
+    ledgerStats: () => ledgerStats(store.db, settings.HOOKRELAY_QUEUE),
     approvalStats: () => approvalCounts(store.db),
     dependencies: () => health.snapshot(),
     ledgerWritesWaiting: () => gate.waiting(),
@@ -231,6 +231,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     scheduleSeconds: settings.retryScheduleSeconds,
     logger,
     metrics,
+    metricsTenants: new Set(settings.HOOKRELAY_METRICS_TENANTS),
     signal: abandon.signal,
     inFlight,
     leaseMarginMs: settings.HOOKRELAY_LOCK_DURATION_MS,

@@ -9,7 +9,9 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { endpointKey } from '../../src/contract/endpoint.ts';
 import { createHookProducer } from '../../src/queue/producer.ts';
+import { setEndpointLimits } from '../../src/store/endpointsRepo.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import { TEST_REDIS_URL, waitFor } from '../integration/queue/harness.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
@@ -126,6 +128,9 @@ describe('endpoints: isolation with the worker as a process', () => {
       return { status: 200 };
     });
     try {
+      // N3: a 5 s timeout counts against an endpoint only when its floor says 5 s is long enough
+      // for it (the default floor is the default 30 s timeout): the operator says so.
+      await setEndpointLimits(db.store.db, endpointKey({ url: `${hanging.url}/hook` }), { timeoutFloorMs: 5_000 });
       // Default concurrency (64) and default isolation settings: what a user runs.
       const worker = spawnWorker(workerEnv(db, queue));
       workers.push(worker);
@@ -285,13 +290,13 @@ describe('endpoints: isolation with the worker as a process', () => {
 
       const limited = await cli(['endpoints', 'limit', key, '--concurrency', '3', '--rate', '2.5', '--json'], env);
       expect(limited.code).toBe(0);
-      expect(JSON.parse(limited.stdout)).toEqual({ key, concurrency: 3, ownConcurrency: 3, rateLimit: 2.5 });
+      expect(JSON.parse(limited.stdout)).toEqual({ key, tenant: '*', timeoutFloorMs: null, concurrency: 3, ownConcurrency: 3, rateLimit: 2.5 });
       const badRate = await cli(['endpoints', 'limit', key, '--rate', 'fast'], env);
       expect(badRate.code).toBe(2);
       expect(badRate.stderr).toMatch(/--rate must be a number/);
       const cleared = await cli(['endpoints', 'limit', key, '--concurrency', 'default', '--rate', 'none', '--json'], env);
       // Issue 27: the default is no fixed cap (0), the adaptive limit alone.
-      expect(JSON.parse(cleared.stdout)).toEqual({ key, concurrency: 0, ownConcurrency: null, rateLimit: null });
+      expect(JSON.parse(cleared.stdout)).toEqual({ key, tenant: '*', timeoutFloorMs: null, concurrency: 0, ownConcurrency: null, rateLimit: null });
 
       const missing = await cli(['endpoints', 'show', 'https://nowhere.example/none'], env);
       expect(missing.code).toBe(2);

@@ -16,7 +16,7 @@ export const deliveriesRoute: Route<AuthedCall> = {
   async handle({ ctx, res, url, csrf }) {
     const f = filterFields(url.searchParams);
     const before = textParam(url.searchParams, 'before') || undefined;
-    const stats = await ledgerStats(ctx.db);
+    const stats = await ledgerStats(ctx.db, ctx.settings.HOOKRELAY_QUEUE);
     let filter: DeliveryFilter;
     try {
       const problem = filterProblem(f);

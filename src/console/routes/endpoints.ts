@@ -11,12 +11,15 @@ import { type NoticeCode, noticeFor, noticeQuery } from '../notices.ts';
 import { textParam } from '../queryInput.ts';
 import { redirect, send } from '../respond.ts';
 import { HttpError } from '../errors.ts';
+import { ALL_TENANTS, canonicalEndpoint, scopedEndpointKey, splitScopedKey } from '../../contract/endpoint.ts';
 import type { AuthedCall, PostCall, Route } from '../router.ts';
 
+/** N2/N4: the state a form names: its tenant's (or every tenant's, `all=yes`), its endpoint in canonical form. */
 function endpointKey(form: URLSearchParams): string {
   const key = form.get('key') ?? '';
   if (key === '') throw new HttpError(400, 'key is required');
-  return key;
+  const { tenant, endpoint } = splitScopedKey(key);
+  return scopedEndpointKey(form.get('all') === 'yes' ? ALL_TENANTS : tenant, canonicalEndpoint(endpoint));
 }
 
 export const endpointsRoute: Route<AuthedCall> = {
@@ -59,7 +62,12 @@ export const enableEndpointRoute: Route<PostCall> = {
     const { changed, held } = await enableEndpointAndReset(ctx.db, ctx.operator, key);
     let replayed = 0;
     if (form.get('replay') === 'yes' && held > 0) {
-      const ids = await replayCandidatesByFilter(ctx.db, { status: 'held', endpoint: key }, false);
+      const { tenant, endpoint } = splitScopedKey(key);
+      const ids = await replayCandidatesByFilter(
+        ctx.db,
+        { status: 'held', endpoint, queue: ctx.settings.HOOKRELAY_QUEUE, ...(tenant === ALL_TENANTS ? {} : { tenant }) },
+        false,
+      );
       replayed = (await runReplay(ctx, ids)).filter((r) => r.result === 'replayed').length;
     }
     ctx.logger.info({ endpoint: key, changed, replayed }, 'console: endpoint enabled');

@@ -27,7 +27,7 @@ async function overviewSeries(ctx: ConsoleContext, hours: number) {
 }
 
 async function liveCounts(ctx: ConsoleContext) {
-  const [stats, queue] = await Promise.all([ledgerStats(ctx.db), ctx.sampler.counts()]);
+  const [stats, queue] = await Promise.all([ledgerStats(ctx.db, ctx.settings.HOOKRELAY_QUEUE), ctx.sampler.counts()]);
   const oldest = oldestIncludingHeld(stats);
   return {
     counts: Object.fromEntries(stats.byStatus.map((s) => [s.status, s.count])),
@@ -39,7 +39,7 @@ async function liveCounts(ctx: ConsoleContext) {
 export const overviewRoute: Route<AuthedCall> = {
   path: BASE,
   async handle({ ctx, res, csrf }) {
-    const [stats, queue] = await Promise.all([ledgerStats(ctx.db), ctx.sampler.counts()]);
+    const [stats, queue] = await Promise.all([ledgerStats(ctx.db, ctx.settings.HOOKRELAY_QUEUE), ctx.sampler.counts()]);
     return send(res, 200, overviewPage({ ...stats, oldestUndeliveredAt: oldestIncludingHeld(stats), now: new Date(), queue, hours: OVERVIEW_HOURS }, csrf));
   },
 };

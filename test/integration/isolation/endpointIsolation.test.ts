@@ -280,8 +280,9 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       await sleep(failingSince + 200 - Date.now() + 20);
       await attempt(iso, key, failure('timeout'));
 
-      const policy = await getEndpointPolicy(stack.db, key);
-      expect(policy).toMatchObject({ key, disabledBy: 'auto', disabledAt: expect.any(Date), concurrency: null, rateLimit: null });
+      // N2: auto-disable is the failing tenant's own (here the default tenant's).
+      const policy = await getEndpointPolicy(stack.db, { tenant: 'default', endpoint: key });
+      expect(policy).toMatchObject({ key, tenant: 'default', disabledBy: 'auto', disabledAt: expect.any(Date), concurrency: null, rateLimit: null });
       expect(policy?.disabledReason).toMatch(/no successful delivery for [\d.]+ h/);
       expect(await counterValue(metrics.endpointTransitions, { to: 'disabled' })).toBe(1);
       // settle() re-read the policies: the very next admit is held.
@@ -290,7 +291,7 @@ describe('endpoint isolation (Redis gate + Postgres policies)', () => {
       // A straggler failing later neither re-disables nor counts again.
       await iso.settle(key, straggler, failure('network_error'));
       expect(await counterValue(metrics.endpointTransitions, { to: 'disabled' })).toBe(1);
-      expect((await getEndpointPolicy(stack.db, key))?.disabledAt).toEqual(policy?.disabledAt);
+      expect((await getEndpointPolicy(stack.db, { tenant: 'default', endpoint: key }))?.disabledAt).toEqual(policy?.disabledAt);
       expect((await iso.stateCounts()).disabled).toBe(1);
     });
 

@@ -5,7 +5,7 @@
  * is tried over real HTTP on 127.0.0.1 for what a loopback caller can vary: the Host header, relay
  * headers, a bearer token.
  */
-import http from 'node:http';
+import type http from 'node:http';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSettings } from '../../../src/config/settings.ts';

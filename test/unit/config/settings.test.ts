@@ -70,6 +70,7 @@ describe('§13: defaults', () => {
       HOOKRELAY_TEMPLATE_ENV: 'none',
       HOOKRELAY_CONSOLE_IDLE_TIMEOUT: 1800,
       HOOKRELAY_CONSOLE_SESSION_MAX_AGE: 43_200,
+      HOOKRELAY_METRICS_TENANTS: ['default'],
       LOG_LEVEL: 'info',
       retryScheduleSeconds: [5, 300, 1800, 7200, 18000, 36000, 36000],
     });

@@ -16,7 +16,8 @@ describe('endpointKey: which endpoint a webhook delivers to', () => {
     ['https://hooks.example.com/receive?token=secret&x=1#frag', 'https://hooks.example.com/receive'],
     ['http://hooks.example.com:8080/a/b', 'http://hooks.example.com:8080/a/b'],
     ['https://hooks.example.com', 'https://hooks.example.com/'],
-    ['HTTPS://HOOKS.EXAMPLE.COM:443/Path', 'https://hooks.example.com/Path'],
+    // N4: the path is lower-cased too (one receiver's /Path and /path are one endpoint).
+    ['HTTPS://HOOKS.EXAMPLE.COM:443/Path', 'https://hooks.example.com/path'],
     ['https://[2001:db8::1]/x?y=1', 'https://[2001:db8::1]/x'],
   ])('an absolute URL %j keys by origin + path: %j', (url, key) => {
     expect(endpointKey({ url })).toBe(key);
@@ -106,8 +107,15 @@ describe('breakerOutcome: what an attempt tells the circuit breaker', () => {
     expect(breakerOutcome(failure(errorClass))).toBe('fail');
   });
 
-  it('a permanent http_error (4xx) still counts against the endpoint → fail', () => {
-    expect(breakerOutcome({ ...failure('http_error'), httpStatus: 404, permanent: true })).toBe('fail');
+  it('TEN-3 (N3): an answer such as 401, 404 or 422 is not the endpoint’s failure → none; 5xx, 429 and 408 are → fail', () => {
+    for (const httpStatus of [401, 404, 422]) expect(breakerOutcome({ ...failure('http_error'), httpStatus, permanent: true })).toBe('none');
+    for (const httpStatus of [500, 503, 429, 408]) expect(breakerOutcome({ ...failure('http_error'), httpStatus })).toBe('fail');
+  });
+
+  it('TEN-1c (N3): a timeout counts only when the caller waited at least the endpoint’s floor', () => {
+    expect(breakerOutcome(failure('timeout'), 1, 30_000)).toBe('none');
+    expect(breakerOutcome(failure('timeout'), 30_000, 30_000)).toBe('fail');
+    expect(breakerOutcome(failure('timeout'), 500, 200)).toBe('fail'); // an operator's lower floor
   });
 
   it.each(['configuration', 'cancelled', 'ssrf_blocked', 'payload_too_large'])('a %s failure is a local problem → none', (errorClass) => {

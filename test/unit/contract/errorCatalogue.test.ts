@@ -41,6 +41,8 @@ const CATALOGUE: Record<string, `HOOKRELAY_${string}`> = {
   InterceptionBlockedError: 'HOOKRELAY_INTERCEPTION_BLOCKED',
   InterceptionBlocked: 'HOOKRELAY_INTERCEPTION_BLOCKED',
   OperationIdMismatchError: 'HOOKRELAY_OPERATION_ID_MISMATCH',
+  TenantError: 'HOOKRELAY_TENANT_INVALID',
+  TenantMismatchError: 'HOOKRELAY_TENANT_MISMATCH',
   OutcomeNotStoredError: 'HOOKRELAY_OUTCOME_NOT_STORED',
   PayloadTooLargeError: 'HOOKRELAY_PAYLOAD_TOO_LARGE',
   PlaceholderNotFoundError: 'HOOKRELAY_PLACEHOLDER_NOT_FOUND',

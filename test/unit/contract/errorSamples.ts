@@ -36,6 +36,8 @@ export const samples: Record<string, () => Error> = {
   AgentRunStateError: () => new hookrelay.AgentRunStateError('x'),
   IdempotencyConflictError: () => new hookrelay.IdempotencyConflictError('op', 'audit', 'req-42'),
   OperationIdMismatchError: () => new hookrelay.OperationIdMismatchError('op', 'other'),
+  TenantError: () => new hookrelay.TenantError('enqueue: tenant'),
+  TenantMismatchError: () => new hookrelay.TenantMismatchError('op', 'a', 'b'),
   ToolError: () => new hookrelay.ToolError({ code: 'not_found' }),
   TemplateEnvPatternError: () => new hookrelay.TemplateEnvPatternError('x'),
   HookConfigError: () => new hookrelay.HookConfigError('h1', 0, [{ path: 'url', message: 'bad' }]),

@@ -7,9 +7,8 @@ describe('UX-2 failureText: what a delivery ended on, in one line (Q3)', () => {
   it('UX-2 Q3: ended by the breaker after N attempts, last HTTP 500 — no longer "circuit_open 500"', () => {
     expect(failureText(row)).toBe('circuit_open: ended by the breaker (its endpoint kept failing) after 2 attempts, last HTTP 500');
     expect(failureText({ ...row, attemptCount: 1 })).toBe('circuit_open: ended by the breaker (its endpoint kept failing) after 1 attempt, last HTTP 500');
-    expect(failureText({ ...row, attemptCount: 0, lastHttpStatus: null })).toBe(
-      'circuit_open: ended by the breaker (its endpoint kept failing) before any attempt',
-    );
+    // TEN-3 (N3): never sent is said as such, not as a failure of the receiver's.
+    expect(failureText({ ...row, attemptCount: 0, lastHttpStatus: null })).toMatch(/^circuit_open: not attempted: its endpoint's circuit was open/);
   });
   it('UX-2 Q3/Q4: each wait reason, and a critical one (fallback none) says so', () => {
     expect(

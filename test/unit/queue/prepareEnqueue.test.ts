@@ -11,7 +11,7 @@ import { PayloadTooLargeError } from '../../../src/queue/errors.ts';
 import { prepareItems, type EnqueueRules } from '../../../src/queue/prepareEnqueue.ts';
 import type { EnqueueInput } from '../../../src/queue/types.ts';
 
-const rules: EnqueueRules = { maxPayloadBytes: 262_144, templateEnv: parseTemplateEnvPattern('none'), orderingDefault: 'none' };
+const rules: EnqueueRules = { maxPayloadBytes: 262_144, templateEnv: parseTemplateEnvPattern('none'), orderingDefault: 'none', queue: 'test-queue' };
 const hooks = [{ id: 'h', type: 'onComplete' as const, webhook: { url: 'https://hooks.example.com/x' } }];
 const item = (event: Record<string, unknown>, extra: Partial<EnqueueInput> = {}): EnqueueInput => ({
   operationId: 'op-1',
