@@ -17,14 +17,14 @@ import { startWorkerProcess } from './workerProcess.ts';
 
 /**
  * A script call named by its KEYS count (unique among the scripts a delivery runs): BullMQ's
- * `<name>-<keys>.lua` files and the endpoint gate's `endpointExchange-3.lua`.
+ * `<name>-<keys>.lua` files and the endpoint gate's `endpointExchange-6.lua`.
  */
 const SCRIPTS_BY_KEYS: Record<string, string> = {
   '14': 'moveToFinished (BullMQ: complete + fetch the next job)',
   '11': 'moveToActive (BullMQ: fetch a job)',
   '12': 'moveToDelayed (BullMQ: defer a job)',
   '9': 'moveStalledJobsToWait (BullMQ: stall check)',
-  '3': 'endpointExchange (hookrelay: endpoint gate, batched)',
+  '6': 'endpointExchange (hookrelay: endpoint gate, batched)',
   '1': 'extendLocks / updateData (BullMQ, 1 key)',
   '2': 'extendLock / other (BullMQ, 2 keys)',
 };

@@ -111,12 +111,13 @@ export const SETTING_DOCS: { readonly [K in SettingName]: VariableDoc } = {
   HOOKRELAY_ENDPOINT_CONCURRENCY: {
     defaultValue: String(D.DEFAULT_ENDPOINT_CONCURRENCY),
     meaning:
-      "a fixed ceiling on concurrent attempts per endpoint across all workers; `0` = none: the adaptive limit alone (starts at 4, +1 per fast success, halved per failure; docs/delivery.md); `hookrelay endpoints limit` sets one endpoint's own",
+      "a fixed ceiling on concurrent attempts per endpoint across all workers and all tenants, shared fairly among tenants; `0` = none: the adaptive limit alone (starts at 4, +1 per fast success, halved per failure; docs/delivery.md); `hookrelay endpoints limit` sets one endpoint's own",
     readBy: 'worker',
     section: 'isolation',
     comment: [
-      'A fixed ceiling on concurrent attempts per endpoint across all workers; 0 = none (the adaptive',
-      'limit alone: starts at 4, +1 per fast success, halved per failure).',
+      'A fixed ceiling on concurrent attempts per endpoint across all workers and all tenants, shared',
+      'fairly among tenants; 0 = none (the adaptive limit alone: starts at 4, +1 per fast success,',
+      'halved per failure).',
     ],
   },
   HOOKRELAY_BREAKER_FAILURES: {

@@ -11,7 +11,7 @@
  *
  * The limit never exceeds the ceiling: the configured cap (HOOKRELAY_ENDPOINT_CONCURRENCY or the
  * endpoint's own), or LIMIT_MAX when none is configured. The limit lives in Redis with the
- * breaker (shared by every worker); `commands/endpointExchange-3.lua` applies exactly this
+ * breaker (shared by every worker); `commands/endpointExchange-6.lua` applies exactly this
  * function (a test runs both over the same outcomes).
  */
 

@@ -15,7 +15,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
-import type { EndpointState } from '../contract/endpoint.ts';
+import { splitScopedKey, type EndpointState } from '../contract/endpoint.ts';
 import type { LimitOutcome } from './adaptiveLimit.ts';
 
 /** Breaker and limiter settings (defaults in the README's endpoint section). */
@@ -67,6 +67,11 @@ export type AdmitInput = {
   cap: number;
   /** Deliveries per second across all workers; 0 = none. */
   rate: number;
+  /**
+   * N2: the endpoint's slots across all tenants, shared fairly (see the script's header); 0 or
+   * left out = none. One call uses the largest its items name.
+   */
+  ceiling?: number;
 };
 
 export type Admission =
@@ -101,6 +106,10 @@ type LeaseCall = {
   renew: boolean;
   /** The adaptive limit's ceiling, as for an admit. */
   cap: number;
+  /** The endpoint's slots across tenants, as for an admit. */
+  ceiling?: number;
+  /** What the worker needs now (in use + asking; `want` asks for room to grow): refused below it by the ceiling, its tenant waits. */
+  need?: number;
   outcomes: readonly (readonly [ReleaseOutcome, number])[];
 };
 export type LeaseAnswer = {
@@ -141,16 +150,16 @@ const TOUCH_MS = 1_000;
 /**
  * The two scripts, as BullMQ keeps its own: `.lua` files beside this module (`commands/`, copied
  * into dist/ by the build), read once when the module loads. The policy travels in ARGV, so one
- * script serves every policy. `endpointExchange-3.lua`: one round trip for one endpoint, a slot
+ * script serves every policy. `endpointExchange-6.lua`: one round trip for one endpoint, a slot
  * lease's outcomes and size, releases, then admits (the worker's batchers send these; the state is read once,
  * decided on in Lua locals and written back once). `probeNow-1.lua`: an open breaker's cooldown
  * ends now. The number in a file's name is its KEYS count.
  */
-const EXCHANGE_LUA = readFileSync(new URL('./commands/endpointExchange-3.lua', import.meta.url), 'utf8');
+const EXCHANGE_LUA = readFileSync(new URL('./commands/endpointExchange-6.lua', import.meta.url), 'utf8');
 const PROBE_NOW_LUA = readFileSync(new URL('./commands/probeNow-1.lua', import.meta.url), 'utf8');
 const EXCHANGE_COMMAND = 'hookrelayEndpointExchange';
 
-/** ARGV[1..10] of the exchange script, in the order its header lists (ARGV[11..19]: the lease, if any). */
+/** ARGV[1..10] of the exchange script, in the order its header lists (ARGV[11..12]: tenant and ceiling; ARGV[13..22]: the lease, if any). */
 function policyArgv(p: BreakerPolicy): number[] {
   return [
     p.cooldownMs,
@@ -166,7 +175,7 @@ function policyArgv(p: BreakerPolicy): number[] {
   ];
 }
 
-type ExchangeCommand = (s: string, h: string, i: string, ...argv: (string | number)[]) => Promise<(number | string)[]>;
+type ExchangeCommand = (...keysThenArgv: (string | number)[]) => Promise<(number | string)[]>;
 
 const FIELDS = [
   'key',
@@ -214,19 +223,22 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
   const policy = { ...DEFAULT_BREAKER_POLICY, ...options.policy };
   // One script for every policy (the policy is in ARGV), defined once per connection.
   const commands = redis as unknown as Record<string, ExchangeCommand | undefined>;
-  if (typeof commands[EXCHANGE_COMMAND] !== 'function') redis.defineCommand(EXCHANGE_COMMAND, { numberOfKeys: 3, lua: EXCHANGE_LUA });
+  if (typeof commands[EXCHANGE_COMMAND] !== 'function') redis.defineCommand(EXCHANGE_COMMAND, { numberOfKeys: 6, lua: EXCHANGE_LUA });
   const exchangeCommand = (commands[EXCHANGE_COMMAND] as ExchangeCommand).bind(redis);
   const policyArgs = policyArgv(policy);
   const base = `${options.keyPrefix}:ep`;
   const index = `${base}-index`;
   // The Redis key names of each endpoint, computed once (a SHA-1 per call otherwise).
-  const names = new Map<string, { state: string; holders: string }>();
-  const namesOf = (key: string): { state: string; holders: string } => {
+  // The endpoint's keys across tenants (N2's ceiling) sit under its canonical key: `<base>:all:<digest>`.
+  const names = new Map<string, Names>();
+  const namesOf = (key: string): Names => {
     let found = names.get(key);
     if (!found) {
       if (names.size >= 10_000) names.clear();
       const state = `${base}:${digest(key)}`;
-      found = { state, holders: `${state}:slots` };
+      const { tenant, endpoint } = splitScopedKey(key);
+      const all = `${base}:all:${digest(endpoint)}`;
+      found = { state, holders: `${state}:slots`, tenant, allHolders: `${all}:slots`, active: `${all}:active`, waiting: `${all}:waiting` };
       names.set(key, found);
     }
     return found;
@@ -290,13 +302,17 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
     },
     async exchange(key, releases, admits, lease) {
       const keys = namesOf(key);
+      let ceiling = Math.max(0, Math.floor(lease?.ceiling ?? 0));
+      for (const input of admits) ceiling = Math.max(ceiling, Math.floor(input.ceiling ?? 0));
       const argv: (string | number)[] = policyArgs.slice();
+      argv.push(keys.tenant, ceiling);
       if (lease) {
         argv.push(
           lease.id,
           lease.held,
           lease.want,
           lease.keep,
+          lease.need ?? lease.want,
           Math.max(1, Math.ceil(lease.durationMs)),
           lease.renew ? 1 : 0,
           lease.cap,
@@ -310,7 +326,7 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
       for (const input of admits) {
         argv.push(input.token, key, Math.max(0, Math.floor(input.cap)), Math.max(1, Math.ceil(input.leaseMs)), input.rate > 0 ? input.rate : 0);
       }
-      const flat = await exchangeCommand(keys.state, keys.holders, index, ...argv);
+      const flat = await exchangeCommand(keys.state, keys.holders, index, keys.allHolders, keys.active, keys.waiting, ...argv);
       const r = releases.length;
       const leaseAt = 2 * r + 4 * admits.length;
       return {
@@ -343,8 +359,11 @@ export function createEndpointGate(redis: Redis | Cluster, options: { keyPrefix:
   return gate;
 }
 
-/** ARGV[11..19] when a call carries no lease. */
-const NO_LEASE: readonly (string | number)[] = ['', 0, 0, 0, 0, 0, 0, '', 0];
+/** ARGV[13..22] when a call carries no lease. */
+const NO_LEASE: readonly (string | number)[] = ['', 0, 0, 0, 0, 0, 0, 0, '', 0];
+
+/** One scoped key's Redis keys: its tenant's state, and its canonical endpoint's across tenants. */
+type Names = { state: string; holders: string; tenant: string; allHolders: string; active: string; waiting: string };
 const LEASE_STATES = ['closed', 'open', 'half_open'] as const;
 
 function toRelease(transition: string, autoDisable: number): Release {

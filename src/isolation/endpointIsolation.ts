@@ -96,7 +96,10 @@ export type EndpointIsolation = {
 export type EndpointIsolationOptions = {
   gate: EndpointGate;
   db: Db;
-  /** Fixed cap per endpoint across all workers (HOOKRELAY_ENDPOINT_CONCURRENCY), the adaptive limit's ceiling; 0 = none. */
+  /**
+   * Fixed cap per endpoint across all workers (HOOKRELAY_ENDPOINT_CONCURRENCY), the adaptive
+   * limit's ceiling and (N2) the endpoint's ceiling across tenants, shared fairly; 0 = none.
+   */
   defaultCap: number;
   logger: Logger;
   metrics?: DeliveryMetrics;
@@ -108,6 +111,8 @@ export type EndpointIsolationOptions = {
   leases?: boolean;
 };
 
+type Effective = { policy: EndpointPolicy | undefined; cap: number; ceiling: number };
+
 const GO: AdmitDecision = Object.freeze({ kind: 'go' });
 const HOLD: AdmitDecision = Object.freeze({ kind: 'hold' });
 
@@ -117,17 +122,23 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
   const exchange = createExchangeBatcher(options.gate);
   // Keyed by scoped key (`<tenant>|<endpoint>`, `*|<endpoint>` for every tenant: N2).
   let policies = new Map<string, EndpointPolicy>();
-  // What applies to one tenant's endpoint: its own row over the all-tenants row, field by field (cleared with each read).
-  let effective = new Map<string, EndpointPolicy | undefined>();
-  const policyOf = (key: string): EndpointPolicy | undefined => {
-    if (effective.has(key)) return effective.get(key);
+  // What applies to one tenant's endpoint: its own row over the all-tenants row, field by field;
+  // its cap (the adaptive limit's ceiling: its own concurrency, else the all-tenants one, else
+  // the default, else LIMIT_MAX); and N2's ceiling across tenants (the all-tenants concurrency,
+  // else the default; 0 = none). Cleared with each read.
+  let effective = new Map<string, Effective>();
+  const effectiveOf = (key: string): Effective => {
+    let found = effective.get(key);
+    if (found !== undefined) return found;
     const own = policies.get(key);
     const all = policies.get(scopedEndpointKey(ALL_TENANTS, splitScopedKey(key).endpoint));
-    const merged = own === undefined ? all : all === undefined ? own : effectivePolicy(own, all);
+    const policy = own === undefined ? all : all === undefined ? own : effectivePolicy(own, all);
+    found = { policy, cap: limitCeiling(policy?.concurrency ?? options.defaultCap), ceiling: all?.concurrency ?? options.defaultCap };
     if (effective.size >= 50_000) effective.clear();
-    effective.set(key, merged);
-    return merged;
+    effective.set(key, found);
+    return found;
   };
+  const policyOf = (key: string): EndpointPolicy | undefined => effectiveOf(key).policy;
   let timer: NodeJS.Timeout | undefined;
 
   // Reads can overlap (the timer, an auto-disable, the processor): only a read begun after the applied one replaces it.
@@ -217,8 +228,8 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
   };
 
   /** The per-attempt path: one admit in the gate (batched per endpoint), as for rate-limited endpoints and probes. */
-  const admitThroughGate = async (request: AdmitRequest, cap: number, rate: number | undefined): Promise<AdmitDecision> => {
-    const admission: Admission = await exchange.admit(request.key, { token: request.token, leaseMs: request.leaseMs, cap, rate: rate ?? 0 });
+  const admitThroughGate = async (request: AdmitRequest, cap: number, ceiling: number, rate: number | undefined): Promise<AdmitDecision> => {
+    const admission: Admission = await exchange.admit(request.key, { token: request.token, leaseMs: request.leaseMs, cap, ceiling, rate: rate ?? 0 });
     if (admission.admitted) {
       if (admission.transition) transition(request.key, admission.transition);
       return GO;
@@ -226,12 +237,12 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
     return defer(request, admission.reason, admission.inFlight, admission.retryAtMs);
   };
 
-  const admitLeased = async (request: AdmitRequest, cap: number): Promise<AdmitDecision> => {
-    const leased = await leases!.acquire(request.key, request.token, cap, request.leaseMs);
+  const admitLeased = async (request: AdmitRequest, cap: number, ceiling: number): Promise<AdmitDecision> => {
+    const leased = await leases!.acquire(request.key, request.token, cap, ceiling, request.leaseMs);
     if (leased.kind === 'go') return GO;
     if (leased.kind === 'busy') return defer(request, 'busy', leased.inFlight, undefined);
     // The breaker is not closed: its open deferral or half-open probe is the gate's per-attempt decision.
-    return admitThroughGate(request, cap, undefined);
+    return admitThroughGate(request, cap, ceiling, undefined);
   };
 
   /** The per-attempt release: frees the slot and feeds the breaker; never throws. */
@@ -248,23 +259,22 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
 
   return {
     admit(request) {
-      const policy = policyOf(request.key);
+      // The adaptive limit, within the configured cap (none configured: LIMIT_MAX), and the ceiling across tenants.
+      const { policy, cap, ceiling } = effectiveOf(request.key);
       if (policy?.disabledAt) return HOLD;
-      // The adaptive limit, within the configured cap (none configured: LIMIT_MAX).
-      const cap = limitCeiling(policy?.concurrency ?? options.defaultCap);
       const rate = lowest(request.hookRate, policy?.rateLimit ?? undefined);
       // A rate limit is decided per attempt in the gate; so is anything while the breaker is not closed.
       if (leases && rate === undefined && leases.usable(request.key)) {
-        if (leases.take(request.key, request.token, cap, request.leaseMs)) return GO;
-        return admitLeased(request, cap);
+        if (leases.take(request.key, request.token, cap, ceiling, request.leaseMs)) return GO;
+        return admitLeased(request, cap, ceiling);
       }
-      return admitThroughGate(request, cap, rate);
+      return admitThroughGate(request, cap, ceiling, rate);
     },
     admitNow(key, token, leaseMs, hookRate) {
       if (!leases || hookRate !== undefined) return false;
-      const policy = policyOf(key);
+      const { policy, cap, ceiling } = effectiveOf(key);
       if (policy !== undefined && (policy.disabledAt || policy.rateLimit !== null)) return false;
-      return leases.take(key, token, limitCeiling(policy?.concurrency ?? options.defaultCap), leaseMs);
+      return leases.take(key, token, cap, ceiling, leaseMs);
     },
     settle(key, token, result, timeoutMs) {
       const outcome = breakerOutcome(result, timeoutMs, policyOf(key)?.timeoutFloorMs ?? DEFAULT_TIMEOUT_FLOOR_MS);

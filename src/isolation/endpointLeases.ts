@@ -30,6 +30,12 @@ const UNHEALTHY_MS = 1_000;
  */
 const LEASE_SLACK_MS = 2_000;
 const RENEW_EVERY_MS = 1_000;
+/**
+ * An admit refused (busy) this recently means jobs of the endpoint wait in the worker: its calls
+ * say it needs one slot more than it has, so the gate keeps its tenant waiting for a fair share
+ * of the endpoint's ceiling across tenants (N2; the refused jobs re-ask at most 1 s apart).
+ */
+const REFUSED_MS = 1_500;
 
 type Waiter = { resolve(): void; reject(error: unknown): void };
 
@@ -37,6 +43,8 @@ type Lease = {
   readonly key: string;
   readonly id: string;
   cap: number;
+  /** N2: the endpoint's slots across tenants (0: none). */
+  ceiling: number;
   /** Slots the gate counts for this lease, and how many of them may be in use. */
   held: number;
   allowed: number;
@@ -56,6 +64,8 @@ type Lease = {
   runs: [ReleaseOutcome, number][];
   /** Admits waiting for the next answer. */
   asking: number;
+  /** When an admit was last refused (busy). */
+  refusedAt: number;
   waiters: Waiter[];
   scheduled: boolean;
   calling: boolean;
@@ -67,11 +77,11 @@ type LeaseDecision = { kind: 'go' } | { kind: 'busy'; inFlight: number } | { kin
 
 export type EndpointLeases = {
   /** Takes a leased slot of `key` now for `token` (synchronous); false: ask `acquire`. */
-  take(key: string, token: string, cap: number, leaseMs: number): boolean;
+  take(key: string, token: string, cap: number, ceiling: number, leaseMs: number): boolean;
   /** Whether `key`'s admits should use the lease (false while its breaker was last seen not closed, and once stopped). */
   usable(key: string): boolean;
   /** Asks the gate for more of `key`'s slots, then takes one if it can. */
-  acquire(key: string, token: string, cap: number, leaseMs: number): Promise<LeaseDecision>;
+  acquire(key: string, token: string, cap: number, ceiling: number, leaseMs: number): Promise<LeaseDecision>;
   /**
    * Gives back `token`'s leased slot with its outcome; undefined when the token holds no leased
    * slot. A failure resolves once the gate has it; other outcomes at once.
@@ -106,13 +116,14 @@ export function createEndpointLeases(
     stopWaiters.delete(lease);
   };
 
-  const leaseOf = (key: string, cap: number, leaseMs: number): Lease => {
+  const leaseOf = (key: string, cap: number, ceiling: number, leaseMs: number): Lease => {
     let lease = leases.get(key);
     if (!lease) {
       lease = {
         key,
         id: `${prefix}:${(sequence++).toString(36)}`,
         cap,
+        ceiling,
         held: 0,
         allowed: 0,
         inUse: 0,
@@ -125,6 +136,7 @@ export function createEndpointLeases(
         failures: 0,
         runs: [],
         asking: 0,
+        refusedAt: 0,
         waiters: [],
         scheduled: false,
         calling: false,
@@ -134,8 +146,12 @@ export function createEndpointLeases(
     return lease;
   };
 
-  const free = (lease: Lease, cap: number, leaseMs: number, now: number): boolean =>
-    lease.inUse < lease.allowed && !lease.suspended && lease.cap === cap && now + leaseMs <= lease.expiresAt;
+  // Kept while its admits were refused lately: a lease given up and asked for again would be a
+  // new leaser of the endpoint (its old id counts for LEASERS_MS), halving the worker's share.
+  const refusedLately = (lease: Lease): boolean => Date.now() - lease.refusedAt < REFUSED_MS;
+
+  const free = (lease: Lease, cap: number, ceiling: number, leaseMs: number, now: number): boolean =>
+    lease.inUse < lease.allowed && !lease.suspended && lease.cap === cap && lease.ceiling === ceiling && now + leaseMs <= lease.expiresAt;
 
   const schedule = (lease: Lease): void => {
     if (lease.scheduled || lease.calling) return;
@@ -161,12 +177,26 @@ export function createEndpointLeases(
     const keep = lease.suspended ? lease.inUse : Math.max(lease.inUse, lease.allowed);
     const failures = lease.failures;
     const sentAt = Date.now();
+    const need = demand + (!stopped && refusedLately(lease) ? 1 : 0);
     const renew = lease.held > 0 && sentAt >= lease.renewAt;
     gate
-      .exchange(lease.key, [], [], { id: lease.id, held: lease.held, want, keep, durationMs: lease.durationMs, renew, cap: lease.cap, outcomes: runs })
+      .exchange(lease.key, [], [], {
+        id: lease.id,
+        held: lease.held,
+        want,
+        keep,
+        need,
+        durationMs: lease.durationMs,
+        renew,
+        cap: lease.cap,
+        ceiling: lease.ceiling,
+        outcomes: runs,
+      })
       .then(
         async (answer) => {
           apply(lease, answer.lease!, sentAt, failures);
+          // Some of the admits asking now are refused (set before they see it, and before the lease may be dropped).
+          if (answer.lease!.allowed < demand) lease.refusedAt = Date.now();
           for (const release of answer.lease!.releases) if (release.transition || release.autoDisable) await options.onRelease(lease.key, release);
           for (const w of waiters) w.resolve();
         },
@@ -183,7 +213,7 @@ export function createEndpointLeases(
         if (stopped && !lease.givenBack && (lease.held > 0 || lease.runs.length > 0)) schedule(lease);
         else if (stopped) settleStop(lease);
         else if (lease.waiters.length > 0 || (lease.suspended && lease.runs.length > 0)) schedule(lease);
-        else if (lease.held === 0 && lease.inUse === 0 && lease.runs.length === 0 && lease.asking === 0) leases.delete(lease.key);
+        else if (lease.held === 0 && lease.inUse === 0 && lease.runs.length === 0 && lease.asking === 0 && !refusedLately(lease)) leases.delete(lease.key);
       });
   };
 
@@ -224,14 +254,14 @@ export function createEndpointLeases(
       if (lease.calling || lease.scheduled) continue;
       const idle = lease.inUse === 0 && lease.asking === 0;
       if (lease.runs.length > 0 || (lease.held > 0 && (idle || now >= lease.renewAt))) schedule(lease);
-      else if (idle && lease.held === 0) leases.delete(lease.key);
+      else if (idle && lease.held === 0 && !refusedLately(lease)) leases.delete(lease.key);
     }
   };
 
   return {
-    take(key, token, cap, leaseMs) {
+    take(key, token, cap, ceiling, leaseMs) {
       const lease = leases.get(key);
-      if (lease === undefined || stopped || !free(lease, cap, leaseMs, Date.now())) return false;
+      if (lease === undefined || stopped || !free(lease, cap, ceiling, leaseMs, Date.now())) return false;
       lease.inUse += 1;
       owners.set(token, lease);
       return true;
@@ -241,14 +271,15 @@ export function createEndpointLeases(
       const lease = leases.get(key);
       return lease === undefined || Date.now() >= lease.unhealthyUntil;
     },
-    async acquire(key, token, cap, leaseMs) {
-      const lease = leaseOf(key, cap, leaseMs);
+    async acquire(key, token, cap, ceiling, leaseMs) {
+      const lease = leaseOf(key, cap, ceiling, leaseMs);
       lease.durationMs = Math.max(lease.durationMs, leaseMs + LEASE_SLACK_MS);
       // An attempt with a longer lease than the lease has left: renew it with this call.
       if (Date.now() + leaseMs > lease.expiresAt) lease.renewAt = 0;
-      if (lease.cap !== cap) {
-        // The endpoint's cap changed (a policy refresh): the next call asks with the new one.
+      if (lease.cap !== cap || lease.ceiling !== ceiling) {
+        // The endpoint's cap or ceiling changed (a policy refresh): the next call asks with the new one.
         lease.cap = cap;
+        lease.ceiling = ceiling;
         lease.allowed = Math.min(lease.allowed, lease.inUse);
       }
       lease.asking += 1;
@@ -258,7 +289,7 @@ export function createEndpointLeases(
         lease.asking -= 1;
       }
       if (Date.now() < lease.unhealthyUntil) return { kind: 'unhealthy' };
-      if (!free(lease, cap, leaseMs, Date.now())) return { kind: 'busy', inFlight: lease.inFlight };
+      if (!free(lease, cap, ceiling, leaseMs, Date.now())) return { kind: 'busy', inFlight: lease.inFlight };
       lease.inUse += 1;
       owners.set(token, lease);
       return { kind: 'go' };

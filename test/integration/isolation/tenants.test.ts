@@ -16,7 +16,7 @@ import { createEndpointGate, type EndpointGate, type EndpointSnapshot } from '..
 import { createEndpointGuard, type ClosableEndpointGuard } from '../../../src/isolation/endpointGuard.ts';
 import { endpointKeyPrefix } from '../../../src/isolation/endpointIsolation.ts';
 import { rowsOf } from '../../../src/store/db.ts';
-import { disableEndpoint } from '../../../src/store/endpointsRepo.ts';
+import { disableEndpoint, setEndpointLimits } from '../../../src/store/endpointsRepo.ts';
 import { listDeliveries } from '../../../src/store/deliveriesRepo.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { TEST_REDIS_URL } from '../../support/redisKeys.ts';
@@ -164,8 +164,14 @@ describe('TEN-2 (N2): tenant A filling an endpoint leaves tenant B’s deliverie
     await r?.close();
   });
 
-  it("TEN-2 (N2): with a cap of 2 per endpoint, A's 8 hanging deliveries hold A's slots only: B's 3 are delivered while A's are still in flight", async () => {
+  // Under N2's ceiling across tenants a tenant alone may use every idle slot, so what keeps B's
+  // room here is A's own limit (2) under the endpoint's ceiling (4): A's hanging attempts hold A's
+  // slots, never the receiver's last ones.
+  it("TEN-2 (N2): with A's own limit of 2 under a ceiling of 4, A's 8 hanging deliveries hold A's slots only: B's 3 are delivered while A's are still in flight", async () => {
     const url = `${r.url}/shared`;
+    await setEndpointLimits(stack.db.store.db, endpointKey({ url }), { concurrency: 4 });
+    await setEndpointLimits(stack.db.store.db, { tenant: 'tenant-a', endpoint: endpointKey({ url }) }, { concurrency: 2 });
+    await sleep(2_500); // the worker re-reads the endpoints table every 2 s
     for (let i = 0; i < 8; i += 1)
       await stack.producer.enqueue({
         operationId: 'ten2-a',
@@ -197,6 +203,78 @@ describe('TEN-2 (N2): tenant A filling an endpoint leaves tenant B’s deliverie
     expect(aState?.inFlight).toBeGreaterThan(0);
     expect(bState?.state).toBe('closed');
     await waitFor(async () => (await listDeliveries(stack.db.store.db, { operationId: 'ten2-a', status: 'delivered' })).length === 8, 30_000, "A's 8");
+  });
+});
+
+describe('TEN-2b (N2): a ceiling per canonical endpoint across tenants, shared fairly', () => {
+  const CEILING = 4;
+  const A_EVENTS = 80;
+  const B_EVENTS = 20;
+  let r: Receiver;
+  let inFlight = 0;
+  let most = 0;
+  // Who each request came from, in arrival order.
+  const arrivals: string[] = [];
+  beforeAll(async () => {
+    // A slow receiver that measures its own concurrency: requests received and not yet answered.
+    r = await startReceiver(async (req) => {
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      arrivals.push(req.body.includes('"who":"a"') ? 'a' : 'b');
+      await sleep(250);
+      inFlight -= 1;
+      return { status: 200 };
+    });
+  });
+  afterAll(async () => {
+    await r?.close();
+  });
+
+  it(`TEN-2b (N2): with a ceiling of ${CEILING} at one receiver, two tenants' backlogs never put more than ${CEILING} requests on it at once, and B gets about its fair share while A's backlog is large`, async () => {
+    const url = `${r.url}/ceiling`;
+    // The ceiling is the endpoint's concurrency for every tenant (`endpoints limit <url> --concurrency 4`).
+    await setEndpointLimits(stack.db.store.db, endpointKey({ url }), { concurrency: CEILING });
+    await sleep(2_500); // the worker re-reads the endpoints table every 2 s
+    for (let i = 0; i < A_EVENTS; i += 1)
+      await stack.producer.enqueue({
+        operationId: 'ten2b-a',
+        tenant: 'tenant-a',
+        type: 'onComplete',
+        event: { who: 'a', i },
+        hooks: [{ id: 'a', type: 'onComplete', webhook: { url } }],
+      });
+    // A alone may use every idle slot.
+    await waitFor(() => most >= CEILING, 10_000, 'A filling the ceiling');
+    const aBeforeB = arrivals.length;
+    for (let i = 0; i < B_EVENTS; i += 1)
+      await stack.producer.enqueue({
+        operationId: 'ten2b-b',
+        tenant: 'tenant-b',
+        type: 'onComplete',
+        event: { who: 'b', i },
+        hooks: [{ id: 'b', type: 'onComplete', webhook: { url } }],
+      });
+    await waitFor(
+      async () => (await listDeliveries(stack.db.store.db, { operationId: 'ten2b-b', status: 'delivered' })).length === B_EVENTS,
+      60_000,
+      "B's deliveries",
+    );
+    const firstB = arrivals.indexOf('b');
+    const lastB = arrivals.lastIndexOf('b');
+    const aByLastB = arrivals.slice(0, lastB).filter((who) => who === 'a').length;
+    // A's backlog was still large the whole time B was served.
+    expect(aByLastB, 'A requests before B was done').toBeLessThan(A_EVENTS - CEILING);
+    // B's share of the receiver while both had work: fair is a half; allow for the hand-over from A's slots.
+    const contended = arrivals.slice(firstB, lastB + 1);
+    const bShare = contended.filter((who) => who === 'b').length / contended.length;
+    expect(bShare, `B's share of ${contended.length} requests (A had ${aBeforeB} before B)`).toBeGreaterThanOrEqual(0.4);
+    await waitFor(
+      async () => (await listDeliveries(stack.db.store.db, { operationId: 'ten2b-a', status: 'delivered' })).length === A_EVENTS,
+      60_000,
+      "A's deliveries",
+    );
+    // Measured at the receiver: never more than the ceiling, both tenants together.
+    expect(most).toBe(CEILING);
   });
 });
 

@@ -2,10 +2,13 @@
   One round trip for one endpoint of the endpoint gate (src/isolation/endpointGate.ts): first a
   worker's slot lease (its outcomes, then its new size), then the releases, then the admits, each
   in order.
-  KEYS: [1] state hash, [2] holders zset, [3] index zset.
+  KEYS: [1] state hash, [2] holders zset, [3] index zset (this tenant's state for the endpoint);
+        [4] the endpoint's holders across tenants, [5] its active tenants, [6] its waiting
+        tenants (zsets; N2's ceiling per canonical endpoint, shared fairly).
   ARGV: [1..10] the policy: cooldownMs, maxCooldownMs, autoDisableMs, initialLimit, windowMs,
         failureThreshold, minRequests, failureRatio, touchMs, stateTtlMs;
-        [11..19] the lease ('' = none): leaseId, held, want, keep, durationMs, renew, cap, key, m;
+        [11] tenant, [12] ceiling (slots of the endpoint across tenants; 0 = none);
+        [13..22] the lease ('' = none): leaseId, held, want, keep, need, durationMs, renew, cap, key, m;
         then (outcome, count) x m (the lease's outcomes since its last call, run-length, in order);
         then r, then (token, outcome) x r, then (token, key, cap, leaseMs, rate) x n.
   outcome: ok, slow (a success that took long), fail, none. cap: the adaptive limit's ceiling
@@ -18,6 +21,12 @@
   within the limit less the other holders' slots and a fair share of it among the workers leasing
   the endpoint (`leasers`), never below `keep` (the most the worker may have in use until this
   answer arrives), and grants nothing while the breaker is not closed.
+  The ceiling (when > 0): every slot taken under it is also a member of KEYS[4], so the receiver
+  never has more than `ceiling` attempts of all tenants at once. A tenant asks (KEYS[5], scored
+  with the time) and, refused by the ceiling or its share while its own limit had room, waits
+  (KEYS[6]). While another tenant waits, a tenant may hold at most its share,
+  ceil(ceiling / active tenants), of the endpoint; while none waits it may use any idle slot.
+  Active and waiting mean within the last ACTIVE_MS.
   Returns (transition, autoDisable) x r, then (code, retryAt, transition, inFlight) x n;
   code 0 admitted, 1 busy, 2 rate, 3 open, 4 probing; then, with a lease: held, allowed,
   inFlight, state (0 closed, 1 open, 2 half_open), the lease's remaining ms, then
@@ -42,10 +51,27 @@ st.wFail = st.wFail or 0
 local BASE, MAXC, AUTO, INITIAL = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local WINDOW, THRESHOLD, MIN_REQUESTS, RATIO = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local TOUCH, TTL = tonumber(ARGV[9]), tonumber(ARGV[10])
--- The policy takes ARGV[1..10]; the items start after it.
-local P = 10
+local TENANT, CEIL = ARGV[11], tonumber(ARGV[12])
+local P = 12
 local dirty = false
 local out = {}
+
+-- The ceiling across tenants (read once per call, when there is one): the endpoint's slots taken
+-- by all tenants (g), this tenant's fair share, and whether another tenant is waiting for one.
+local ACTIVE_MS = 3000
+local g, share, othersWaiting = nil, 0, false
+local function readCeiling()
+  if g ~= nil then return end
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  g = redis.call('ZCARD', KEYS[4])
+  redis.call('ZADD', KEYS[5], now, TENANT)
+  share = math.ceil(CEIL / math.max(1, redis.call('ZCOUNT', KEYS[5], now - ACTIVE_MS, '+inf')))
+  local waiting = redis.call('ZCOUNT', KEYS[6], now - ACTIVE_MS, '+inf')
+  local own = tonumber(redis.call('ZSCORE', KEYS[6], TENANT) or '0')
+  if own >= now - ACTIVE_MS then waiting = waiting - 1 end
+  othersWaiting = waiting > 0
+end
+local function wait() redis.call('ZADD', KEYS[6], now, TENANT) end
 
 -- What one attempt's outcome does to the breaker and the adaptive limit (token: the attempt's, nil for a leased slot's).
 local function applyOutcome(outcome, token)
@@ -99,10 +125,10 @@ local function applyOutcome(outcome, token)
 end
 
 -- The lease's outcomes, in order: a run of fast successes on a closed breaker at once (what as many single ones do).
-local LEASE = ARGV[11]
+local LEASE = ARGV[13]
 local runOut = {}
-local m = tonumber(ARGV[19])
-for i = 20, 19 + 2 * m, 2 do
+local m = tonumber(ARGV[22])
+for i = 23, 22 + 2 * m, 2 do
   local outcome, count = ARGV[i], tonumber(ARGV[i + 1])
   local transition, disable = '', 0
   if outcome == 'ok' and st.state == 'closed' then
@@ -120,7 +146,7 @@ for i = 20, 19 + 2 * m, 2 do
   runOut[#runOut + 1] = transition
   runOut[#runOut + 1] = disable
 end
-P = 19 + 2 * m
+P = 22 + 2 * m
 
 local r = tonumber(ARGV[P + 1])
 local zrem = {}
@@ -131,14 +157,17 @@ for i = P + 2, P + 1 + 2 * r, 2 do
   out[#out + 1] = transition
   out[#out + 1] = disable
 end
-if #zrem > 0 then redis.call('ZREM', KEYS[2], unpack(zrem)) end
+if #zrem > 0 then
+  redis.call('ZREM', KEYS[2], unpack(zrem))
+  redis.call('ZREM', KEYS[4], unpack(zrem))
+end
 
 local inflight = nil
 local seen = nil
 local leaseOut = nil
 if LEASE ~= '' then
-  local held, want, keep, duration = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
-  local renew, cap, key = ARGV[16] == '1', tonumber(ARGV[17]), ARGV[18]
+  local held, want, keep, need, duration = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+  local renew, cap, key = ARGV[19] == '1', tonumber(ARGV[20]), ARGV[21]
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
   inflight = redis.call('ZCARD', KEYS[2])
   -- Its members share one expiry: the first one's score says whether the lease is still there (a flush or a lapse removes them all).
@@ -150,10 +179,26 @@ if LEASE ~= '' then
   for id, at in string.gmatch(st.leasers or '', '([^ =]+)=(%d+)') do
     if id ~= LEASE and now - tonumber(at) < LEASERS_MS then leasers[#leasers + 1] = id .. '=' .. at; n = n + 1 end
   end
+  -- Mirrored under the ceiling: whether this lease's members are in KEYS[4] too.
+  local gmine = 0
+  if CEIL > 0 then
+    readCeiling()
+    if mine > 0 and redis.call('ZSCORE', KEYS[4], LEASE .. '#0') then gmine = mine end
+  end
   local grant = 0
   if st.state == 'closed' and want > 0 then
     local limit = math.min(cap, st.limit or INITIAL)
-    grant = math.max(0, math.min(want, limit - (inflight - mine), math.ceil(limit / n)))
+    local own = math.min(want, limit - (inflight - mine), math.ceil(limit / n))
+    if CEIL > 0 then
+      -- Within the ceiling, and within the tenant's share while another tenant waits.
+      limit = math.min(limit, CEIL)
+      if othersWaiting then limit = math.min(limit, share) end
+      grant = math.min(want, limit - (inflight - mine), math.ceil(limit / n), CEIL - (g - gmine))
+      if grant < math.min(own, need) then wait() end
+    else
+      grant = own
+    end
+    grant = math.max(0, grant)
   end
   local size = math.max(grant, keep)
   -- Named while it asks or holds: a worker refused everything still counts for the next share.
@@ -164,17 +209,23 @@ if LEASE ~= '' then
     local gone = {}
     for i = size, mine - 1 do gone[#gone + 1] = LEASE .. '#' .. i end
     redis.call('ZREM', KEYS[2], unpack(gone))
+    redis.call('ZREM', KEYS[4], unpack(gone))
   end
   if size > 0 then
     local from = mine
     if mine == 0 or renew then from, expiry = 0, now + duration end
-    if size > from then
+    -- Under the ceiling the members are the endpoint's too (all of them, if they were not yet).
+    local gfrom = (CEIL > 0 and gmine == 0) and 0 or from
+    local lowest = math.min(from, gfrom)
+    if size > lowest then
       local add = {}
-      for i = from, size - 1 do add[#add + 1] = expiry; add[#add + 1] = LEASE .. '#' .. i end
-      redis.call('ZADD', KEYS[2], unpack(add))
+      for i = lowest, size - 1 do add[#add + 1] = expiry; add[#add + 1] = LEASE .. '#' .. i end
+      if size > from then redis.call('ZADD', KEYS[2], unpack(add, 2 * (from - lowest) + 1)) end
+      if CEIL > 0 then redis.call('ZADD', KEYS[4], unpack(add, 2 * (gfrom - lowest) + 1)) end
     end
     seen = { key = key, cap = cap, lease = duration }
   end
+  if CEIL > 0 then g = g - gmine + size end
   inflight = inflight - mine + size
   local code = st.state == 'open' and 1 or (st.state == 'half_open' and 2 or 0)
   leaseOut = { size, grant, inflight, code, size > 0 and expiry - now or 0 }
@@ -198,6 +249,10 @@ for i = P + 2 + 2 * r, #ARGV, 5 do
     -- The adaptive limit the endpoint has earned (+1 per fast success, x0.9 per slow one, halved per failure), within its cap.
     if cap > 0 and inflight >= math.min(cap, st.limit or INITIAL) then
       code = 1
+    elseif CEIL > 0 and (readCeiling() or g >= CEIL or (othersWaiting and inflight >= share)) then
+      -- The endpoint is at its ceiling across tenants, or this tenant at its share while another waits.
+      code = 1
+      wait()
     elseif rate > 0 then
       local interval = 1000 / rate
       local burst = math.max(1, rate)
@@ -210,6 +265,10 @@ for i = P + 2 + 2 * r, #ARGV, 5 do
     zadd[#zadd + 1] = now + lease
     zadd[#zadd + 1] = token
     inflight = inflight + 1
+    if CEIL > 0 then
+      redis.call('ZADD', KEYS[4], now + lease, token)
+      g = g + 1
+    end
     if probing then
       if st.state == 'open' then transition = 'half_open' end
       st.state, st.probe, st.probeUntil = 'half_open', token, now + lease
@@ -236,6 +295,13 @@ if seen and (not st.seenAt or now - st.seenAt >= TOUCH or (seen.cap > 0 and st.c
   redis.call('PEXPIRE', KEYS[2], seen.lease + TTL)
   redis.call('ZADD', KEYS[3], now, seen.key)
   redis.call('PEXPIRE', KEYS[3], TTL)
+  if CEIL > 0 then
+    redis.call('PEXPIRE', KEYS[4], seen.lease + TTL)
+    for k = 5, 6 do
+      redis.call('ZREMRANGEBYSCORE', KEYS[k], '-inf', now - ACTIVE_MS)
+      redis.call('PEXPIRE', KEYS[k], TTL)
+    end
+  end
 end
 if dirty then
   local set, del = {}, {}
