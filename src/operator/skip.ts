@@ -18,7 +18,7 @@ export async function skipAndRelease(db: Db, queue: () => Queue<DeliveryJobData>
   const keys = new Map<string, OrderingKey>();
   for (const o of outcomes) {
     if (o.result === 'skipped' && o.sequence !== null) {
-      keys.set(`${o.operationId}\u0000${o.hookId}`, { operationId: o.operationId, hookId: o.hookId });
+      keys.set(`${o.tenant}\u0000${o.operationId}\u0000${o.hookId}`, { tenant: o.tenant, operationId: o.operationId, hookId: o.hookId });
     }
   }
   if (keys.size === 0) return { outcomes, woken: 0 };

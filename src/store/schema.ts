@@ -114,12 +114,12 @@ export const deliveries = pgTable(
     index('deliveries_qstash_unreported_idx')
       .on(t.deadlineAt)
       .where(sql`status = 'accepted_by_qstash' AND last_error_class IS NULL AND (hook -> 'webhook' ->> 'fallback') = 'none'`),
-    // SEC-H7: one sequence number per (operation, hook) (a bug never sends two deliveries as one place).
-    uniqueIndex('deliveries_sequence_uq').on(t.operationId, t.hookId, t.sequence).where(sql`${t.sequence} IS NOT NULL`),
+    // SEC-H7, N2: one sequence number per (tenant, operation, hook) (a bug never sends two deliveries as one place).
+    uniqueIndex('deliveries_sequence_uq').on(t.tenant, t.operationId, t.hookId, t.sequence).where(sql`${t.sequence} IS NOT NULL`),
     // The ordered rows that still hold back later ones of their hook (unfinished, or failed under onFailure 'block').
     // The worker's ordering gate reads only this index; the predicate is ORDERING_OPEN_SQL (orderingRepo.ts), word for word.
     index('deliveries_ordering_open_idx')
-      .on(t.operationId, t.hookId, t.sequence)
+      .on(t.tenant, t.operationId, t.hookId, t.sequence)
       .where(
         sql`sequence IS NOT NULL AND (status IN ('queued', 'retrying', 'in_flight', 'held') OR (status = 'failed' AND (hook -> 'webhook' ->> 'onFailure') = 'block'))`,
       ),
@@ -134,11 +134,13 @@ export const deliveries = pgTable(
 export const deliverySequences = pgTable(
   'delivery_sequences',
   {
+    // N2: an order is its tenant's own (two tenants given one operation id by the app never share one).
+    tenant: text('tenant').notNull().default('default'),
     operationId: text('operation_id').notNull(),
     hookId: text('hook_id').notNull(),
     lastSequence: integer('last_sequence').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.operationId, t.hookId] })],
+  (t) => [primaryKey({ columns: [t.tenant, t.operationId, t.hookId] })],
 );
 
 /**

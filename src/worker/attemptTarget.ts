@@ -120,6 +120,7 @@ export function orderedTarget(target: AttemptTarget, hook: ParsedSerializedHook,
   return {
     id: target.id,
     generation: target.generation,
+    tenant: target.tenant,
     operationId: target.operationId,
     hookId: hook.id,
     sequence,

@@ -49,8 +49,10 @@ const MEMORY_WAITERS_PER_PREDECESSOR = 4;
 export type OrderedTarget = {
   id: string;
   generation: number;
+  /** N2: an order is its tenant's own. */
+  tenant: string;
   operationId: string;
-  /** SEC-H7: the order is the hook's own: (operation, hook). */
+  /** SEC-H7: the order is the hook's own: (tenant, operation, hook). */
   hookId: string;
   sequence: number;
   /** The delivery's own hook: with `block` its deadline does not run while it waits for order. */
@@ -148,7 +150,7 @@ class PostgresOrderingGate implements OrderingGate {
       maxBatch: 500,
       maxConcurrent: 2,
       run: async (keys) => {
-        const unique = [...new Map(keys.map((k) => [`${k.operationId}\u0000${k.hookId}`, k])).values()];
+        const unique = [...new Map(keys.map((k) => [`${k.tenant}\u0000${k.operationId}\u0000${k.hookId}`, k])).values()];
         const heads = await orderingHeads(options.db, unique);
         await Promise.all(heads.map((id) => this.promote(id)));
         return keys.map(() => undefined);
@@ -279,7 +281,11 @@ class PostgresOrderingGate implements OrderingGate {
 
   /** Past the gate: its end wakes its successor (`settle`), and a successor may wait for it in memory. */
   private pass(job: Job<DeliveryJobData>, token: string | undefined, target: OrderedTarget): void {
-    this.passed.set(keyOf(job, token), { key: { operationId: target.operationId, hookId: target.hookId }, id: target.id, sequence: target.sequence });
+    this.passed.set(keyOf(job, token), {
+      key: { tenant: target.tenant, operationId: target.operationId, hookId: target.hookId },
+      id: target.id,
+      sequence: target.sequence,
+    });
     this.local.add(target.id);
   }
 
@@ -375,12 +381,12 @@ class PostgresOrderingGate implements OrderingGate {
   }
 
   private ask(target: OrderedTarget): Promise<OrderingAnswer> {
-    return this.run(() => this.questions.submit({ operationId: target.operationId, hookId: target.hookId, sequence: target.sequence }));
+    return this.run(() => this.questions.submit({ tenant: target.tenant, operationId: target.operationId, hookId: target.hookId, sequence: target.sequence }));
   }
 
   /** SEC-H7: blocked is visible on the rows (reason ordering_blocked), in a metric and the log, once per delivery. */
   private async markBlocked(target: OrderedTarget, answer: { id: string; sequence: number }): Promise<void> {
-    const blocked = { operationId: target.operationId, hookId: target.hookId, afterSequence: answer.sequence };
+    const blocked = { tenant: target.tenant, operationId: target.operationId, hookId: target.hookId, afterSequence: answer.sequence };
     const marked = await this.run(() => markOrderingBlocked(this.options.db, blocked)).catch((error: unknown) => {
       this.options.logger.debug({ err: error, deliveryId: target.id }, 'could not mark ordered deliveries blocked');
       return 0;

@@ -196,7 +196,8 @@ class LedgerReconciler implements Reconciler {
   private async wakeOrderingHeads(): Promise<void> {
     const heads = await findOrderingHeads(this.options.db, { after: this.headsAfter, limit: this.pageRows, graceMs: this.graceMs });
     const last = heads.at(-1);
-    this.headsAfter = heads.length < this.pageRows || last === undefined ? undefined : { operationId: last.operationId, hookId: last.hookId };
+    this.headsAfter =
+      heads.length < this.pageRows || last === undefined ? undefined : { tenant: last.tenant, operationId: last.operationId, hookId: last.hookId };
     let woken = 0;
     for (const head of heads) {
       if (!head.wake) continue;

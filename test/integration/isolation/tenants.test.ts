@@ -422,3 +422,51 @@ describe('TEN-5 (queues): an event of another queue stays with that queue', () =
     }
   });
 });
+
+describe('TEN-6 (N2): ordered delivery is per (tenant, operation, hook)', () => {
+  let r: Receiver;
+  beforeAll(async () => {
+    // A's receiver refuses for good (410: an answer, never the breaker's); B's takes everything.
+    r = await startReceiver((req) => (req.body.includes('"who":"a"') ? { status: 410 } : { status: 200 }));
+  });
+  afterAll(async () => {
+    await r?.close();
+  });
+
+  it("TEN-6 (N2): two tenants given one operation id and hook id each get their own order: A's failed 'block' delivery holds A's later ones only, B's 3 are numbered 1..3 and delivered", async () => {
+    const ordered = createHookProducer({
+      store: stack.db.store,
+      redisUrl: TEST_REDIS_URL,
+      queueName: stack.queueName,
+      queuePrefix: stack.prefix,
+      env: {},
+      ordering: 'operation',
+    });
+    const hooks = [{ id: 'same-hook', type: 'afterStep' as const, webhook: { url: `${r.url}/ordered`, ordering: 'operation', onFailure: 'block' } as never }];
+    type Row = { tenant: string; sequence: number; status: string; failure_reason: string | null };
+    const rows = async (tenant: string): Promise<Row[]> =>
+      rowsOf<Row>(
+        await stack.db.store.db.execute(
+          sql`select tenant, sequence, status, failure_reason from deliveries where operation_id = 'ten6-same-op' and tenant = ${tenant} order by sequence`,
+        ),
+      );
+    try {
+      for (let stepIndex = 0; stepIndex < 3; stepIndex += 1)
+        await ordered.enqueue({ operationId: 'ten6-same-op', tenant: 'tenant-a', type: 'afterStep', event: { who: 'a', stepIndex }, hooks });
+      await waitFor(async () => (await rows('tenant-a'))[0]?.status === 'failed', 20_000, "A's first delivery failed for good");
+      for (let stepIndex = 0; stepIndex < 3; stepIndex += 1)
+        await ordered.enqueue({ operationId: 'ten6-same-op', tenant: 'tenant-b', type: 'afterStep', event: { who: 'b', stepIndex }, hooks });
+      await waitFor(async () => (await rows('tenant-b')).filter((row) => row.status === 'delivered').length === 3, 20_000, "B's 3 ordered deliveries");
+      expect((await rows('tenant-b')).map((row) => Number(row.sequence))).toEqual([1, 2, 3]);
+      // B's were delivered in B's order.
+      expect(r.requests.filter((q) => q.body.includes('"who":"b"')).map((q) => q.body.match(/"stepIndex":(\d)/)?.[1])).toEqual(['0', '1', '2']);
+      // A's later ones are still held back by A's own failed 'block' delivery, and say so.
+      const a = await rows('tenant-a');
+      expect(a.map((row) => Number(row.sequence))).toEqual([1, 2, 3]);
+      expect(a.slice(1).every((row) => row.status !== 'delivered' && row.failure_reason === 'ordering_blocked')).toBe(true);
+      expect(r.requests.filter((q) => q.body.includes('"who":"a"'))).toHaveLength(1);
+    } finally {
+      await ordered.close();
+    }
+  });
+});

@@ -46,6 +46,7 @@ it('OD-11 ordering (Q3): a successor waiting in memory while its predecessor run
       {
         id: r.id,
         generation: 0,
+        tenant: 'default',
         operationId: 'od11',
         hookId: r.hook_id,
         sequence: Number(r.sequence),
