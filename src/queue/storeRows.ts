@@ -3,6 +3,7 @@
  * transaction when they are keyed (Q1a), ordered (SEC-H7) or many. Nothing is stored for a call
  * unless all of it is.
  */
+import { TenantMismatchError } from '../contract/errors.ts';
 import { isRowDataError, storageCall } from '../contract/storageError.ts';
 import type { Db } from '../store/db.ts';
 import { insertDeliveries, insertNumberedDeliveries, matchIdempotentDeliveries } from '../store/deliveriesRepo.ts';
@@ -31,7 +32,7 @@ export async function storeGroup(db: Db, calls: readonly PreparedItem[][], rows:
     const stored = await storeRows(db, rows);
     return { inserted: new Set(stored.ids), refused, sequences: stored.sequences, existing: stored.existing };
   } catch (error) {
-    if (calls.length === 1 || !(isRowDataError(error) || error instanceof IdempotencyConflictError)) throw error;
+    if (calls.length === 1 || !(isRowDataError(error) || error instanceof IdempotencyConflictError || error instanceof TenantMismatchError)) throw error;
   }
   const inserted = new Set<string>();
   const sequences = new Map<string, number>();
@@ -69,12 +70,18 @@ async function storeRows(db: Db, rows: readonly PreparedRow[]): Promise<Stored> 
     const numbered = await insertNumberedDeliveries(db, rows);
     return { ...numbered, existing: new Map() };
   }
-  const conflict: { error?: IdempotencyConflictError } = {};
+  const conflict: { error?: IdempotencyConflictError | TenantMismatchError } = {};
   const stored = await storageCall('insert deliveries', () =>
     db.transaction(async (tx) => {
       const ids: string[] = [];
       for (let i = 0; i < rows.length; i += INSERT_CHUNK_ROWS) {
-        ids.push(...(await insertDeliveries(tx as unknown as Db, rows.slice(i, i + INSERT_CHUNK_ROWS))));
+        ids.push(
+          ...(await insertDeliveries(tx as unknown as Db, rows.slice(i, i + INSERT_CHUNK_ROWS)).catch((error: unknown) => {
+            // N1: an operation of another tenant; rolled back, thrown below as it is.
+            if (error instanceof TenantMismatchError) conflict.error = error;
+            throw error;
+          })),
+        );
       }
       const inserted = new Set(ids);
       const repeated = rows.filter((r) => !inserted.has(r.id));

@@ -5,6 +5,7 @@ import { SEQUENCE_NUMBERING_CTES } from './orderingRepo.ts';
 import { deliveries } from './schema.ts';
 import type { Delivery, DeliveryAttempt, DeliveryStatus } from '../contract/delivery.ts';
 import type { DeliveryEventType } from '../contract/hookTypes.ts';
+import { TenantMismatchError } from '../contract/errors.ts';
 import { storageCall } from '../contract/storageError.ts';
 
 /** Q4: the error class a `fallback: 'none'` delivery that failed for good is recorded with. */
@@ -69,6 +70,45 @@ export function toDelivery(row: Row): Delivery {
   };
 }
 
+/**
+ * N1 in the INSERT itself (no round trip of its own): a row whose operation is stored for another
+ * tenant makes the whole statement fail with SQLSTATE HR001 (migration 0012's function), so
+ * nothing of it is stored; `insertDeliveries` turns that into a TenantMismatchError. One primary
+ * key probe of `operations` per row; an operation with no stored record is not checked.
+ */
+const TENANT_MISMATCH_SQLSTATE = 'HR001';
+function operationTenantGuard(alias: string): string {
+  return `NOT EXISTS (SELECT 1 FROM operations AS o WHERE o.id = ${alias}.operation_id
+                AND NOT hookrelay_operation_tenant_ok(o.id, ${alias}.operation_id, o.tenant, coalesce(${alias}.tenant, 'default')))`;
+}
+
+/** The TenantMismatchError an insert's HR001 stands for (the driver's error, or one it caused); undefined for any other error. */
+function tenantMismatchOf(error: unknown): TenantMismatchError | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current !== null && typeof current === 'object'; depth += 1) {
+    const e = current as { code?: unknown; detail?: unknown; cause?: unknown };
+    if (e.code === TENANT_MISMATCH_SQLSTATE && typeof e.detail === 'string') {
+      const { operationId, registered, given } = JSON.parse(e.detail) as { operationId: string; registered: string; given: string };
+      return new TenantMismatchError(operationId, registered, given);
+    }
+    current = e.cause;
+  }
+  return undefined;
+}
+
+/** Runs an insert; HR001 becomes the TenantMismatchError (thrown past storageCall, as it is no storage failure), anything else a StorageError. */
+async function insertCall<T>(run: () => Promise<T>): Promise<T> {
+  let refused: TenantMismatchError | undefined;
+  return storageCall('insert deliveries', () =>
+    run().catch((error: unknown) => {
+      refused = tenantMismatchOf(error);
+      throw error;
+    }),
+  ).catch((error: unknown) => {
+    throw refused ?? error;
+  });
+}
+
 /** insertDeliveries' statement around its one parameter (the batch). */
 const INSERT_DELIVERIES = {
   name: 'hookrelay_insert_deliveries',
@@ -77,6 +117,7 @@ const INSERT_DELIVERIES = {
       FROM json_to_recordset(`,
   after: `::json)
         AS r(id text, operation_id text, tenant text, queue text, event_type text, hook_id text, hook jsonb, transport text, payload jsonb, occurred_at timestamptz, idempotency_key text, endpoint_key text, trace_context text)
+     WHERE ${operationTenantGuard('r')}
     ON CONFLICT DO NOTHING
     RETURNING id`,
 } as const;
@@ -102,7 +143,7 @@ export async function insertDeliveries(db: Db, rows: readonly NewDelivery[]): Pr
   // parameter instead of a query builder over 11 parameters a row. Written by hand so the
   // payload and hook JSON the producer already has are spliced in, not serialized again.
   const batch = `[${rows.map(deliveryRowJson).join(',')}]`;
-  const result = await storageCall('insert deliveries', () => executePrepared(db, INSERT_DELIVERIES, batch));
+  const result = await insertCall(() => executePrepared(db, INSERT_DELIVERIES, batch));
   return rowsOf<{ id: string }>(result).map((r) => r.id);
 }
 
@@ -123,7 +164,7 @@ export async function insertNumberedDeliveries(
   if (rows.some((r) => r.idempotencyKey != null))
     throw new Error('insertNumberedDeliveries: rows with an idempotency key may not be inserted; number them with assignSequences');
   const batch = `[${rows.map((r) => `${deliveryRowJson(r).slice(0, -1)},"ordered":${r.ordered ? 'true' : 'false'}}`).join(',')}]`;
-  const result = await storageCall('insert deliveries', () => executePrepared(db, INSERT_NUMBERED_DELIVERIES, batch));
+  const result = await insertCall(() => executePrepared(db, INSERT_NUMBERED_DELIVERIES, batch));
   const ids: string[] = [];
   const sequences = new Map<string, number>();
   for (const r of rowsOf<{ id: string; sequence: number | null }>(result)) {
@@ -145,6 +186,7 @@ const INSERT_NUMBERED_DELIVERIES = {
     INSERT INTO deliveries (id, operation_id, tenant, queue, event_type, hook_id, hook, transport, payload, occurred_at, idempotency_key, endpoint_key, trace_context, status, next_attempt_at, sequence)
     SELECT v.id, v.operation_id, coalesce(v.tenant, 'default'), v.queue, v.event_type, v.hook_id, v.hook, v.transport, v.payload, v.occurred_at, v.idempotency_key, v.endpoint_key, v.trace_context, 'queued', v.occurred_at, numbered.seq
       FROM v LEFT JOIN numbered ON numbered.id = v.id
+     WHERE ${operationTenantGuard('v')}
      ORDER BY v.i
     RETURNING id, sequence`,
 } as const;

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpointKey, scopedEndpointKey } from '../../../src/contract/endpoint.ts';
 import { HookDispatcher, type AgentHook } from '../../../src/entry/index.ts';
 import { createHookProducer } from '../../../src/entry/queue.ts';
+import { createOperationStore } from '../../../src/entry/store.ts';
 import { createEndpointGate, type EndpointGate, type EndpointSnapshot } from '../../../src/isolation/endpointGate.ts';
 import { createEndpointGuard, type ClosableEndpointGuard } from '../../../src/isolation/endpointGuard.ts';
 import { endpointKeyPrefix } from '../../../src/isolation/endpointIsolation.ts';
@@ -151,6 +152,48 @@ describe('TEN-1 (N2, N3): tenant A cannot open tenant B’s breaker, by any of t
     expect(() => d.register('ten1-bad', [], { tenant: 'a b' })).toThrow(/register: options.tenant must be 1–128 characters/);
     expect(() => d.register('ten1-bad', [], { tenant: 'x'.repeat(129) })).toThrow(expect.objectContaining({ name: 'TenantError' }));
     expect(() => d.register('ten1-b-continue', [], { tenant: 'tenant-a' })).toThrow(expect.objectContaining({ name: 'TenantMismatchError' }));
+  });
+});
+
+describe('TEN-1d (N1): producer.enqueue refuses an operation stored for another tenant, storing nothing', () => {
+  it("TEN-1d (N1): an operation stored for tenant-a, enqueued as tenant-b (plain, ordered, keyed, and beside another caller's call), throws TenantMismatchError and stores nothing of it", async () => {
+    const ops = createOperationStore({ store: stack.db.store });
+    await ops.createOperation({ operationId: 'ten1d-op', tenant: 'tenant-a' });
+    const ordered = createHookProducer({
+      store: stack.db.store,
+      redisUrl: TEST_REDIS_URL,
+      queueName: stack.queueName,
+      queuePrefix: stack.prefix,
+      env: {},
+      ordering: 'operation',
+    });
+    const hooks = [{ id: 'h', type: 'onComplete' as const, webhook: { url: 'http://127.0.0.1:9/ten1d' } }];
+    const mismatch = expect.objectContaining({ name: 'TenantMismatchError', operationId: 'ten1d-op' });
+    const rowsOfOp = async (operationId: string) => listDeliveries(stack.db.store.db, { operationId });
+    try {
+      const asB = { operationId: 'ten1d-op', tenant: 'tenant-b', type: 'onComplete' as const, event: {}, hooks };
+      // Plain (one INSERT), ordered (the numbering INSERT), keyed (the transaction): each refused in its statement.
+      await expect(stack.producer.enqueue(asB)).rejects.toEqual(mismatch);
+      await expect(ordered.enqueue(asB)).rejects.toEqual(mismatch);
+      await expect(stack.producer.enqueue({ ...asB, idempotencyKey: 'k1' })).rejects.toThrow(
+        /belongs to tenant "tenant-a"; it was used with tenant "tenant-b"/,
+      );
+      expect(await rowsOfOp('ten1d-op')).toHaveLength(0);
+      // In one group commit with another caller's call: only the mismatched call is refused.
+      const [bad, good] = await Promise.allSettled([
+        stack.producer.enqueue(asB),
+        stack.producer.enqueue({ operationId: 'ten1d-other', tenant: 'tenant-b', type: 'onComplete', event: {}, hooks }),
+      ]);
+      expect(bad).toMatchObject({ status: 'rejected', reason: mismatch });
+      expect(good.status).toBe('fulfilled');
+      expect(await rowsOfOp('ten1d-other')).toHaveLength(1);
+      expect(await rowsOfOp('ten1d-op')).toHaveLength(0);
+      // Its own tenant goes through.
+      await stack.producer.enqueue({ ...asB, tenant: 'tenant-a' });
+      expect((await rowsOfOp('ten1d-op')).map((row) => row.tenant)).toEqual(['tenant-a']);
+    } finally {
+      await ordered.close();
+    }
   });
 });
 
