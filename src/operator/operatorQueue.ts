@@ -3,11 +3,12 @@
  * opened on first use, with a short command timeout so a Redis that is down answers "unknown"
  * instead of hanging a page or a command. One place, so both tools reach Redis the same way.
  */
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { loadedConfigOf, type LoadedConfig } from '../config/resolveConfig.ts';
 import type { Settings } from '../config/settings.ts';
 import { createEndpointGate, type EndpointGate } from '../isolation/endpointGate.ts';
-import { endpointKeyPrefix, isolationSettings } from '../isolation/endpointIsolation.ts';
+import { isolationSettings } from '../isolation/endpointIsolation.ts';
+import { type DeliveryQueueConnection, type DeliveryQueueKeys, deliveryQueueKeys, openDeliveryQueue } from '../queue/queueConnection.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
 
@@ -17,7 +18,11 @@ const OPERATOR_REDIS_TIMEOUT_MS = 3_000;
 export type OperatorQueue = {
   /** BullMQ key prefix of the queue (and of the endpoint gate and console sessions next to it). */
   readonly queuePrefix: string;
+  /** Every Redis key of the queue (queueConnection.ts builds them). */
+  readonly keys: DeliveryQueueKeys;
   queue(): Queue<DeliveryJobData>;
+  /** hookrelay's own connection under the queue, once ready (policy acknowledgements, console sessions). */
+  redis(): Promise<QueueRedis>;
   /** The workers' shared endpoint gate (breaker state, in-flight), on the queue's connection. */
   gate(): Promise<EndpointGate>;
   /** Redis's answer, or undefined when it does not answer within the timeout (Postgres still answers). */
@@ -33,11 +38,12 @@ export type OperatorQueue = {
  */
 export function openOperatorQueue(config: LoadedConfig | Settings): OperatorQueue {
   const { settings, queuePrefix: prefix, redisCluster } = loadedConfigOf(config);
-  let queue: Queue<DeliveryJobData> | undefined;
-  let redis: ReturnType<typeof createQueueRedis> | undefined;
+  let queue: DeliveryQueueConnection | undefined;
+  let redis: QueueRedis | undefined;
+  const keys = deliveryQueueKeys(prefix, settings.HOOKRELAY_QUEUE);
   // F2: settles (never resolves) once the connection failed while not ready: a refused Redis is answered at once, not after the timeout.
   let unreachable: Promise<never> | undefined;
-  const open = (): Queue<DeliveryJobData> => {
+  const open = (): DeliveryQueueConnection => {
     if (!queue) {
       const connection = createQueueRedis(settings.REDIS_URL, redisCluster, {
         maxRetriesPerRequest: 3,
@@ -51,7 +57,7 @@ export function openOperatorQueue(config: LoadedConfig | Settings): OperatorQueu
         });
       });
       unreachable.catch(() => undefined);
-      queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix });
+      queue = openDeliveryQueue({ name: settings.HOOKRELAY_QUEUE, prefix, redis: connection });
     }
     return queue;
   };
@@ -72,18 +78,20 @@ export function openOperatorQueue(config: LoadedConfig | Settings): OperatorQueu
     }
   };
   const gate = async (): Promise<EndpointGate> => {
-    const client = await open().client;
-    return createEndpointGate(client as unknown as QueueRedis, {
-      keyPrefix: endpointKeyPrefix(prefix, settings.HOOKRELAY_QUEUE),
+    const client = await open().ready();
+    return createEndpointGate(client, {
+      keyPrefix: keys.base,
       policy: isolationSettings(settings).policy,
     });
   };
   return {
     queuePrefix: prefix,
-    queue: open,
+    keys,
+    queue: () => open().queue,
+    redis: () => open().ready(),
     gate,
     fromRedis: (work) => withinTimeout(gate().then(work)),
-    fromQueue: (work) => withinTimeout(work(open())),
+    fromQueue: (work) => withinTimeout(work(open().queue)),
     async close() {
       await queue?.close().catch(() => undefined);
       redis?.disconnect();
