@@ -5,7 +5,7 @@
  * presented token (bearer or sign-in form) goes through the credential guard: guesses are
  * throttled per address and overall (429 with Retry-After) and each burst of them logged once.
  */
-import { deliveryQueueKeys } from '../queue/queueConnection.ts';
+import { deliveryQueueKeys } from '../queue/queueKeys.ts';
 import type { IncomingMessage } from 'node:http';
 import type { Settings } from '../config/settings.ts';
 import { createCredentialGuard, type CredentialGuard } from '../observability/credentialGuard.ts';

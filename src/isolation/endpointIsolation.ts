@@ -30,8 +30,8 @@ import {
 } from './endpointGate.ts';
 import { createEndpointLeases } from './endpointLeases.ts';
 import type { PolicyAcknowledger } from './policyAcks.ts';
-import { withTimeout } from '../queue/jobs.ts';
-import { deliveryQueueKeys } from '../queue/queueConnection.ts';
+import { withTimeout } from '../queue/withTimeout.ts';
+import { deliveryQueueKeys } from '../queue/queueKeys.ts';
 
 /** How often a worker re-reads the endpoints table (an operator's disable takes effect within it). */
 const POLICY_REFRESH_MS = 2_000;

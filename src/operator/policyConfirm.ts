@@ -5,7 +5,7 @@
  */
 import type { Settings } from '../config/settings.ts';
 import { confirmPolicyApplied, type PolicyConfirmation } from '../isolation/policyAcks.ts';
-import { deliveryQueueKeys } from '../queue/queueConnection.ts';
+import { deliveryQueueKeys } from '../queue/queueKeys.ts';
 import type { OperatorQueue } from './operatorQueue.ts';
 
 /** How long `endpoints disable` and the console wait for the workers unless told otherwise. */

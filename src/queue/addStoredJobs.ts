@@ -6,7 +6,8 @@
  * or not Redis took the jobs in time (`queued: false`); the worker's reconciler adds the missing ones.
  */
 import type { Logger } from '../observability/logger.ts';
-import { addDeliveryJobs, type DeliveryJob, stageDeliveryJobs, type StagedJobs, withTimeout } from './jobs.ts';
+import { addDeliveryJobs, type DeliveryJob, stageDeliveryJobs, type StagedJobs } from './jobs.ts';
+import { withTimeout } from './withTimeout.ts';
 import type { PreparedRow } from './prepareEnqueue.ts';
 import type { RedisAvailability } from './redisAvailability.ts';
 import type { DeliveryQueueConnection } from './queueConnection.ts';

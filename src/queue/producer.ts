@@ -15,7 +15,8 @@ import path from 'node:path';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { getDelivery } from '../store/deliveriesRepo.ts';
-import { QUEUE_STREAMS, withTimeout } from './jobs.ts';
+import { QUEUE_STREAMS } from './jobs.ts';
+import { withTimeout } from './withTimeout.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
@@ -26,7 +27,7 @@ import { createGroupCommit } from './groupCommit.ts';
 import { createFrontDoor, type FrontDoor, spoolFolder } from './frontDoor.ts';
 import { DEFAULT_SPOOL_MAX_BYTES } from '../contract/defaults.ts';
 import { prepareItems, type EnqueueRules, type PreparedItem } from './prepareEnqueue.ts';
-import type { DeliveryJobData, EnqueueInput, EnqueueManyResult, EnqueueResult, HookProducer, HookProducerOptions } from './types.ts';
+import type { EnqueueInput, EnqueueManyResult, EnqueueResult, HookProducer, HookProducerOptions } from './types.ts';
 
 /** Q2: how long an enqueue waits for Redis before answering `queued: false`. */
 export const DEFAULT_QUEUE_TIMEOUT_MS = 2_000;

@@ -2,34 +2,12 @@
  * One owner of a delivery queue's Redis connection, prefix and keys (BullMQ's QueueBase and
  * QueueKeys are the model). BullMQ 6 no longer lends its client (`Queue#client` is gone), so
  * hookrelay keeps its own: the producer, the worker, the reconciler and the operator tools reach
- * Redis through this handle, and every key hookrelay writes next to the queue is built here.
+ * Redis through this handle, and every key it writes next to the queue comes from queueKeys.ts.
  */
-import { createIORedisClient, type IRedisTransaction, type RedisClient, Queue, QueueKeys, type QueueOptions } from 'bullmq';
+import { createIORedisClient, type IRedisTransaction, Queue, type QueueOptions, type RedisClient } from 'bullmq';
+import { type DeliveryQueueKeys, deliveryQueueKeys } from './queueKeys.ts';
 import type { QueueRedis } from './redisConnection.ts';
 import type { DeliveryJobData } from './types.ts';
-
-/** The Redis keys of one queue: BullMQ's (built by its QueueKeys) and hookrelay's beside them. */
-export type DeliveryQueueKeys = {
-  /** `prefix:name`: BullMQ's qualified queue name; the endpoint gate's and policy acknowledgements' prefix. */
-  readonly base: string;
-  /** The hash of a job (delivery id = job id, Q1). */
-  job(id: string): string;
-  /** Replay guard of QStash callbacks (a hashed identity is appended). */
-  readonly qstashSeen: string;
-  /** Console sessions (an HMAC of the session id is appended). */
-  readonly consoleSessions: string;
-};
-
-export function deliveryQueueKeys(prefix: string, queueName: string): DeliveryQueueKeys {
-  const bull = new QueueKeys(prefix);
-  const base = bull.getQueueQualifiedName(queueName);
-  return {
-    base,
-    job: (id) => bull.toKey(queueName, id),
-    qstashSeen: `${base}:qstash:seen:`,
-    consoleSessions: `${base}:console:session:`,
-  };
-}
 
 export type DeliveryQueueConnection = {
   readonly name: string;

@@ -226,10 +226,12 @@ describe('DOOR-6 (T1): one validator, empty required ids refused on every path',
     async (field) => {
       const dispatcher = new HookDispatcher({ env: {} });
       try {
-        await expect(dispatcher.evaluateToolCall('op-1', { ...flat, args: {}, executor: 'server' as const, [field]: '' })).rejects.toBeInstanceOf(ToolCallContextError);
-        await expect(dispatcher.evaluateAfterToolCall('op-1', { ...flat, args: {}, executor: 'server' as const, [field]: '' }, { content: 'x', success: true })).rejects.toBeInstanceOf(
+        await expect(dispatcher.evaluateToolCall('op-1', { ...flat, args: {}, executor: 'server' as const, [field]: '' })).rejects.toBeInstanceOf(
           ToolCallContextError,
         );
+        await expect(
+          dispatcher.evaluateAfterToolCall('op-1', { ...flat, args: {}, executor: 'server' as const, [field]: '' }, { content: 'x', success: true }),
+        ).rejects.toBeInstanceOf(ToolCallContextError);
         expect(await dispatcher.evaluateToolCall('op-1', { ...flat, args: {}, executor: 'server' as const })).toEqual({ status: 'allow' });
       } finally {
         await dispatcher.close();
