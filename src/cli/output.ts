@@ -82,7 +82,9 @@ export function formatTable(columns: readonly string[], cells: readonly (readonl
 /** A table cell cut to `max` characters with an ellipsis; `show` and `--json` keep the whole text. */
 export function truncated(text: string, max: number): string {
   const chars = Array.from(text);
-  return chars.length <= max ? text : `${chars.slice(0, max - 1).join('').trimEnd()}…`;
+  if (chars.length <= max) return text;
+  const kept = chars.slice(0, max - 1).join('');
+  return `${kept.trimEnd()}…`;
 }
 
 export function iso(date: Date | null | undefined): string {

@@ -13,7 +13,10 @@ describe('DEP-7: stop signals', () => {
   it('DEP-7: the same signal again within the echo window is an echo; later, or a different signal, is a repeat', async () => {
     let clock = 1_000_000;
     const repeats: RepeatedSignal[] = [];
-    signals = onStopSignals((r) => repeats.push(r), () => clock);
+    signals = onStopSignals(
+      (r) => repeats.push(r),
+      () => clock,
+    );
     process.emit('SIGINT', 'SIGINT');
     expect(await signals.first).toBe('SIGINT');
     clock += 50;
