@@ -6,8 +6,9 @@
 FROM node:20-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: `prepare` (the build) needs src/, copied after this layer so that a source
-# change does not reinstall the dependencies; the build runs just below.
+# --ignore-scripts: no install script runs (hookrelay builds at pack time, not at install); src/
+# is copied after this layer so that a source change does not reinstall the dependencies, and
+# the build runs just below.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json tsconfig.workers.json ./
 COPY src ./src

@@ -2,8 +2,9 @@
  * `npm run bench`: every benchmark section, one after another, each printing its table; the last
  * line is the delivery summary (`bench: product=… naive=… …`). `BENCH_QUICK=1` runs a smaller
  * version of each. Sections are independent: add one by appending to SECTIONS. `BENCH_ONLY=startup`
- * (or `delivery`, `dispatch`, `outage`, `isolation`, comma-separated) runs only those.
+ * (or `delivery`, `dispatch`, `outage`, `isolation`, `cli`, comma-separated) runs only those.
  */
+import { runCliLatencyBench } from './cliLatency.ts';
 import { runDeliveryBench } from './delivery.ts';
 import { runDispatchBench } from './dispatch.ts';
 import { runIsolationBench } from './isolation.ts';
@@ -42,6 +43,12 @@ const SECTIONS: BenchSection[] = [
     key: 'startup',
     title: 'Startup (CLI --help, idle worker RSS): shipped dist/ vs the same sources under tsx; embedded `npm start` (no DATABASE_URL): first and second start',
     run: runStartupBench,
+  },
+  {
+    key: 'cli',
+    title:
+      "The CLI in an operator's loop (issue 50): one whole process per read command, plain node on dist/, Postgres and the embedded store (target ≤ 300 ms)",
+    run: runCliLatencyBench,
   },
 ];
 

@@ -10,7 +10,7 @@ import { openCliStore } from './cliStore.ts';
 export type CliContext = {
   settings: Settings;
   store: Store;
-  queue(): Queue<DeliveryJobData>;
+  queue(): Promise<Queue<DeliveryJobData>>;
   /** The queue and gate as the console holds them too (operator/operatorQueue.ts). */
   operator: OperatorQueue;
   close(): Promise<void>;

@@ -5,7 +5,7 @@ import { deliveryFilterFrom } from '../store/deliveryFilterInput.ts';
 import { FilterInputError } from '../store/errors.ts';
 import { failureText } from '../operator/failureText.ts';
 import { CliUsageError } from './errors.ts';
-import { formatTable, iso, jsonText, printJson, printJsonArray, printLines, shown } from './output.ts';
+import { formatTable, iso, jsonText, printJson, printJsonArray, printLines, shown, truncated } from './output.ts';
 
 const DEFAULT_LIST_LIMIT = 50;
 
@@ -73,9 +73,12 @@ function statusText(d: Delivery): string {
   return d.failureReason === ORDERING_BLOCKED_REASON && d.status !== 'failed' ? `${d.status} (blocked)` : d.status;
 }
 
-/** The LAST ERROR column: the receiver's answer, or what the delivery ended waiting for (operator/failureText.ts). */
+/** Widest LAST ERROR cell: an `ssrf_blocked` reason (~300 characters) made every row as wide. */
+const LAST_ERROR_MAX = 60;
+
+/** The LAST ERROR column: the receiver's answer, or what the delivery ended waiting for (operator/failureText.ts), cut to LAST_ERROR_MAX. */
 function lastError(d: Delivery): string {
-  return failureText(d) ?? '-';
+  return truncated(failureText(d) ?? '-', LAST_ERROR_MAX);
 }
 
 /** Per failed attempt: the receiver's whole excerpt and the headers sent (Q8). */
@@ -171,7 +174,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
           `${shown(d.id)}  ${shown(statusText(d))}  ${shown(d.eventType)} → ${shown(d.hookId)} (${shown(d.transport)})`,
           `tenant ${shown(d.tenant)}  queue ${shown(d.queue ?? '(any)')}`,
           `operation ${shown(d.operationId)}  generation ${d.generation}${d.sequence !== null ? `  sequence ${d.sequence}` : ''}  created ${iso(d.createdAt)}  delivered ${iso(d.deliveredAt)}`,
-          `deadline ${iso(d.deadlineAt)}${d.status === 'failed' ? `  failed: ${shown(lastError(d))}` : ''}`,
+          `deadline ${iso(d.deadlineAt)}${d.status === 'failed' ? `  failed: ${shown(failureText(d) ?? '-')}` : ''}`,
           '',
           d.attempts.length === 0
             ? 'no attempts yet'

@@ -79,6 +79,14 @@ export function formatTable(columns: readonly string[], cells: readonly (readonl
   return `${[line(columns), ...rows.map(line)].join('\n')}\n`;
 }
 
+/** A table cell cut to `max` characters with an ellipsis; `show` and `--json` keep the whole text. */
+export function truncated(text: string, max: number): string {
+  const chars = Array.from(text);
+  if (chars.length <= max) return text;
+  const kept = chars.slice(0, max - 1).join('');
+  return `${kept.trimEnd()}…`;
+}
+
 export function iso(date: Date | null | undefined): string {
   return date ? date.toISOString() : '-';
 }

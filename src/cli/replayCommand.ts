@@ -155,7 +155,7 @@ export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFla
   }
   if (!flags.json) for (const s of skipped) printText(`${s.id}: skipped (${skipReason(s)})\n`);
 
-  const queue = ctx.queue();
+  const queue = await ctx.queue();
   const cliProgress = process.stderr.isTTY && !flags.json ? (await import('cli-progress')).default : undefined;
   const bar =
     cliProgress !== undefined

@@ -27,7 +27,7 @@ export function registerStatsCommand(program: Command): void {
         await withContext(async (ctx) => {
           const ledger = await ledgerStats(ctx.store.db, ctx.settings.HOOKRELAY_QUEUE);
           // Redis unreachable (refused: at once; silent: after a few seconds): the ledger figures still stand.
-          const queue = (await ctx.operator.fromQueue((q) => q.getJobCounts(...QUEUE_STATES))) ?? null;
+          const queue = (await ctx.operator.jobCounts(QUEUE_STATES)) ?? null;
           const waitingAge = ageSeconds(ledger.oldestUndeliveredAt);
           const heldAge = ageSeconds(ledger.oldestHeldAt);
           // Held rows are undelivered too: "none" while an operator holds deliveries would hide them.

@@ -5,6 +5,7 @@
  * presented token (bearer or sign-in form) goes through the credential guard: guesses are
  * throttled per address and overall (429 with Retry-After) and each burst of them logged once.
  */
+import { deliveryQueueKeys } from '../queue/queueKeys.ts';
 import type { IncomingMessage } from 'node:http';
 import type { Settings } from '../config/settings.ts';
 import { createCredentialGuard, type CredentialGuard } from '../observability/credentialGuard.ts';
@@ -56,9 +57,9 @@ export function createConsoleAccess(p: {
   const sessions =
     p.sessions ??
     createSessionStore({
-      redis: async () => (await p.operator.queue().client) as unknown as SessionRedis,
+      redis: async () => (await p.operator.redis()) as unknown as SessionRedis,
       // Next to the queue the console reads: the prefix its operator queue was opened with.
-      keyPrefix: `${p.operator.queuePrefix}:${settings.HOOKRELAY_QUEUE}:console:session:`,
+      keyPrefix: deliveryQueueKeys(p.operator.queuePrefix, settings.HOOKRELAY_QUEUE).consoleSessions,
       token,
       timeouts: { idleSeconds: settings.HOOKRELAY_CONSOLE_IDLE_TIMEOUT, maxAgeSeconds: settings.HOOKRELAY_CONSOLE_SESSION_MAX_AGE },
     });

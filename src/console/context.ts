@@ -17,7 +17,7 @@ export type ConsoleContext = {
 };
 
 /** The shared replay loop (operator/replay.ts); each replayed endpoint's open breaker probes now. */
-export function runReplay(ctx: ConsoleContext, ids: readonly string[]): Promise<ReplayResult[]> {
+export async function runReplay(ctx: ConsoleContext, ids: readonly string[]): Promise<ReplayResult[]> {
   const probe = (keys: readonly string[]) => ctx.operator.fromRedis((gate) => Promise.all(keys.map((k) => gate.probeNow(k))));
-  return replayDeliveries(ctx.db, ctx.operator.queue(), ids, { includeAccepted: false, probe });
+  return replayDeliveries(ctx.db, await ctx.operator.queue(), ids, { includeAccepted: false, probe });
 }

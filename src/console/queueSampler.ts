@@ -3,6 +3,7 @@
  * 15 s and keeps six hours of samples in memory. Redis not answering skips a sample.
  */
 import type { OperatorQueue } from '../operator/operatorQueue.ts';
+import { JOB_COUNT_STATES } from '../queue/queueKeys.ts';
 
 const SAMPLE_EVERY_MS = 15_000;
 const SAMPLES_KEPT = 6 * 60 * 4; // six hours of 15 s samples
@@ -19,7 +20,7 @@ export type QueueSampler = {
 
 export function createQueueSampler(operator: OperatorQueue, enabled: boolean): QueueSampler {
   const depth: Array<[number, number]> = [];
-  const counts = () => operator.fromRedis(async () => operator.queue().getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'));
+  const counts = () => operator.jobCounts(JOB_COUNT_STATES);
   const sample = async () => {
     const c = await counts();
     if (c === undefined) return;

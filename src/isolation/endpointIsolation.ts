@@ -38,7 +38,8 @@ import {
 } from './endpointGate.ts';
 import { createEndpointLeases } from './endpointLeases.ts';
 import type { PolicyAcknowledger } from './policyAcks.ts';
-import { withTimeout } from '../queue/jobs.ts';
+import { withTimeout } from '../queue/withTimeout.ts';
+import { deliveryQueueKeys } from '../queue/queueKeys.ts';
 
 /** How often a worker re-reads the endpoints table (an operator's disable takes effect within it). */
 const POLICY_REFRESH_MS = 2_000;
@@ -358,5 +359,5 @@ export function isolationSettings(settings: IsolationSettings): { enabled: boole
 
 /** Where a queue's endpoint state lives in Redis: under its prefix and name, like BullMQ's own keys. */
 export function endpointKeyPrefix(prefix: string, queueName: string): string {
-  return `${prefix}:${queueName}`;
+  return deliveryQueueKeys(prefix, queueName).base;
 }

@@ -13,15 +13,24 @@ export type StopSignals = {
 
 const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
 
-export function onStopSignals(onRepeat?: (signal: NodeJS.Signals) => void): StopSignals {
-  let received: NodeJS.Signals | undefined;
+/**
+ * A second copy of the first signal within this window is the same keystroke delivered twice
+ * (the terminal's and npm's), not an operator pressing Ctrl-C again.
+ */
+export const SIGNAL_ECHO_MS = 1_000;
+
+/** `echo`: the repeat is the first signal again within SIGNAL_ECHO_MS (one Ctrl-C under npm). */
+export type RepeatedSignal = { signal: NodeJS.Signals; echo: boolean };
+
+export function onStopSignals(onRepeat?: (repeat: RepeatedSignal) => void, now: () => number = Date.now): StopSignals {
+  let received: { signal: NodeJS.Signals; at: number } | undefined;
   let resolveFirst: (signal: NodeJS.Signals) => void = () => undefined;
   const first = new Promise<NodeJS.Signals>((resolve) => (resolveFirst = resolve));
   const listener = (signal: NodeJS.Signals) => {
     if (received === undefined) {
-      received = signal;
+      received = { signal, at: now() };
       resolveFirst(signal);
-    } else onRepeat?.(signal);
+    } else onRepeat?.({ signal, echo: signal === received.signal && now() - received.at < SIGNAL_ECHO_MS });
   };
   for (const s of STOP_SIGNALS) process.on(s, listener);
   return {

@@ -4,9 +4,8 @@
  * worker admits another delivery to it. Redis not answering is reported, never waited on forever.
  */
 import type { Settings } from '../config/settings.ts';
-import { endpointKeyPrefix } from '../isolation/endpointIsolation.ts';
 import { confirmPolicyApplied, type PolicyConfirmation } from '../isolation/policyAcks.ts';
-import type { QueueRedis } from '../queue/redisConnection.ts';
+import { deliveryQueueKeys } from '../queue/queueKeys.ts';
 import type { OperatorQueue } from './operatorQueue.ts';
 
 /** How long `endpoints disable` and the console wait for the workers unless told otherwise. */
@@ -19,10 +18,10 @@ export async function confirmEndpointChange(
   timeoutMs: number = DEFAULT_CONFIRM_TIMEOUT_MS,
 ): Promise<PolicyConfirmation | undefined> {
   // The prefix the operator's queue was opened with (its resolved configuration), where the workers acknowledge.
-  const keyPrefix = endpointKeyPrefix(operator.queuePrefix, settings.HOOKRELAY_QUEUE);
+  const keyPrefix = deliveryQueueKeys(operator.queuePrefix, settings.HOOKRELAY_QUEUE).base;
   let timer: NodeJS.Timeout | undefined;
   try {
-    const redis = (await operator.queue().client) as unknown as QueueRedis;
+    const redis = await operator.redis();
     return await Promise.race([
       confirmPolicyApplied(redis, keyPrefix, { timeoutMs }),
       new Promise<never>((_, reject) => {

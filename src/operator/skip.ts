@@ -13,7 +13,11 @@ import { orderingHeads, skipDeliveries, type OrderingKey, type SkipOutcome } fro
 export type { SkipOutcome } from '../store/orderingRepo.ts';
 
 /** Skips the rows that are failed or held; returns each id's outcome and how many waiting deliveries were woken. */
-export async function skipAndRelease(db: Db, queue: () => Queue<DeliveryJobData>, ids: readonly string[]): Promise<{ outcomes: SkipOutcome[]; woken: number }> {
+export async function skipAndRelease(
+  db: Db,
+  queue: () => Promise<Queue<DeliveryJobData>>,
+  ids: readonly string[],
+): Promise<{ outcomes: SkipOutcome[]; woken: number }> {
   const outcomes = await skipDeliveries(db, ids);
   const keys = new Map<string, OrderingKey>();
   for (const o of outcomes) {
@@ -25,7 +29,7 @@ export async function skipAndRelease(db: Db, queue: () => Queue<DeliveryJobData>
   const heads = await orderingHeads(db, [...keys.values()]);
   let woken = 0;
   for (const id of heads) {
-    const promoted = await new Job<DeliveryJobData>(queue(), DELIVERY_JOB_NAME, { deliveryId: id, generation: 0 }, {}, id).promote().then(
+    const promoted = await new Job<DeliveryJobData>(await queue(), DELIVERY_JOB_NAME, { deliveryId: id, generation: 0 }, {}, id).promote().then(
       () => true,
       () => false,
     );

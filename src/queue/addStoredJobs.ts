@@ -5,17 +5,17 @@
  * (stageJobs) and are only sent now. Q2: once the rows are committed the call answers whether
  * or not Redis took the jobs in time (`queued: false`); the worker's reconciler adds the missing ones.
  */
-import type { Queue } from 'bullmq';
 import type { Logger } from '../observability/logger.ts';
-import { addDeliveryJobs, type DeliveryJob, stageDeliveryJobs, type StagedJobs, withTimeout } from './jobs.ts';
+import { addDeliveryJobs, type DeliveryJob, stageDeliveryJobs, type StagedJobs } from './jobs.ts';
+import { withTimeout } from './withTimeout.ts';
 import type { PreparedRow } from './prepareEnqueue.ts';
 import type { RedisAvailability } from './redisAvailability.ts';
-import type { DeliveryJobData } from './types.ts';
+import type { DeliveryQueueConnection } from './queueConnection.ts';
 
 const jobsOf = (rows: readonly PreparedRow[]): DeliveryJob[] => rows.map((r) => ({ deliveryId: r.id, generation: 0, ...(r.job ? { attempt: r.job } : {}) }));
 
 /** The rows' jobs built now, sent by addStoredJobs once the rows are committed (never a rejection: a failed stage is added the plain way). */
-export function stageJobs(queue: () => Queue<DeliveryJobData>, rows: readonly PreparedRow[]): Promise<StagedJobs | undefined> {
+export function stageJobs(queue: () => DeliveryQueueConnection, rows: readonly PreparedRow[]): Promise<StagedJobs | undefined> {
   return stageDeliveryJobs(queue(), jobsOf(rows)).catch(() => undefined);
 }
 
@@ -26,7 +26,7 @@ export function stageJobs(queue: () => Queue<DeliveryJobData>, rows: readonly Pr
  * the client to be sent after its call was answered.
  */
 export async function addStoredJobs(
-  queue: () => Queue<DeliveryJobData>,
+  queue: () => DeliveryQueueConnection,
   rows: readonly PreparedRow[],
   timeoutMs: number,
   logger: Logger,
@@ -41,7 +41,7 @@ export async function addStoredJobs(
     redis.failed();
     return false;
   }
-  const plain = () => addDeliveryJobs(queue(), jobsOf(rows));
+  const plain = () => addDeliveryJobs(queue().queue, jobsOf(rows));
   let error: unknown;
   const adding = (staged ? staged.then((s) => (s ? s.send() : plain())) : plain()).then(
     () => true,

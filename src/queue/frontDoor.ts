@@ -9,7 +9,6 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import type { Queue } from 'bullmq';
 import { EventNotAcceptedError, type NotAcceptedReason } from '../contract/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Db } from '../store/db.ts';
@@ -17,14 +16,16 @@ import { ledgerAnswers } from '../store/deliveriesRepo.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import { storeUnavailable } from '../store/unreachable.ts';
 import { type CallOutcome, settleCall } from './answerCalls.ts';
-import { addDeliveryJobs, withTimeout } from './jobs.ts';
+import { addDeliveryJobs } from './jobs.ts';
+import { withTimeout } from './withTimeout.ts';
 import type { PreparedItem } from './prepareEnqueue.ts';
+import type { DeliveryQueueConnection } from './queueConnection.ts';
 import type { RedisAvailability } from './redisAvailability.ts';
 import { SpoolWriteError } from './errors.ts';
 import { createSpool, type Spool } from './spool.ts';
 import { drainSpoolSegment } from './spoolDrain.ts';
 import { createStoreAvailability, isStoreUnusable, type StoreAvailability } from './storeAvailability.ts';
-import type { DeliveryJobData, EnqueueManyResult, SpoolStatus } from './types.ts';
+import type { EnqueueManyResult, SpoolStatus } from './types.ts';
 
 /** What commit's store timeout answers when it fired first. */
 const STORE_TIMED_OUT = Symbol('store timed out');
@@ -37,7 +38,7 @@ export type FrontDoorOptions = {
   /** Commits one call through the group commit (never rejects). */
   submit(prepared: PreparedItem[]): Promise<CallOutcome>;
   db(): Promise<Db>;
-  queue(): Queue<DeliveryJobData>;
+  queue(): DeliveryQueueConnection;
   redis(): RedisAvailability;
   /** The spool's folder and bound; undefined when the spool is off. */
   spool: { dir: string; maxBytes: number } | undefined;
@@ -95,7 +96,7 @@ export function createFrontDoor(options: FrontDoorOptions): FrontDoor {
     if (ids.length === 0 || options.redis().state() !== 'up') return; // the reconciler adds them
     const jobs = ids.map((id) => ({ deliveryId: id, generation: 0 }));
     await withTimeout(
-      addDeliveryJobs(options.queue(), jobs).catch(() => undefined),
+      addDeliveryJobs(options.queue().queue, jobs).catch(() => undefined),
       options.queueTimeoutMs,
       undefined,
     );

@@ -6,7 +6,6 @@
  * store (storeRows.ts) → number (enqueueBodies.ts) → add jobs (addStoredJobs.ts) → answer
  * (answerCalls.ts).
  */
-import type { Queue } from 'bullmq';
 import type { Logger } from '../observability/logger.ts';
 import type { Db } from '../store/db.ts';
 import { addStoredJobs, stageJobs } from './addStoredJobs.ts';
@@ -16,7 +15,7 @@ import { numberOrderedRows, writeJobBodies } from './enqueueBodies.ts';
 import type { PreparedItem } from './prepareEnqueue.ts';
 import type { RedisAvailability } from './redisAvailability.ts';
 import { storeGroup } from './storeRows.ts';
-import type { DeliveryJobData } from './types.ts';
+import type { DeliveryQueueConnection } from './queueConnection.ts';
 
 /** Most calls per commit. */
 const ENQUEUE_GROUP_CALLS = 256;
@@ -25,7 +24,7 @@ const ENQUEUE_CONCURRENT_COMMITS = 2;
 
 export type GroupCommitDeps = {
   db(): Promise<Db>;
-  queue(): Queue<DeliveryJobData>;
+  queue(): DeliveryQueueConnection;
   /** Q2: how long a commit waits for Redis before answering `queued: false`. */
   queueTimeoutMs: number;
   /** F2/F3: whether an add may be sent now (a Redis known down is not waited for). */

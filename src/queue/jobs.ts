@@ -3,6 +3,7 @@
  * removed on completion and on final failure (Q11: the ledger is the record).
  */
 import { Job, type JobsOptions, type Queue } from 'bullmq';
+import type { DeliveryQueueConnection } from './queueConnection.ts';
 import { DELIVERY_JOB_NAME, type DeliveryJobAttempt, type DeliveryJobData } from './types.ts';
 
 /**
@@ -59,13 +60,13 @@ export type StagedJobs = {
  * The producer stages a group's jobs while Postgres stores their rows and sends them once the
  * rows are committed (Q1: never a job before its row).
  */
-export async function stageDeliveryJobs(queue: Queue<DeliveryJobData>, jobs: readonly DeliveryJob[]): Promise<StagedJobs> {
-  const client = await queue.client;
-  const pipelines: Array<ReturnType<typeof client.pipeline>> = [];
+export async function stageDeliveryJobs(connection: DeliveryQueueConnection, jobs: readonly DeliveryJob[]): Promise<StagedJobs> {
+  await connection.ready(); // BullMQ's scripts defined on hookrelay's connection
+  const pipelines: Array<ReturnType<typeof connection.pipeline>> = [];
   for (let i = 0; i < jobs.length; i += ADD_BULK_CHUNK) {
-    const pipeline = client.pipeline();
+    const pipeline = connection.pipeline();
     for (const job of jobs.slice(i, i + ADD_BULK_CHUNK)) {
-      const staged = new Job<DeliveryJobData>(queue, DELIVERY_JOB_NAME, deliveryJobData(job), deliveryJobOptions(job), job.deliveryId);
+      const staged = new Job<DeliveryJobData>(connection.queue, DELIVERY_JOB_NAME, deliveryJobData(job), deliveryJobOptions(job), job.deliveryId);
       // Its outcome is read from the pipeline's results below.
       staged.addJob(pipeline, { parentDependenciesKey: '' }).catch(() => undefined);
     }
@@ -77,18 +78,4 @@ export async function stageDeliveryJobs(queue: Queue<DeliveryJobData>, jobs: rea
       for (const chunk of results) for (const [err] of chunk ?? []) if (err) throw err;
     },
   };
-}
-
-/** Resolves `fallback` when `work` has not settled within `timeoutMs`; the late result is dropped. */
-export async function withTimeout<T>(work: Promise<T>, timeoutMs: number, fallback: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<T>((resolve) => {
-    timer = setTimeout(() => resolve(fallback), timeoutMs);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-    work.catch(() => undefined);
-  }
 }

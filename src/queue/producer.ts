@@ -12,21 +12,22 @@
  * Postgres is away (F1, F2).
  */
 import path from 'node:path';
-import { Queue } from 'bullmq';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { getDelivery } from '../store/deliveriesRepo.ts';
-import { QUEUE_STREAMS, withTimeout } from './jobs.ts';
+import { QUEUE_STREAMS } from './jobs.ts';
+import { withTimeout } from './withTimeout.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';
+import { type DeliveryQueueConnection, openDeliveryQueue } from './queueConnection.ts';
 import { createRedisAvailability, type RedisAvailability } from './redisAvailability.ts';
 import { activeTracer, inSpan, serializeTraceContext, SpanKind, type Span } from '../observability/tracing.ts';
 import { createGroupCommit } from './groupCommit.ts';
 import { createFrontDoor, type FrontDoor, spoolFolder } from './frontDoor.ts';
 import { DEFAULT_SPOOL_MAX_BYTES } from '../contract/defaults.ts';
 import { prepareItems, type EnqueueRules, type PreparedItem } from './prepareEnqueue.ts';
-import type { DeliveryJobData, EnqueueInput, EnqueueManyResult, EnqueueResult, HookProducer, HookProducerOptions } from './types.ts';
+import type { EnqueueInput, EnqueueManyResult, EnqueueResult, HookProducer, HookProducerOptions } from './types.ts';
 
 /** Q2: how long an enqueue waits for Redis before answering `queued: false`. */
 export const DEFAULT_QUEUE_TIMEOUT_MS = 2_000;
@@ -188,11 +189,11 @@ type ConnectionSettings = {
 /** The ledger store and the BullMQ queue, each opened at first use; close() releases what the producer opened. */
 function producerConnections(options: HookProducerOptions, logger: Logger, s: ConnectionSettings) {
   let storePromise: Promise<Store> | undefined;
-  let queue: Queue<DeliveryJobData> | undefined;
+  let queue: DeliveryQueueConnection | undefined;
   let ownedRedis: QueueRedis | undefined;
   let availability: RedisAvailability | undefined;
   let closed = false;
-  const openQueue = (): Queue<DeliveryJobData> => {
+  const openQueue = (): DeliveryQueueConnection => {
     if (queue) return queue;
     let connection: QueueRedis | undefined = options.redis;
     if (!connection) {
@@ -205,8 +206,8 @@ function producerConnections(options: HookProducerOptions, logger: Logger, s: Co
       connection = ownedRedis;
     }
     availability = createRedisAvailability(connection, logger);
-    queue = new Queue<DeliveryJobData>(s.queueName, { connection, prefix: s.queuePrefix, streams: QUEUE_STREAMS });
-    queue.on('error', (err: Error) => logger.debug({ err: err }, 'producer queue error'));
+    queue = openDeliveryQueue({ name: s.queueName, prefix: s.queuePrefix, redis: connection, streams: QUEUE_STREAMS });
+    queue.queue.on('error', (err: Error) => logger.debug({ err: err }, 'producer queue error'));
     return queue;
   };
   return {

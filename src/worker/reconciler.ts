@@ -10,8 +10,6 @@
  * ordered deliveries (SEC-H7) that may go but whose wake was lost (a worker killed between an
  * outcome and its wake, a flushed Redis): their parked jobs are promoted.
  */
-import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
@@ -24,6 +22,7 @@ import {
   type DueDelivery,
 } from '../store/deliveriesRepo.ts';
 import { addDeliveryJobs } from '../queue/jobs.ts';
+import type { DeliveryQueueConnection } from '../queue/queueConnection.ts';
 import { DELIVERY_JOB_NAME, type DeliveryJobData } from '../queue/types.ts';
 import { findOrderingHeads, type OrderingKey } from '../store/orderingRepo.ts';
 import { Job } from 'bullmq';
@@ -50,7 +49,8 @@ export type Reconciler = {
 
 export type ReconcilerOptions = {
   db: Db;
-  queue: Queue<DeliveryJobData>;
+  /** The delivery queue on hookrelay's own connection (queueConnection.ts). */
+  queue: DeliveryQueueConnection;
   intervalMs: number;
   graceMs?: number;
   pageRows?: number;
@@ -164,7 +164,7 @@ class LedgerReconciler implements Reconciler {
       const missing = gone.filter((r) => !exhausted.includes(r));
       if (missing.length > 0) {
         await addDeliveryJobs(
-          this.options.queue,
+          this.options.queue.queue,
           missing.map((r) => ({ deliveryId: r.id, generation: r.generation })),
         );
         requeued += missing.length;
@@ -201,7 +201,7 @@ class LedgerReconciler implements Reconciler {
     let woken = 0;
     for (const head of heads) {
       if (!head.wake) continue;
-      const promoted = await new Job<DeliveryJobData>(this.options.queue, DELIVERY_JOB_NAME, { deliveryId: head.id, generation: 0 }, {}, head.id)
+      const promoted = await new Job<DeliveryJobData>(this.options.queue.queue, DELIVERY_JOB_NAME, { deliveryId: head.id, generation: 0 }, {}, head.id)
         .promote()
         .then(
           () => true,
@@ -231,10 +231,9 @@ async function failWithoutOutcome(options: ReconcilerOptions, rows: readonly Due
 }
 
 /** Rows whose job hash is gone from Redis. */
-async function withoutLiveJob(queue: Queue<DeliveryJobData>, rows: readonly DueDelivery[]): Promise<DueDelivery[]> {
-  const client = (await queue.client) as unknown as Redis;
-  const pipeline = client.pipeline();
-  for (const row of rows) pipeline.exists(queue.toKey(row.id));
+async function withoutLiveJob(queue: DeliveryQueueConnection, rows: readonly DueDelivery[]): Promise<DueDelivery[]> {
+  const pipeline = (await queue.ready()).pipeline();
+  for (const row of rows) pipeline.exists(queue.keys.job(row.id));
   const answers = (await pipeline.exec()) ?? [];
   return rows.filter((_, i) => {
     const [err, exists] = answers[i] ?? [new Error('no answer'), 0];

@@ -4,7 +4,7 @@
  * with an ordered, bounded stop (Q9). The store is the caller's (opened and closed by it).
  */
 import { setMaxListeners } from 'node:events';
-import { Queue, type Worker } from 'bullmq';
+import type { Queue, Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { resolveLoadedConfig, type LoadedConfig } from '../config/resolveConfig.ts';
 import { SettingsError } from '../config/errors.ts';
@@ -23,7 +23,7 @@ import type { Store } from '../store/db.ts';
 import { ledgerStats } from '../operator/ledgerStats.ts';
 import { createEndpointGate } from '../isolation/endpointGate.ts';
 import { createPolicyAcknowledger } from '../isolation/policyAcks.ts';
-import { createEndpointIsolation, endpointKeyPrefix, isolationSettings, type EndpointIsolation } from '../isolation/endpointIsolation.ts';
+import { createEndpointIsolation, isolationSettings, type EndpointIsolation } from '../isolation/endpointIsolation.ts';
 import { createDependencyHealth } from './dependencyHealth.ts';
 import { createInFlightTracker } from './inFlightTracker.ts';
 import { createLedgerWriter, type LedgerWriter } from './ledgerWriter.ts';
@@ -38,6 +38,7 @@ import { createReconciler, type Reconciler } from './reconciler.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
 import { createRetention, type Retention } from './retention.ts';
 import { QUEUE_STREAMS } from '../queue/jobs.ts';
+import { openDeliveryQueue } from '../queue/queueConnection.ts';
 import { createSpoolReader, type SpoolSummary } from '../queue/spoolSummary.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
 import { closeDeliveryWorker, createDeliveryWorker } from './bullWorker.ts';
@@ -107,7 +108,9 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   // Redis away: a command would wait in ioredis' offline queue until it is back; scrapes and probes answer at once instead.
   const redisReady = () => connection.status === 'ready';
 
-  const queue = new Queue<DeliveryJobData>(settings.HOOKRELAY_QUEUE, { connection, prefix, streams: QUEUE_STREAMS });
+  // One owner of the queue's connection, prefix and keys (queueConnection.ts).
+  const deliveryQueue = openDeliveryQueue({ name: settings.HOOKRELAY_QUEUE, prefix, redis: connection, streams: QUEUE_STREAMS });
+  const { queue, keys } = deliveryQueue;
   queue.on('error', (err: Error) => logger.debug({ err: err }, 'queue error'));
   // F1: the spools producers on this host keep while Postgres is away (the gauges and /readyz show them).
   const readSpool = createSpoolReader(settings.HOOKRELAY_DATA_DIR);
@@ -137,8 +140,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   isolationRedis?.on('error', (err: Error) => logger.debug({ err: err }, 'endpoint isolation redis connection error'));
   if (isolationConfig.enabled && isolationRedis) {
     isolation = createEndpointIsolation({
-      gate: createEndpointGate(isolationRedis, { keyPrefix: endpointKeyPrefix(prefix, settings.HOOKRELAY_QUEUE), policy: isolationConfig.policy }),
-      acks: createPolicyAcknowledger(isolationRedis, endpointKeyPrefix(prefix, settings.HOOKRELAY_QUEUE)),
+      gate: createEndpointGate(isolationRedis, { keyPrefix: keys.base, policy: isolationConfig.policy }),
+      acks: createPolicyAcknowledger(isolationRedis, keys.base),
       db: store.db,
       defaultCap: isolationConfig.defaultCap,
       logger,
@@ -190,6 +193,14 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   // B5: deliveries still waiting on an email look-up when the shutdown bound is reached give up.
   const abandon = new AbortController();
   setMaxListeners(0, abandon.signal); // one listener per delivery waiting on a look-up: concurrency-many, by design
+  // BullMQ 6: Worker#resume is async (a failure reaches the worker's 'error' listener); awaited, never left floating.
+  const resumeTaking = async (w: Worker<DeliveryJobData>): Promise<void> => {
+    try {
+      await w.resume();
+    } catch (err) {
+      logger.warn({ err }, 'could not resume taking jobs after Postgres came back');
+    }
+  };
   const gate = createPgGate({
     db: store.db,
     onDown: (error) => {
@@ -198,7 +209,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     },
     onUp: () => {
       health.markUp('postgres');
-      if (!stopping) worker?.resume();
+      if (!stopping && worker) void resumeTaking(worker);
     },
   });
 
@@ -264,7 +275,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
 
   const reconciler = createReconciler({
     db: store.db,
-    queue,
+    queue: deliveryQueue,
     intervalMs: settings.HOOKRELAY_RECONCILE_INTERVAL_MS,
     ...withDefined({ graceMs: options.reconcileGraceMs }),
     logger,
@@ -311,7 +322,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
         // Next to the queue's own keys: one prefix to list, expire and delete.
         replay: createRedisReplayGuard({
           redis: connection as unknown as ReplayRedis,
-          keyPrefix: `${prefix}:${settings.HOOKRELAY_QUEUE}:qstash:seen:`,
+          keyPrefix: keys.qstashSeen,
           ready: redisReady,
         }),
       });

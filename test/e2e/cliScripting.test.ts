@@ -247,6 +247,6 @@ describe('E-cli: the CLI in scripts and pipes', () => {
     const list = await cli(['deliveries', 'list', '--operation', 'op-vocab', '--json']);
     expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ id, attemptCount: 6, generation: 1 })]);
     const text = await cli(['deliveries', 'list', '--operation', 'op-vocab']);
-    expect(text.stdout).toMatch(new RegExp(`${id}\\s+delivered\\s+onComplete\\s+flaky\\s+op-vocab\\s+6\\s`));
+    expect(text.stdout).toMatch(new RegExp(`${id}\\s+delivered\\s+default\\s+onComplete\\s+flaky\\s+op-vocab\\s+6\\s`));
   }, 60_000);
 });

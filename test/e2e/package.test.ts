@@ -33,6 +33,7 @@ const FRAMEWORKS = [
 let scratch: string;
 let tarball: string;
 let files: string[];
+let installOutput = '';
 
 /** Runs `node` in the scratch app (plain node: no loader, no tsx). */
 const node = (args: string[], env: NodeJS.ProcessEnv = {}) =>
@@ -51,10 +52,11 @@ beforeAll(async () => {
   files = info[0]!.files.map((f) => f.path);
   writeFileSync(path.join(scratch, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   // The frameworks the integration entries are for (optional peers), at the versions the repository pins.
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, '@types/node@20', ...FRAMEWORKS], {
+  const installed = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, '@types/node@20', ...FRAMEWORKS], {
     cwd: scratch,
     timeout: NPM_TIMEOUT_MS,
   });
+  installOutput = `${installed.stdout}\n${installed.stderr}`;
 }, NPM_TIMEOUT_MS * 2);
 
 afterAll(() => {
@@ -93,6 +95,11 @@ describe('package: the tarball', () => {
         (f.endsWith('.ts') && !f.endsWith('.d.ts')),
     );
     expect(unwanted).toEqual([]);
+  });
+
+  it('DEP-3: installing the tarball runs no script of hookrelay and npm warns about none (the build ran at pack time)', () => {
+    expect(installOutput).not.toMatch(/hookrelay@[\d.]+ \((prepare|preinstall|install|postinstall)/);
+    expect(installOutput).not.toMatch(/npm run build/);
   });
 
   it('package: the optional peers (PGlite, @upstash/qstash) are not installed in the scratch app', () => {

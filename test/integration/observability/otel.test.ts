@@ -147,7 +147,7 @@ describe('OTel: spans from dispatch to the receiver', () => {
     const [row] = await listDeliveries(db.store.db, { operationId: op });
     const operator = openOperatorQueue(loadSettings(env));
     try {
-      const results = await replayBatch(db.store.db, operator.queue(), [row!.id], false);
+      const results = await replayBatch(db.store.db, await operator.queue(), [row!.id], false);
       expect(results).toEqual([{ id: row!.id, result: 'replayed', generation: 1 }]);
     } finally {
       await operator.close();

@@ -6,7 +6,6 @@
  */
 import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +17,7 @@ import { silentLogger } from '../../../src/observability/logger.ts';
 import { OutcomeNotStoredError } from '../../../src/queue/errors.ts';
 import { createLedgerWriter, OUTCOME_UNWRITABLE } from '../../../src/worker/ledgerWriter.ts';
 import { createReconciler, MAX_REQUEUES_WITHOUT_OUTCOME, REQUEUE_LIMIT_REASON } from '../../../src/worker/reconciler.ts';
-import type { DeliveryJobData } from '../../../src/queue/types.ts';
+import { openDeliveryQueue } from '../../../src/queue/queueConnection.ts';
 import { insertDeliveries, newDeliveryId, type AttemptOutcome } from '../../../src/store/deliveriesRepo.ts';
 import { createStack, fetchHook, TEST_REDIS_URL, type Stack } from './harness.ts';
 
@@ -232,8 +231,9 @@ describe('SEC-H3 text Postgres cannot store', () => {
     const { deliveryIds } = await stack.producer.enqueue({ operationId: 'op-loop', type: 'onComplete', event: {}, hooks: [fetchHook('loop', url)] });
     const id = deliveryIds[0] as string;
     const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
-    const queue = new Queue<DeliveryJobData>(stack.queueName, { connection, prefix: stack.prefix });
-    const reconciler = createReconciler({ db: stack.db.store.db, queue, intervalMs: 60_000, graceMs: 0, logger: silentLogger() });
+    const deliveryQueue = openDeliveryQueue({ name: stack.queueName, prefix: stack.prefix, redis: connection });
+    const { queue } = deliveryQueue;
+    const reconciler = createReconciler({ db: stack.db.store.db, queue: deliveryQueue, intervalMs: 60_000, graceMs: 0, logger: silentLogger() });
     try {
       let requeued = 0;
       // Each round: the job vanishes without writing anything (as a job whose outcome cannot be written).
