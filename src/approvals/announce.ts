@@ -96,7 +96,8 @@ export function createApprovalAnnouncer(options: ApprovalAnnouncerOptions): Appr
   async function enqueue(row: ApprovalRow, type: ApprovalEventType, event: Record<string, unknown>, hooks: readonly SerializedHook[]): Promise<number> {
     if (hooks.length === 0) return 0;
     try {
-      await options.producer.enqueue({ operationId: row.operationId, type, event, hooks, idempotencyKey: `${row.id}:${type}` });
+      // N2: the approval's own tenant, so its events meet that tenant's endpoint state (and its operation's tenant check).
+      await options.producer.enqueue({ operationId: row.operationId, tenant: row.tenant, type, event, hooks, idempotencyKey: `${row.id}:${type}` });
     } catch (err) {
       // Another announcer, configured with other approvers, already put this event in the ledger under its key.
       if (!(err instanceof IdempotencyConflictError)) throw err;

@@ -6,6 +6,7 @@ import { deliveries } from './schema.ts';
 import type { Delivery, DeliveryAttempt, DeliveryStatus } from '../contract/delivery.ts';
 import type { DeliveryEventType } from '../contract/hookTypes.ts';
 import { TenantMismatchError } from '../contract/errors.ts';
+import { DEFAULT_TENANT } from '../contract/tenant.ts';
 import { storageCall } from '../contract/storageError.ts';
 
 /** Q4: the error class a `fallback: 'none'` delivery that failed for good is recorded with. */
@@ -218,6 +219,7 @@ export async function matchIdempotentDeliveries(db: Db, rows: readonly NewDelive
   const batch = JSON.stringify(
     keyed.map((r) => ({
       row_id: r.id,
+      tenant: r.tenant ?? DEFAULT_TENANT,
       operation_id: r.operationId,
       hook_id: r.hookId,
       idempotency_key: r.idempotencyKey,
@@ -230,8 +232,8 @@ export async function matchIdempotentDeliveries(db: Db, rows: readonly NewDelive
     db.execute(sql`
     SELECT v.row_id, d.id, (d.event_type = v.event_type AND d.hook = v.hook AND (d.payload IS NULL OR d.payload = v.payload)) AS same
       FROM json_to_recordset(${batch}::json)
-        AS v(row_id text, operation_id text, hook_id text, idempotency_key text, event_type text, hook jsonb, payload jsonb)
-      JOIN deliveries AS d ON d.operation_id = v.operation_id AND d.hook_id = v.hook_id AND d.idempotency_key = v.idempotency_key`),
+        AS v(row_id text, tenant text, operation_id text, hook_id text, idempotency_key text, event_type text, hook jsonb, payload jsonb)
+      JOIN deliveries AS d ON d.tenant = v.tenant AND d.operation_id = v.operation_id AND d.hook_id = v.hook_id AND d.idempotency_key = v.idempotency_key`),
   );
   for (const r of rowsOf<{ row_id: string; id: string; same: boolean }>(result)) out.set(r.row_id, { id: r.id, same: r.same === true });
   return out;

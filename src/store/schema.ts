@@ -99,8 +99,9 @@ export const deliveries = pgTable(
     deliveredAt: timestamp('delivered_at', { withTimezone: true, mode: 'date' }),
   },
   (t) => [
-    // Q1a: one delivery per (operation, hook, key); concurrent enqueues with one key converge on it, other operations never meet it.
-    uniqueIndex('deliveries_idempotency_uq').on(t.operationId, t.hookId, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
+    // Q1a, N2: one delivery per (tenant, operation, hook, key); concurrent enqueues with one key converge on it, other
+    // operations and other tenants (who may name the same operation id) never meet it.
+    uniqueIndex('deliveries_idempotency_uq').on(t.tenant, t.operationId, t.hookId, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
     index('deliveries_status_created_idx').on(t.status, t.createdAt),
     index('deliveries_operation_idx').on(t.operationId),
     index('deliveries_hook_idx').on(t.hookId),

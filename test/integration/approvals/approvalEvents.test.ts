@@ -132,6 +132,26 @@ describe('APR-4 (A3): approval.requested / approval.resolved through the ledger'
     await ops.close();
   }, 60_000);
 
+  it("TEN-1 (N1, N2): a tenant's approval events are enqueued for that tenant (its operation's tenant check passes; its endpoint state is its own)", async () => {
+    const operationId = `op-${randomUUID()}`;
+    const ops = createOperationStore({ store: stack.db.store });
+    await ops.createOperation({
+      operationId,
+      tenant: 'acme',
+      hooks: [{ id: 'acme-requested', type: 'approval.requested', webhook: { url: `${receiver.url}/acme` } }],
+    });
+    const queue = createApprovalQueue({ store: stack.db.store, producer: stack.producer, tenant: 'acme', waitMs: 0 });
+    const emitter = new InterceptionEmitter({ interceptors: [() => Verdict.escalate('needs_approval')], resolver: queue.resolver });
+    const builder = new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId: `${operationId}/${randomUUID()}` });
+    const err = await emitter.emit(builder.preToolCall({ id: 'c1', name: 'send_email', args: {} })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApprovalPendingError);
+    const id = (err as ApprovalPendingError).approval.id;
+    await waitFor(() => receiver.requests.some((r) => r.path === '/acme' && body(r).approvalId === id), 20_000, "approval.requested to acme's hook");
+    const rows = await stack.db.store.db.select().from(deliveries).where(eq(deliveries.operationId, operationId));
+    expect(rows.map((d) => `${d.eventType} ${d.tenant}`)).toEqual(['approval.requested acme']);
+    await ops.close();
+  }, 60_000);
+
   it('APR-4 (A3): an expiry is announced by the worker sweep as approval.resolved (status expired), with no process of the agent left', async () => {
     const operationId = `op-${randomUUID()}`;
     const ops = createOperationStore({ store: stack.db.store });

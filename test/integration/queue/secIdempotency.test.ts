@@ -69,6 +69,41 @@ describe('SEC-T2 idempotency keys are scoped to (operation, hook, key) (Q1a)', (
     expect(a.requests.filter((r) => r.body.includes('A-private-payload'))).toHaveLength(1);
   });
 
+  it("TEN-7 (N2, Q1a): another tenant reusing my operation id, hook id and key gets its own delivery; mine is never handed to it, and each tenant's repeat finds its own", async () => {
+    const mine = await stack.producer.enqueue({
+      operationId: 'ten7-op',
+      tenant: 'tenant-b',
+      type: 'onComplete',
+      event: { secret: 'B-private-payload' },
+      hooks: [fetchHook('audit', `${b.url}/ten7-b`)],
+      idempotencyKey: 'req-7',
+    });
+    // Tenant A names the same operation id (no operation record: nothing else to check against).
+    const theirs = await stack.producer.enqueue({
+      operationId: 'ten7-op',
+      tenant: 'tenant-a',
+      type: 'onComplete',
+      event: { mine: 'A-payload' },
+      hooks: [fetchHook('audit', `${a.url}/ten7-a`)],
+      idempotencyKey: 'req-7',
+    });
+    expect(theirs.deliveryIds).toHaveLength(1);
+    expect(theirs.deliveryIds).not.toEqual(mine.deliveryIds);
+    expect((await stack.producer.getDelivery(theirs.deliveryIds[0]!))?.tenant).toBe('tenant-a');
+    const mineAgain = await stack.producer.enqueue({
+      operationId: 'ten7-op',
+      tenant: 'tenant-b',
+      type: 'onComplete',
+      event: { secret: 'B-private-payload' },
+      hooks: [fetchHook('audit', `${b.url}/ten7-b`)],
+      idempotencyKey: 'req-7',
+    });
+    expect(mineAgain.deliveryIds).toEqual(mine.deliveryIds);
+    await waitFor(() => a.requests.some((r) => r.path === '/ten7-a') && b.requests.some((r) => r.path === '/ten7-b'), 10_000, "both tenants' deliveries");
+    expect(a.requests.filter((r) => r.path === '/ten7-a').map((r) => r.body)).not.toContain('B-private-payload');
+    expect(await countRows('ten7-op')).toBe(2);
+  });
+
   it('SEC-T2: the same key, operation and hook with a different event is a conflict: nothing stored, nothing of the earlier row returned', async () => {
     const hooks = [fetchHook('audit', `${a.url}/c`)];
     const base = { operationId: 'sect2-op-c', type: 'onComplete' as const, hooks, idempotencyKey: 'req-7' };

@@ -1,0 +1,2 @@
+DROP INDEX "deliveries_idempotency_uq";--> statement-breakpoint
+CREATE UNIQUE INDEX "deliveries_idempotency_uq" ON "deliveries" USING btree ("tenant","operation_id","hook_id","idempotency_key") WHERE "deliveries"."idempotency_key" IS NOT NULL;
