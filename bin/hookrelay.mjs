@@ -4,7 +4,7 @@
 // peak RSS ~132 MB draining 100,000 queued); `npm start` and the Dockerfile pass the same ones.
 // Runs the compiled JavaScript in dist/ with plain node (built by `npm run build`: at pack time
 // through `prepack`, in a clone by `npm start` when dist/ is missing or stale; never at install time).
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 
 const args = process.argv.slice(2);
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
@@ -20,7 +20,7 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   // assets); every other command runs the one-bundle build of the same code (scripts/bundle-cli.mjs,
   // issue 50: ~290 modules to resolve and compile were most of a read command's time).
   const command = args.find((a) => !a.startsWith('-'));
-  const compiled = command === 'start' || command === 'worker' || command === 'console';
+  const compiled = command === 'start' || command === 'worker' || command === 'console' || bundleIsStale();
   const missing = (error, file) => error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes(file);
   let cli;
   try {
@@ -38,4 +38,12 @@ function missingDist(error) {
     process.exit(2);
   }
   throw error;
+}
+
+/** In a clone, a tsc run after the last `npm run build` (watch mode) leaves the bundle behind: run the compiled modules then. */
+function bundleIsStale() {
+  const mtime = (p) => statSync(new URL(p, import.meta.url), { throwIfNoEntry: false })?.mtimeMs;
+  const compiledAt = mtime('../dist/.tsbuildinfo'); // absent in an installed package
+  const bundledAt = mtime('../dist/cli-bundle/cli.js');
+  return compiledAt !== undefined && bundledAt !== undefined && compiledAt > bundledAt;
 }
