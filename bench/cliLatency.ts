@@ -113,10 +113,7 @@ export async function runCliLatencyBench(): Promise<{ rows: string[][]; summary:
     const embeddedCwd = path.join(scratch, 'embedded');
     const embeddedEnv: NodeJS.ProcessEnv = { ...base, HOOKRELAY_DATA_DIR: path.join(embeddedCwd, '.hookrelay'), HOOKRELAY_HTTP_PORT: '0' };
     spawnSync('mkdir', ['-p', embeddedCwd]);
-    // Its worker on a queue of its own: on the CLI's queue it would work the seeded deliveries (refused, retried) all
-    // through the runs, taking CPU and the store from the CLI (~100 ms a command on 2 cores), where the Postgres runs have
-    // no worker. `info`: its `ready` line is info.
-    stopEmbedded = await startEmbedded(embeddedCwd, { ...embeddedEnv, HOOKRELAY_QUEUE: `${queueName}-idle`, LOG_LEVEL: 'info' });
+    stopEmbedded = await startEmbedded(embeddedCwd, { ...embeddedEnv, LOG_LEVEL: 'info' }); // its `ready` line is info
     const discovery = JSON.parse(readFileSync(path.join(embeddedCwd, '.hookrelay/store.json'), 'utf8')) as { databaseUrl: string };
     await seed(discovery.databaseUrl, queueName);
     const embedded: Where = { label: 'embedded', cwd: embeddedCwd, env: embeddedEnv };
