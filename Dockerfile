@@ -13,7 +13,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json tsconfig.workers.json ./
 COPY src ./src
 COPY workers ./workers
-COPY scripts/copy-lua.mjs scripts/pgdata-template.mjs ./scripts/
+COPY scripts/copy-lua.mjs scripts/pgdata-template.mjs scripts/bundle-cli.mjs ./scripts/
 # The migrations: the build pre-applies them to the embedded store's pgdata template.
 COPY migrations ./migrations
 RUN npm run build

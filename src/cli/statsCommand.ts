@@ -25,9 +25,11 @@ export function registerStatsCommand(program: Command): void {
       const spool: SpoolFigures = { events: read.events, bytes: read.bytes, oldestAgeSeconds: ageSeconds(read.oldestAt), rejected: read.rejected };
       try {
         await withContext(async (ctx) => {
-          const ledger = await ledgerStats(ctx.store.db, ctx.settings.HOOKRELAY_QUEUE);
           // Redis unreachable (refused: at once; silent: after a few seconds): the ledger figures still stand.
-          const queue = (await ctx.operator.jobCounts(QUEUE_STATES)) ?? null;
+          // Asked first and awaited after the ledger: loading ioredis and connecting overlap the ledger's queries (issue 50).
+          const counting = ctx.operator.jobCounts(QUEUE_STATES);
+          const ledger = await ledgerStats(ctx.store.db, ctx.settings.HOOKRELAY_QUEUE);
+          const queue = (await counting) ?? null;
           const waitingAge = ageSeconds(ledger.oldestUndeliveredAt);
           const heldAge = ageSeconds(ledger.oldestHeldAt);
           // Held rows are undelivered too: "none" while an operator holds deliveries would hide them.

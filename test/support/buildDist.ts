@@ -16,4 +16,6 @@ export default function setup(): void {
   execFileSync(process.execPath, [path.join(root, 'scripts/copy-lua.mjs')], { cwd: root, stdio: 'inherit' });
   // And the embedded store's pgdata template (skipped when up to date): `npm start` seeds from it.
   execFileSync(process.execPath, [path.join(root, 'scripts/pgdata-template.mjs')], { cwd: root, stdio: 'inherit' });
+  // And the CLI bundle the bin runs for operator commands (issue 50), from the dist/ just compiled.
+  execFileSync(process.execPath, [path.join(root, 'scripts/bundle-cli.mjs')], { cwd: root, stdio: 'inherit' });
 }
