@@ -79,7 +79,7 @@ c hookrelay completion ''`;
     const [top, options, shells] = execFileSync('zsh', ['-f', '-c', script], { encoding: 'utf8' }).trimEnd().split('\n');
     expect(top!.split('|').map((e) => e.split(':')[0])).toEqual(helpCommands([]));
     expect(top).toContain('deliveries:inspect the delivery ledger');
-    expect(options!.split('|').map((e) => e.split(':')[0])).toEqual(['--reason', '--hold', '--wait', '--json', '--help', '-h']);
+    expect(options!.split('|').map((e) => e.split(':')[0])).toEqual(['--tenant', '--reason', '--hold', '--wait', '--json', '--help', '-h']);
     expect(shells).toBe('bash zsh');
   });
 
