@@ -53,6 +53,18 @@ function expectClosed(snapshot: EndpointSnapshot | undefined): void {
   expect(snapshot.windowFailures).toBe(0);
 }
 
+/** A receiver for one describe block: started before its tests, closed after them. */
+function receiverPerBlock(...args: Parameters<typeof startReceiver>): () => Receiver {
+  let r: Receiver | undefined;
+  beforeAll(async () => {
+    r = await startReceiver(...args);
+  });
+  afterAll(async () => {
+    await r?.close();
+  });
+  return () => r!;
+}
+
 describe('TEN-1 (N2, N3): tenant A cannot open tenant B’s breaker, by any of the three paths of measurement 1', () => {
   let b: Receiver;
   let policyUrl: string;
@@ -322,15 +334,10 @@ describe('TEN-2b (N2): a ceiling per canonical endpoint across tenants, shared f
 });
 
 describe('TEN-3 (N3): a 422 storm does not open a breaker', () => {
-  let r: Receiver;
-  beforeAll(async () => {
-    r = await startReceiver({ status: 422, body: '{"error":"unprocessable"}' });
-  });
-  afterAll(async () => {
-    await r?.close();
-  });
+  const receiver = receiverPerBlock({ status: 422, body: '{"error":"unprocessable"}' });
 
   it('TEN-3 (N3): 8 deliveries answered 422 fail on their own; the breaker stays closed and a healthy event after them is delivered', async () => {
+    const r = receiver();
     const url = `${r.url}/hook`;
     const hooks = [{ id: 'h', type: 'onComplete' as const, webhook: { url } }];
     for (let i = 0; i < 8; i += 1) await stack.producer.enqueue({ operationId: 'ten3-storm', type: 'onComplete', event: { i }, hooks });
@@ -350,15 +357,10 @@ describe('TEN-3 (N3): a 422 storm does not open a breaker', () => {
 });
 
 describe('TEN-4 (N4): equivalent URLs are one endpoint: 8 variants are held by one disable', () => {
-  let r: Receiver;
-  beforeAll(async () => {
-    r = await startReceiver({ status: 200 });
-  });
-  afterAll(async () => {
-    await r?.close();
-  });
+  const receiver = receiverPerBlock({ status: 200 });
 
   it('TEN-4 (N4): after disabling http://127.0.0.1:P/hook --hold, its 8 spellings are all held and the receiver gets nothing', async () => {
+    const r = receiver();
     const base = `http://127.0.0.1:${r.port}`;
     await disableEndpoint(stack.db.store.db, endpointKey({ url: `${base}/hook` }), 'operator', 'TEN-4', true);
     await sleep(2_500); // the worker re-reads the endpoints table every 2 s
@@ -390,15 +392,10 @@ describe('TEN-4 (N4): equivalent URLs are one endpoint: 8 variants are held by o
 });
 
 describe('TEN-4b (N2): an operator disables an endpoint for one tenant or for all', () => {
-  let r: Receiver;
-  beforeAll(async () => {
-    r = await startReceiver({ status: 200 });
-  });
-  afterAll(async () => {
-    await r?.close();
-  });
+  const receiver = receiverPerBlock({ status: 200 });
 
   it("TEN-4b (N2): disabled for tenant-a only, a's delivery is held and b's goes out; then disabled for every tenant, b's is held too", async () => {
+    const r = receiver();
     const url = `${r.url}/scoped`;
     const hooks = [{ id: 'h', type: 'onComplete' as const, webhook: { url } }];
     await disableEndpoint(stack.db.store.db, { tenant: 'tenant-a', endpoint: endpointKey({ url }) }, 'operator', 'TEN-4b a only', true);
@@ -418,15 +415,10 @@ describe('TEN-4b (N2): an operator disables an endpoint for one tenant or for al
 });
 
 describe('TEN-5 (queues): an event of another queue stays with that queue', () => {
-  let r: Receiver;
-  beforeAll(async () => {
-    r = await startReceiver({ status: 200 });
-  });
-  afterAll(async () => {
-    await r?.close();
-  });
+  const receiver = receiverPerBlock({ status: 200 });
 
   it("TEN-5: an otherq event is never re-enqueued by the default queue's reconciler; otherq's own worker delivers it", async () => {
+    const r = receiver();
     const otherq = `${stack.queueName}-otherq`;
     const producer = createHookProducer({ store: stack.db.store, redisUrl: TEST_REDIS_URL, queueName: otherq, queuePrefix: stack.prefix, env: {} });
     try {

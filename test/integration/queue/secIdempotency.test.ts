@@ -70,34 +70,15 @@ describe('SEC-T2 idempotency keys are scoped to (operation, hook, key) (Q1a)', (
   });
 
   it("TEN-7 (N2, Q1a): another tenant reusing my operation id, hook id and key gets its own delivery; mine is never handed to it, and each tenant's repeat finds its own", async () => {
-    const mine = await stack.producer.enqueue({
-      operationId: 'ten7-op',
-      tenant: 'tenant-b',
-      type: 'onComplete',
-      event: { secret: 'B-private-payload' },
-      hooks: [fetchHook('audit', `${b.url}/ten7-b`)],
-      idempotencyKey: 'req-7',
-    });
-    // Tenant A names the same operation id (no operation record: nothing else to check against).
-    const theirs = await stack.producer.enqueue({
-      operationId: 'ten7-op',
-      tenant: 'tenant-a',
-      type: 'onComplete',
-      event: { mine: 'A-payload' },
-      hooks: [fetchHook('audit', `${a.url}/ten7-a`)],
-      idempotencyKey: 'req-7',
-    });
+    // One operation id, hook id and key, named by two tenants (no operation record: nothing else to check against).
+    const enqueueAs = (tenant: string, event: Record<string, unknown>, path: string) =>
+      stack.producer.enqueue({ operationId: 'ten7-op', tenant, type: 'onComplete', event, hooks: [fetchHook('audit', path)], idempotencyKey: 'req-7' });
+    const mine = await enqueueAs('tenant-b', { secret: 'B-private-payload' }, `${b.url}/ten7-b`);
+    const theirs = await enqueueAs('tenant-a', { mine: 'A-payload' }, `${a.url}/ten7-a`);
     expect(theirs.deliveryIds).toHaveLength(1);
     expect(theirs.deliveryIds).not.toEqual(mine.deliveryIds);
     expect((await stack.producer.getDelivery(theirs.deliveryIds[0]!))?.tenant).toBe('tenant-a');
-    const mineAgain = await stack.producer.enqueue({
-      operationId: 'ten7-op',
-      tenant: 'tenant-b',
-      type: 'onComplete',
-      event: { secret: 'B-private-payload' },
-      hooks: [fetchHook('audit', `${b.url}/ten7-b`)],
-      idempotencyKey: 'req-7',
-    });
+    const mineAgain = await enqueueAs('tenant-b', { secret: 'B-private-payload' }, `${b.url}/ten7-b`);
     expect(mineAgain.deliveryIds).toEqual(mine.deliveryIds);
     await waitFor(() => a.requests.some((r) => r.path === '/ten7-a') && b.requests.some((r) => r.path === '/ten7-b'), 10_000, "both tenants' deliveries");
     expect(a.requests.filter((r) => r.path === '/ten7-a').map((r) => r.body)).not.toContain('B-private-payload');
