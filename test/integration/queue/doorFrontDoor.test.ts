@@ -96,7 +96,9 @@ describe('DOOR-1 (F1): accepted into the ledger or the spool, or the caller is t
     // The store returns: created and migrated; a worker runs on it.
     const store = await createLedger(target);
     cleanups.push(() => store.close());
-    await stack.startWorker({}, { store });
+    // This worker's ledger is this test's schema: stopped with it, so it never takes a later test's jobs (their rows are not in its ledger).
+    const worker = await stack.startWorker({}, { store });
+    cleanups.push(() => worker.stop());
     await waitFor(() => sentTo('/wrong-url').length === 1, 20_000, 'the spooled event to be delivered');
     const rows = await store.pool!.query<{ id: string; status: string }>('select id, status from deliveries where operation_id = $1', ['op-door1-wrong']);
     expect(rows.rows).toHaveLength(1);
