@@ -1,38 +1,43 @@
 /**
  * The house's layers (see README "Layout"): imports point down the flow
- *   contract → dispatch / operations → control → payload → delivery → queue → store
- * (the operator console reads store and queue, and is mounted by the worker and the CLI)
+ *   util → contract → config → intercept → send → notify → decide → dispatch / operations
+ *   store → queue → isolation → admin → console → worker / cli
  * and nothing imports the edges (cli, worker, entry; the top-level workers/ processes import only
- * src/entry/). `npm run lint:layers` fails on a
- * back-arrow; CI runs it.
+ * src/entry/). `npm run lint:layers` fails on a back-arrow; CI runs it.
  */
 const LAYERS = {
-  contract: [],
-  config: ['contract'],
-  observability: ['contract', 'config'],
-  interception: ['contract'],
-  payload: ['contract', 'config', 'observability'],
-  delivery: ['contract', 'config', 'observability', 'interception'],
-  store: ['contract', 'config', 'observability', 'interception'],
-  control: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store'],
-  dispatch: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'control'],
+  // Helpers with no hookrelay knowledge (withDefined, withTimeout, sameSecret, errorMessage).
+  util: [],
+  contract: ['util'],
+  config: ['util', 'contract'],
+  observability: ['util', 'contract', 'config'],
+  // The AGENT-HOOKS-0.1 core: pure, over the contract only.
+  intercept: ['util', 'contract'],
+  // One request out: transport, SSRF guard, signing, templates, redaction; the remote interceptor.
+  send: ['util', 'contract', 'config', 'observability', 'intercept'],
+  store: ['util', 'contract', 'config', 'observability', 'intercept'],
+  // Notifications: the payload, delivery through QStash or fetch, the retry schedule.
+  notify: ['util', 'contract', 'config', 'observability', 'intercept', 'send'],
+  // Decision webhooks: calls, parsing, control evaluation, the dispatcher's control runner.
+  decide: ['util', 'contract', 'config', 'observability', 'intercept', 'send', 'notify', 'store'],
+  dispatch: ['util', 'contract', 'config', 'observability', 'intercept', 'send', 'notify', 'decide'],
   // Operation records, deferred placeholders, approvals: over the store and control evaluation;
   // the dispatcher is a port (OperationDispatcher), so never dispatch; nothing but entry imports it.
-  operations: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'control'],
-  queue: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'isolation'],
+  operations: ['util', 'contract', 'config', 'observability', 'intercept', 'send', 'notify', 'store', 'decide'],
+  queue: ['util', 'contract', 'config', 'observability', 'intercept', 'send', 'notify', 'store'],
   // Endpoint isolation: the gate (Redis Lua), policy, exchange and the decision path's guard.
-  isolation: ['contract', 'config', 'observability', 'interception', 'delivery', 'store', 'queue'],
+  isolation: ['util', 'contract', 'config', 'observability', 'intercept', 'send', 'notify', 'store', 'queue'],
   // Durable approvals (A1–A3): the queue and its resolver, decisions, events, answer tokens.
   // The human-intervention flow drives the operation store (claim, publish) through its port.
-  approvals: ['contract', 'config', 'observability', 'interception', 'store', 'queue', 'operations'],
+  approvals: ['util', 'contract', 'config', 'observability', 'intercept', 'store', 'queue', 'operations'],
   // What the CLI and the console share: replay (one loop), endpoint views, ledger statistics, the operator's queue handle.
-  operator: ['contract', 'config', 'observability', 'store', 'queue', 'isolation'],
-  console: ['contract', 'config', 'observability', 'store', 'queue', 'isolation', 'operator', 'approvals'],
-  worker: ['contract', 'config', 'observability', 'interception', 'payload', 'delivery', 'store', 'queue', 'isolation', 'operator', 'console', 'approvals'],
-  cli: ['contract', 'config', 'observability', 'payload', 'delivery', 'store', 'queue', 'isolation', 'operator', 'console', 'approvals'],
+  admin: ['util', 'contract', 'config', 'observability', 'store', 'queue', 'isolation'],
+  console: ['util', 'contract', 'config', 'observability', 'store', 'queue', 'isolation', 'admin', 'approvals'],
+  worker: ['util', 'contract', 'config', 'observability', 'intercept', 'send', 'notify', 'store', 'queue', 'isolation', 'admin', 'console', 'approvals'],
+  cli: ['util', 'contract', 'config', 'observability', 'send', 'notify', 'store', 'queue', 'isolation', 'admin', 'console', 'approvals'],
   // Framework integrations (hookrelay/ai-sdk, hookrelay/openai-agents): the run adapter plus a
   // dispatcher passed in; never the queue or store, so importing one loads no BullMQ or pg.
-  integrations: ['contract', 'interception'],
+  integrations: ['util', 'contract', 'intercept'],
 };
 
 const layerRules = Object.entries(LAYERS).map(([layer, allowed]) => ({

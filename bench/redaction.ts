@@ -1,5 +1,5 @@
 /**
- * W7 redaction cost (issue 49): `redactSecrets` (src/delivery/secretRedaction.ts) on the texts a
+ * W7 redaction cost (issue 49): `redactSecrets` (src/send/secretRedaction.ts) on the texts a
  * failed attempt keeps — a plain 512-byte JSON answer with no secret, a 2 KiB answer full of
  * escapes (JSON, entities, percent, non-ASCII) with no secret, and a 2 KiB answer echoing the token
  * in several encodings — with the two values a `Bearer ${TOKEN}` header yields. Median µs per call
@@ -8,7 +8,7 @@
  * `runRedactionBench()` is called by `bench/run.ts`; `npx tsx bench/redaction.ts` runs it alone.
  */
 import { pathToFileURL } from 'node:url';
-import { redactSecrets } from '../src/delivery/secretRedaction.ts';
+import { redactSecrets } from '../src/send/secretRedaction.ts';
 
 const SAMPLES = 5;
 const CALLS = 2_000;

@@ -8,7 +8,7 @@
  * all give another identity; the same call presented again gives the same one.
  */
 import type { AgentContext } from '../contract/agentHooks.ts';
-import { jcsSha256Identity } from '../interception/identity.ts';
+import { jcsSha256Identity } from '../intercept/identity.ts';
 
 /** The stamps every approval identity is computed with (the emission's own are not reproducible). */
 const FIXED_TIMESTAMP = '1970-01-01T00:00:00Z';

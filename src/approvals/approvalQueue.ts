@@ -8,7 +8,7 @@ import { ApprovalStatusSchema, type Approval, type ApprovalAnswer, type Approval
 import { createDeliveryIdFactory } from '../contract/deliveryId.ts';
 import { parseTenant } from '../contract/tenant.ts';
 import { resolveConfig } from '../config/resolveConfig.ts';
-import type { ApprovalResolverFunction } from '../interception/approval.ts';
+import type { ApprovalResolverFunction } from '../intercept/approval.ts';
 import { silentLogger, type Logger } from '../observability/logger.ts';
 import { cancelApprovalRows, getApprovalRow, listApprovalRows, toApproval, type ApprovalRow } from '../store/approvalsRepo.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';

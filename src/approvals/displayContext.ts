@@ -5,7 +5,7 @@
  */
 import type { AgentContext, JsonValue } from '../contract/agentHooks.ts';
 import { sanitizeStorableValue } from '../contract/storableText.ts';
-import { toJsonValue } from '../interception/json/toJsonValue.ts';
+import { toJsonValue } from '../intercept/json/toJsonValue.ts';
 
 /** The display redaction: any JSON the approver should see of the call. */
 export type ApprovalDisplayRedactor = (context: AgentContext) => unknown | Promise<unknown>;

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { resolveLoadedConfig } from '../config/resolveConfig.ts';
 import { loadSettings, type Settings } from '../config/settings.ts';
-import { openOperatorQueue, type OperatorQueue } from '../operator/operatorQueue.ts';
+import { openOperatorQueue, type OperatorQueue } from '../admin/operatorQueue.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
 import type { Store } from '../store/db.ts';
 import { openCliStore } from './cliStore.ts';
@@ -11,7 +11,7 @@ export type CliContext = {
   settings: Settings;
   store: Store;
   queue(): Promise<Queue<DeliveryJobData>>;
-  /** The queue and gate as the console holds them too (operator/operatorQueue.ts). */
+  /** The queue and gate as the console holds them too (admin/operatorQueue.ts). */
   operator: OperatorQueue;
   close(): Promise<void>;
 };

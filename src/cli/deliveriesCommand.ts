@@ -3,7 +3,7 @@ import { DELIVERY_STATUSES, ORDERING_BLOCKED_REASON, type Delivery } from '../co
 import type { DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { deliveryFilterFrom } from '../store/deliveryFilterInput.ts';
 import { FilterInputError } from '../store/errors.ts';
-import { failureText } from '../operator/failureText.ts';
+import { failureText } from '../admin/failureText.ts';
 import { CliUsageError } from './errors.ts';
 import { formatTable, iso, jsonText, printJson, printJsonArray, printLines, shown, truncated } from './output.ts';
 
@@ -76,7 +76,7 @@ function statusText(d: Delivery): string {
 /** Widest LAST ERROR cell: an `ssrf_blocked` reason (~300 characters) made every row as wide. */
 const LAST_ERROR_MAX = 60;
 
-/** The LAST ERROR column: the receiver's answer, or what the delivery ended waiting for (operator/failureText.ts), cut to LAST_ERROR_MAX. */
+/** The LAST ERROR column: the receiver's answer, or what the delivery ended waiting for (admin/failureText.ts), cut to LAST_ERROR_MAX. */
 function lastError(d: Delivery): string {
   return truncated(failureText(d) ?? '-', LAST_ERROR_MAX);
 }
@@ -134,7 +134,7 @@ export function registerDeliveriesCommand(program: Command, parsePositiveInt: (v
       "\nA delivery with onFailure 'block' that failed holds back the later ordered deliveries of its\noperation: replay it (`hookrelay replay <id>`) or skip it.\n\nExample:\n  hookrelay deliveries skip dlv_01J9Z3R6Y4V8Q2W7E5T1N0K3M8",
     )
     .action(async (ids: string[], flags: { json?: boolean }) => {
-      const [{ withContext }, { skipAndRelease }] = await Promise.all([import('./context.ts'), import('../operator/skip.ts')]);
+      const [{ withContext }, { skipAndRelease }] = await Promise.all([import('./context.ts'), import('../admin/skip.ts')]);
       await withContext(async (ctx) => {
         const { outcomes, woken } = await skipAndRelease(ctx.store.db, ctx.queue, ids);
         if (flags.json) {

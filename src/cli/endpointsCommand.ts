@@ -10,7 +10,7 @@ import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printErrorText, printJson, printJsonArray, printText, shown } from './output.ts';
 import { runReplay } from './replayCommand.ts';
-import { withDefined } from '../contract/withDefined.ts';
+import { withDefined } from '../util/withDefined.ts';
 import { ALL_TENANTS, canonicalEndpoint, scopedEndpointKey, splitScopedKey } from '../contract/endpoint.ts';
 import { DEFAULT_TENANT, TENANT_PATTERN } from '../contract/tenant.ts';
 
@@ -144,7 +144,7 @@ const dash = (v: string | number | null) => (v === null ? '-' : String(v));
 const redisDown = 'Redis did not answer at REDIS_URL: breaker state and in-flight counts unknown (shown from Postgres only)\n';
 
 async function listEndpoints(ctx: CliContext, json: boolean): Promise<void> {
-  const { listEndpointViews } = await import('../operator/endpointViews.ts');
+  const { listEndpointViews } = await import('../admin/endpointViews.ts');
   const { views, redisUp } = await listEndpointViews(ctx.store.db, ctx.operator, ctx.settings);
   if (json) return printJsonArray(views);
   if (!redisUp) printErrorText(redisDown);
@@ -174,7 +174,7 @@ async function listEndpoints(ctx: CliContext, json: boolean): Promise<void> {
 }
 
 async function showEndpoint(ctx: CliContext, key: string, json: boolean): Promise<void> {
-  const { getEndpointView } = await import('../operator/endpointViews.ts');
+  const { getEndpointView } = await import('../admin/endpointViews.ts');
   const found = await getEndpointView(ctx.store.db, ctx.operator, ctx.settings, key);
   if (found === undefined) {
     throw new CliUsageError(`no endpoint "${key}" (not seen by a worker, not disabled or limited, no deliveries); see hookrelay endpoints list`);
@@ -220,9 +220,9 @@ async function disableEndpointCommand(
   waitSeconds: number | undefined,
 ): Promise<number> {
   const [{ disableEndpointByOperator }, { getEndpointPolicy }, { confirmEndpointChange, DEFAULT_CONFIRM_TIMEOUT_MS }] = await Promise.all([
-    import('../operator/endpointViews.ts'),
+    import('../admin/endpointViews.ts'),
     import('../store/endpointsRepo.ts'),
-    import('../operator/policyConfirm.ts'),
+    import('../admin/policyConfirm.ts'),
   ]);
   const changed = await disableEndpointByOperator(ctx.store.db, key, reason, hold);
   const policy = await getEndpointPolicy(ctx.store.db, splitScopedKey(key));
@@ -275,7 +275,7 @@ async function disableEndpointCommand(
 }
 
 async function enableEndpointCommand(ctx: CliContext, key: string, replay: boolean, json: boolean): Promise<number> {
-  const { enableEndpointAndReset } = await import('../operator/endpointViews.ts');
+  const { enableEndpointAndReset } = await import('../admin/endpointViews.ts');
   const { changed, breakerReset, held } = await enableEndpointAndReset(ctx.store.db, ctx.operator, key);
   const reset = breakerReset;
   const d = described(key);

@@ -19,7 +19,7 @@ import { registerEndpointsCommand } from './endpointsCommand.ts';
 import { registerRecordsCommand } from './recordsCommand.ts';
 import { registerApprovalsCommand } from './approvalsCommand.ts';
 import { registerConsoleCommand } from './consoleCommand.ts';
-import { withDefined } from '../contract/withDefined.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 /** The package version, for `--version`. */
 function packageVersion(): string {

@@ -5,15 +5,15 @@
  */
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { ReplayStatusError } from '../operator/errors.ts';
-import type { ReplayResult, ReplaySkip } from '../operator/replay.ts';
+import { ReplayStatusError } from '../admin/errors.ts';
+import type { ReplayResult, ReplaySkip } from '../admin/replay.ts';
 import type { CliContext } from './context.ts';
 import { addFilterOptions, type FilterFlags, toFilter } from './deliveriesCommand.ts';
 import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printErrorText, printJson, printText } from './output.ts';
 
-type OperatorReplay = typeof import('../operator/replay.ts');
+type OperatorReplay = typeof import('../admin/replay.ts');
 
 /** Above this many, a replay needs --yes (or a yes at the TTY prompt). */
 const CONFIRM_ABOVE = 100;
@@ -47,7 +47,7 @@ export function registerReplayCommand(program: Command, parsePositiveInt: (v: st
     });
 }
 
-/** Every matching id, newest first (the shared selection in operator/replay.ts). */
+/** Every matching id, newest first (the shared selection in admin/replay.ts). */
 async function byFilter(ops: OperatorReplay, ctx: CliContext, flags: ReplayFlags): Promise<string[]> {
   try {
     return await ops.replayCandidatesByFilter(ctx.store.db, { ...toFilter(flags), queue: ctx.settings.HOOKRELAY_QUEUE }, flags.includeAccepted === true);
@@ -99,7 +99,7 @@ type ReplayReport = { dryRun: boolean; replayed: number; wouldReplay: number; sk
 /** What `hookrelay replay` (and `endpoints enable --replay`) does once its flags are checked. */
 export async function runReplay(ctx: CliContext, ids: string[], flags: ReplayFlags): Promise<number> {
   // Loaded when a replay runs: drizzle, BullMQ and the progress bar stay out of `hookrelay --help`.
-  const ops = await import('../operator/replay.ts');
+  const ops = await import('../admin/replay.ts');
   const byId = ids.length > 0;
   const { candidates, skipped, unknown } = byId
     ? await ops.replayCandidatesByIds(ctx.store.db, ids, flags.includeAccepted === true, ctx.settings.HOOKRELAY_QUEUE)

@@ -15,7 +15,7 @@ export function registerStatsCommand(program: Command): void {
     .action(async (flags: { json?: boolean }) => {
       const [{ withContext }, { ledgerStats }, { loadSettings }, { createSpoolReader }] = await Promise.all([
         import('./context.ts'),
-        import('../operator/ledgerStats.ts'),
+        import('../admin/ledgerStats.ts'),
         import('../config/settings.ts'),
         import('../queue/spoolSummary.ts'),
       ]);

@@ -1,8 +1,8 @@
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import * as D from '../contract/defaults.ts';
-import { signingSecretsProblem } from '../contract/signingSecrets.ts';
-import { approvalSecretsProblem } from '../contract/approvalSecrets.ts';
+import { signingSecretsProblem } from './signingSecrets.ts';
+import { approvalSecretsProblem } from './approvalSecrets.ts';
 import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
 import { SettingsError } from './errors.ts';
 import { escapeTerminalText } from '../contract/terminalText.ts';

@@ -10,7 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Settings } from '../config/settings.ts';
 import { createCredentialGuard, type CredentialGuard } from '../observability/credentialGuard.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { OperatorQueue } from '../operator/operatorQueue.ts';
+import type { OperatorQueue } from '../admin/operatorQueue.ts';
 import { bearerToken, csrfValue, defaultConsoleOrigins, sameOrigin, sameSecret, sessionIdOf } from './auth.ts';
 import { BASE } from './pages.ts';
 import { HttpError } from './errors.ts';

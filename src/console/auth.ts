@@ -8,7 +8,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { sameSecret } from '../contract/sameSecret.ts';
+import { sameSecret } from '../util/sameSecret.ts';
 
 export { sameSecret };
 

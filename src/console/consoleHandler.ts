@@ -4,7 +4,7 @@
  * a dry-run preview and a confirmation), endpoints (breaker, in-flight vs cap, failure rate,
  * disable / enable) and an overview (charts, oldest undelivered age). Mounted under `/console`
  * by the worker's HTTP server and by `hookrelay console`; it reads and changes the ledger and the
- * queue only through the functions the CLI uses (store/*, operator/replay.ts, operator/endpointViews.ts).
+ * queue only through the functions the CLI uses (store/*, admin/replay.ts, admin/endpointViews.ts).
  *
  * This file assembles the parts: access (access.ts: sessions, bearer, CSRF, origin), the
  * queue-depth sampler (queueSampler.ts), the route table (routes/table.ts, one module per page
@@ -21,7 +21,7 @@ import type { Settings } from '../config/settings.ts';
 import type { CredentialGuard } from '../observability/credentialGuard.ts';
 import type { RequestHandler } from '../observability/httpServer.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { OperatorQueue } from '../operator/operatorQueue.ts';
+import type { OperatorQueue } from '../admin/operatorQueue.ts';
 import type { Db } from '../store/db.ts';
 import { createConsoleAccess } from './access.ts';
 import type { ConsoleContext } from './context.ts';

@@ -3,10 +3,10 @@
  * the ledger's snapshots, whose `${VAR}` templates were never resolved — nothing here resolves one.
  */
 import { ORDERING_BLOCKED_REASON, type DeliveryAttempt } from '../contract/delivery.ts';
-import type { EndpointView } from '../operator/endpointViews.ts';
+import type { EndpointView } from '../admin/endpointViews.ts';
 import { scopedEndpointKey } from '../contract/endpoint.ts';
-import { failureText } from '../operator/failureText.ts';
-import type { ReplayResult, ReplaySkip } from '../operator/replay.ts';
+import { failureText } from '../admin/failureText.ts';
+import type { ReplayResult, ReplaySkip } from '../admin/replay.ts';
 import { Html, html, queryString } from './html.ts';
 
 export const BASE = '/console';

@@ -2,7 +2,7 @@
  * The overview's queue-depth chart: this console process samples the queue's job counts every
  * 15 s and keeps six hours of samples in memory. Redis not answering skips a sample.
  */
-import type { OperatorQueue } from '../operator/operatorQueue.ts';
+import type { OperatorQueue } from '../admin/operatorQueue.ts';
 import { JOB_COUNT_STATES } from '../queue/queueKeys.ts';
 
 const SAMPLE_EVERY_MS = 15_000;

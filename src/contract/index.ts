@@ -10,4 +10,4 @@ export * from './errors.ts';
 export * from './validate.ts';
 export * from './templateSources.ts';
 export * from './endpoint.ts';
-export * from './errorMessage.ts';
+export * from '../util/errorMessage.ts';

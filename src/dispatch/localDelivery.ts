@@ -2,12 +2,12 @@ import { newDeliveryId } from '../contract/deliveryId.ts';
 import { EventValidationError, type CriticalFailure, WebhookDeliveryError } from '../contract/errors.ts';
 import { serializeEventJson } from '../contract/events.ts';
 import type { HookType } from '../contract/hookTypes.ts';
-import { deliverNotification } from '../delivery/deliver.ts';
-import { DeliveryConfigError } from '../delivery/errors.ts';
-import type { WebhookPayloadBuilder } from '../payload/buildPayload.ts';
+import { deliverNotification } from '../notify/deliver.ts';
+import { DeliveryConfigError } from '../send/errors.ts';
+import type { WebhookPayloadBuilder } from '../notify/buildPayload.ts';
 import type { DeliveryPort } from './deliveryPort.ts';
 import type { LooseHookEvent, RunnableHook } from './runnableHook.ts';
-import type { SendContext } from './sendContext.ts';
+import type { SendContext } from '../notify/sendContext.ts';
 import { trace, traceHeaders } from '../observability/tracing.ts';
 
 type WebhookHook = RunnableHook & { webhook: NonNullable<RunnableHook['webhook']> };

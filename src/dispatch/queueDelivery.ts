@@ -4,7 +4,7 @@ import { markEnvironmentHook, type HookType } from '../contract/hookTypes.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryPort, DeliveryReport } from './deliveryPort.ts';
 import type { LooseHookEvent } from './runnableHook.ts';
-import { withDefined } from '../contract/withDefined.ts';
+import { withDefined } from '../util/withDefined.ts';
 import { DEFAULT_TENANT } from '../contract/tenant.ts';
 
 /** What queue mode needs from a producer (`createHookProducer` provides it). */

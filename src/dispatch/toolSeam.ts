@@ -1,5 +1,5 @@
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
-import type { ToolCallControlOutcome } from '../control/evaluateControls.ts';
+import type { ToolCallControlOutcome } from '../decide/evaluateControls.ts';
 import type { ShutdownReason } from './shutdownReason.ts';
 
 /**

@@ -18,4 +18,4 @@ export {
   type RunFinish,
 } from '../integrations/aiSdk.ts';
 export { UninterceptedToolError } from '../integrations/errors.ts';
-export { AgentHooksInstallError } from '../interception/errors.ts';
+export { AgentHooksInstallError } from '../intercept/errors.ts';

@@ -22,8 +22,8 @@ export {
   type Verdict as VerdictShape,
   type HostErrorReason,
 } from '../contract/agentHooks.ts';
-export * from '../interception/index.ts';
-export { resolveHeaderTemplates } from '../delivery/headerTemplates.ts';
+export * from '../intercept/index.ts';
+export { resolveHeaderTemplates } from '../send/headerTemplates.ts';
 export { createLogger, silentLogger, type Logger } from '../observability/logger.ts';
 export { loadSettings, type Settings } from '../config/settings.ts';
 export { SettingsError, EnvHookConfigError } from '../config/errors.ts';
@@ -53,16 +53,16 @@ export {
 } from '../contract/errors.ts';
 // Every error a public function throws on purpose: one base, a stable `code` on each (`HOOKRELAY_*`).
 export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from '../contract/hookrelayError.ts';
-export { DeliveryConfigError, SsrfBlockedError, AllowedCidrsError, RemoteInterceptorError } from '../delivery/errors.ts';
+export { DeliveryConfigError, SsrfBlockedError, AllowedCidrsError, RemoteInterceptorError } from '../send/errors.ts';
 export { PayloadTooLargeError } from '../queue/errors.ts';
 export { IdempotencyConflictError, OutcomeNotStoredError, RedisUnavailableError } from '../queue/errors.ts';
-export { ToolCallContextError } from '../payload/errors.ts';
+export { ToolCallContextError } from '../notify/errors.ts';
 export { WorkerPluginError } from '../worker/errors.ts';
-export { parseToolCallHookResponse, MAX_DECISION_RESPONSE_BYTES, type ToolCallHookResponse } from '../control/parseDecisionResponse.ts';
-export type { ToolCallControlOutcome } from '../control/evaluateControls.ts';
-export { buildToolCallHookContext } from '../payload/toolCallContext.ts';
-export { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
-export { redactResultForEvents } from '../payload/redactResult.ts';
+export { parseToolCallHookResponse, MAX_DECISION_RESPONSE_BYTES, type ToolCallHookResponse } from '../decide/parseDecisionResponse.ts';
+export type { ToolCallControlOutcome } from '../decide/evaluateControls.ts';
+export { buildToolCallHookContext } from '../notify/toolCallContext.ts';
+export { createWebhookPayloadBuilder } from '../notify/buildPayload.ts';
+export { redactResultForEvents } from '../notify/redactResult.ts';
 export { loadEnvHooks } from '../config/envHooks.ts';
 export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/errors.ts';
 export type {
@@ -75,12 +75,12 @@ export type {
 export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreUnavailableError } from '../store/errors.ts';
 export { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../approvals/errors.ts';
 export { createHookProducer, createOperationStore, createStoreRecordSink, startDeliveryWorker } from './lazy.ts';
-export { createRemoteInterceptor, RemoteInterceptorConfigSchema, type RemoteInterceptorConfig } from '../delivery/remoteInterceptor.ts';
-export { FetchTransport } from '../delivery/fetchTransport.ts';
+export { createRemoteInterceptor, RemoteInterceptorConfigSchema, type RemoteInterceptorConfig } from '../send/remoteInterceptor.ts';
+export { FetchTransport } from '../send/fetchTransport.ts';
 export type { StoreRecordSink } from '../store/interceptionRecordSink.ts';
 export { createInterceptionSeam, type InterceptionPosture, type InterceptionSessionOption } from '../dispatch/interceptionSeam.ts';
 export { shutdownReasonFor, type ShutdownReason } from '../dispatch/shutdownReason.ts';
 export type { HookProducer, HookProducerOptions, EnqueueInput, EnqueueResult, EnqueueManyResult, SpoolStatus } from '../queue/types.ts';
 // The programmatic worker (also `hookrelay/worker`): run it in your own worker file.
 export type { StartDeliveryWorkerOptions, RunningDeliveryWorker } from '../worker/startDeliveryWorker.ts';
-export type { EmailLookup } from '../payload/emailCache.ts';
+export type { EmailLookup } from '../notify/emailCache.ts';

@@ -20,4 +20,4 @@ export {
   type RunFinish,
 } from '../integrations/mcp.ts';
 export { UninterceptedToolError } from '../integrations/errors.ts';
-export { AgentHooksInstallError, AgentRunStateError } from '../interception/errors.ts';
+export { AgentHooksInstallError, AgentRunStateError } from '../intercept/errors.ts';

@@ -16,4 +16,4 @@ export {
   type RunFinish,
 } from '../integrations/openaiAgents.ts';
 export { UninterceptedToolError } from '../integrations/errors.ts';
-export { AgentHooksInstallError } from '../interception/errors.ts';
+export { AgentHooksInstallError } from '../intercept/errors.ts';

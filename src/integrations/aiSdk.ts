@@ -1,5 +1,5 @@
 import type { LanguageModelMiddleware, ToolSet } from 'ai';
-import { InterceptionBlocked, InterceptionBlockedError } from '../interception/errors.ts';
+import { InterceptionBlocked, InterceptionBlockedError } from '../intercept/errors.ts';
 import { type AiSdkMiddlewareOptions, AiSdkModelRuns, type ModelRunRegistry, newModelRunRegistry, wrapRegistryTools } from './aiSdkMiddleware.ts';
 import { AiSdkRun } from './aiSdkRun.ts';
 import { ToolCallDeniedError } from './errors.ts';

@@ -1,6 +1,6 @@
 import type { LanguageModelMiddleware } from 'ai';
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
-import { jsonEqual } from '../interception/json/jsonEqual.ts';
+import { jsonEqual } from '../intercept/json/jsonEqual.ts';
 
 /**
  * The AI SDK model output beside text and client tool calls — reasoning, files, sources and the

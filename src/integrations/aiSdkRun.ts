@@ -1,14 +1,14 @@
 import { type LanguageModel, type LanguageModelMiddleware, type ModelMessage, type ToolSet, wrapLanguageModel } from 'ai';
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
-import { jsonEqual } from '../interception/json/jsonEqual.ts';
-import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
-import type { ModelToolCall } from '../interception/run/modelStream.ts';
+import { jsonEqual } from '../intercept/json/jsonEqual.ts';
+import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../intercept/run/agentRun.ts';
+import type { ModelToolCall } from '../intercept/run/modelStream.ts';
 import { type ContentPart, isClientToolCall, judgedNonText, membersOf, parseArgs, type StreamPart } from './aiSdkParts.ts';
 import { judgeModelCall, refuseUnseen, registerTools, type ToolNames } from './aiSdkSeam.ts';
 import { ToolCallDeniedError } from './errors.ts';
 import type { RunBridge, RunFinish } from './runBridge.ts';
 import type { PendingApproval } from '../contract/approval.ts';
-import { withDefined } from '../contract/withDefined.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 /**
  * One run of the AI SDK integration (`hookrelay/ai-sdk`) under AGENT-HOOKS-0.1 and the operation's lifecycle

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModelMiddleware, ToolSet } from 'ai';
-import { AgentHooksInstallError } from '../interception/errors.ts';
+import { AgentHooksInstallError } from '../intercept/errors.ts';
 import { UninterceptedToolError } from './errors.ts';
 
 /**

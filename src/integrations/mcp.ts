@@ -1,5 +1,5 @@
-import type { AdmittedInput, AgentRun, RunEnd } from '../interception/run/agentRun.ts';
-import { InterceptionBlocked, InterceptionBlockedError } from '../interception/errors.ts';
+import type { AdmittedInput, AgentRun, RunEnd } from '../intercept/run/agentRun.ts';
+import { InterceptionBlocked, InterceptionBlockedError } from '../intercept/errors.ts';
 import { guardTransport, McpSeam } from './mcpGuard.ts';
 import { checkIntegrationOptions, type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 

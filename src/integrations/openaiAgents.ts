@@ -22,9 +22,9 @@ import type {
   Tool,
 } from '@openai/agents';
 import type { JsonValue } from '../contract/agentHooks.ts';
-import type { AdmittedInput, AgentRun, RunEnd } from '../interception/run/agentRun.ts';
-import { InterceptionBlocked, InterceptionBlockedError } from '../interception/errors.ts';
-import type { ModelToolCall } from '../interception/run/modelStream.ts';
+import type { AdmittedInput, AgentRun, RunEnd } from '../intercept/run/agentRun.ts';
+import { InterceptionBlocked, InterceptionBlockedError } from '../intercept/errors.ts';
+import type { ModelToolCall } from '../intercept/run/modelStream.ts';
 import { AgentGraph, type AnyAgent, newClones } from './openaiAgentsGraph.ts';
 import type { PendingApproval } from '../contract/approval.ts';
 import { messagesOf, parseArgs, rebuiltOutput, requestOf, responseOf, type StreamEvent, withDeniedHandoffs } from './openaiAgentsItems.ts';
@@ -39,7 +39,7 @@ import {
   RunBridge,
   type RunFinish,
 } from './runBridge.ts';
-import { withDefined } from '../contract/withDefined.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 /**
  * `hookrelay/openai-agents`: the OpenAI Agents SDK under AGENT-HOOKS-0.1 and the operation's

@@ -1,7 +1,7 @@
 import type { AgentInputItem, Model, ModelRequest, ModelResponse } from '@openai/agents';
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
-import type { NativeMessage } from '../interception/run/agentRun.ts';
-import type { ModelToolCall } from '../interception/run/modelStream.ts';
+import type { NativeMessage } from '../intercept/run/agentRun.ts';
+import type { ModelToolCall } from '../intercept/run/modelStream.ts';
 
 /**
  * The Agents SDK's model items translated to and from the run adapter's shapes: the request's

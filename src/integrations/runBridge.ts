@@ -3,10 +3,10 @@ import type { JsonValue } from '../contract/agentHooks.ts';
 import type { HookEventOf } from '../contract/events.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 import type { ToolCallResult } from '../contract/toolContext.ts';
-import type { AgentHooks, StartRunOptions } from '../interception/run/bundle.ts';
-import type { AdmittedInput, AgentRun, ModelCaller, ModelCallResult, NativeMessage, RunEnd } from '../interception/run/agentRun.ts';
-import { type ApprovalPendingError, InterceptionBlockedError, ToolError } from '../interception/errors.ts';
-import { withDefined } from '../contract/withDefined.ts';
+import type { AgentHooks, StartRunOptions } from '../intercept/run/bundle.ts';
+import type { AdmittedInput, AgentRun, ModelCaller, ModelCallResult, NativeMessage, RunEnd } from '../intercept/run/agentRun.ts';
+import { type ApprovalPendingError, InterceptionBlockedError, ToolError } from '../intercept/errors.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 /**
  * The framework-neutral half of the integrations (`hookrelay/ai-sdk`, `hookrelay/openai-agents`):

@@ -19,12 +19,12 @@ import {
   splitScopedKey,
   type EndpointState,
 } from '../contract/endpoint.ts';
-import type { NotificationResult } from '../delivery/deliver.ts';
+import type { NotificationResult } from '../notify/deliver.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { Db } from '../store/db.ts';
 import { disableEndpoint, effectivePolicy, listEndpointPolicies, type EndpointPolicy } from '../store/endpointsRepo.ts';
-import { withDefined } from '../contract/withDefined.ts';
+import { withDefined } from '../util/withDefined.ts';
 import { isSlowAttempt, limitCeiling } from './adaptiveLimit.ts';
 import { createExchangeBatcher } from './endpointExchange.ts';
 import {
@@ -38,7 +38,7 @@ import {
 } from './endpointGate.ts';
 import { createEndpointLeases } from './endpointLeases.ts';
 import type { PolicyAcknowledger } from './policyAcks.ts';
-import { withTimeout } from '../queue/withTimeout.ts';
+import { withTimeout } from '../util/withTimeout.ts';
 import { deliveryQueueKeys } from '../queue/queueKeys.ts';
 
 /** How often a worker re-reads the endpoints table (an operator's disable takes effect within it). */

@@ -20,7 +20,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { sameSecret } from '../contract/sameSecret.ts';
+import { sameSecret } from '../util/sameSecret.ts';
 import type { CredentialGuard } from './credentialGuard.ts';
 import type { Logger } from './logger.ts';
 import { opsAccessPolicy, opsRefusal, type OpsAccessPolicy, type OpsRefusal } from './opsAccess.ts';

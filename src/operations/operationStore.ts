@@ -2,14 +2,14 @@ import { assertPrintableId } from '../contract/terminalText.ts';
 import { isControlHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
 import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './errors.ts';
 import { serializeHook } from '../contract/hook.ts';
-import { blockedAfterResult, HOOK_CONTROL_ERROR } from '../control/blockedResult.ts';
-import { withReadableError } from '../contract/errorMessage.ts';
+import { blockedAfterResult, HOOK_CONTROL_ERROR } from '../decide/blockedResult.ts';
+import { withReadableError } from '../util/errorMessage.ts';
 import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import { assertStorableEvent } from '../contract/storableText.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
-import { ToolCallContextError } from '../payload/errors.ts';
-import { parseToolCallHookContext } from '../payload/toolCallContext.ts';
+import { ToolCallContextError } from '../notify/errors.ts';
+import { parseToolCallHookContext } from '../notify/toolCallContext.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
 import { CriticalHookDeliveryError, type CriticalFailure, type DispatchReport, type NotAcceptedDelivery } from '../contract/errors.ts';
 import { storeOf, type Store } from '../store/db.ts';
@@ -36,7 +36,7 @@ import type {
   PublishDeferredResultInput,
   PublishDeferredResultOutput,
 } from './operationStoreTypes.ts';
-import { withDefined } from '../contract/withDefined.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 export type {
   OperationStoreOptions,

@@ -8,7 +8,7 @@ import type { HookType } from '../contract/hookTypes.ts';
 import type { OperationRecord } from '../contract/operation.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
 import type { StoredPlaceholder, StoreHandle } from '../store/types.ts';
-import type { ToolCallControlOutcome } from '../control/evaluateControls.ts';
+import type { ToolCallControlOutcome } from '../decide/evaluateControls.ts';
 
 /**
  * What the operation store needs from a dispatcher (HookDispatcher provides it): a port, so

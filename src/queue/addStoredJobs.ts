@@ -7,7 +7,7 @@
  */
 import type { Logger } from '../observability/logger.ts';
 import { addDeliveryJobs, type DeliveryJob, stageDeliveryJobs, type StagedJobs } from './jobs.ts';
-import { withTimeout } from './withTimeout.ts';
+import { withTimeout } from '../util/withTimeout.ts';
 import type { PreparedRow } from './prepareEnqueue.ts';
 import type { RedisAvailability } from './redisAvailability.ts';
 import type { DeliveryQueueConnection } from './queueConnection.ts';

@@ -9,7 +9,7 @@
  * A body that cannot be built leaves the job without one: the worker builds it from the ledger
  * row, as for a job the reconciler re-adds.
  */
-import { buildDeliveryBody } from '../payload/deliveryBody.ts';
+import { buildDeliveryBody } from '../notify/deliveryBody.ts';
 import type { PreparedRow } from './prepareEnqueue.ts';
 
 /** The unordered rows' jobs (ordered rows wait for their number). */

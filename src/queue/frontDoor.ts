@@ -17,7 +17,7 @@ import { StoreUnavailableError } from '../store/errors.ts';
 import { storeUnavailable } from '../store/unreachable.ts';
 import { type CallOutcome, settleCall } from './answerCalls.ts';
 import { addDeliveryJobs } from './jobs.ts';
-import { withTimeout } from './withTimeout.ts';
+import { withTimeout } from '../util/withTimeout.ts';
 import type { PreparedItem } from './prepareEnqueue.ts';
 import type { DeliveryQueueConnection } from './queueConnection.ts';
 import type { RedisAvailability } from './redisAvailability.ts';

@@ -16,7 +16,7 @@ import { createLogger, type Logger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { getDelivery } from '../store/deliveriesRepo.ts';
 import { QUEUE_STREAMS } from './jobs.ts';
-import { withTimeout } from './withTimeout.ts';
+import { withTimeout } from '../util/withTimeout.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
 import { createQueueRedis, type QueueRedis } from './redisConnection.ts';

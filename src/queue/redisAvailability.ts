@@ -7,7 +7,7 @@
  * when the connection is ready and answers a PING, probed in the background. One log line each way.
  */
 import type { Logger } from '../observability/logger.ts';
-import { withTimeout } from './withTimeout.ts';
+import { withTimeout } from '../util/withTimeout.ts';
 import type { QueueRedis } from './redisConnection.ts';
 
 /** How often a known-down Redis is asked (PING) whether it answers again. */

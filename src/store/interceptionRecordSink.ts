@@ -1,6 +1,6 @@
 import { eq, max } from 'drizzle-orm';
 import type { InterceptionRecord } from '../contract/agentHooks.ts';
-import type { RecordSink, SequenceProvider } from '../interception/index.ts';
+import type { RecordSink, SequenceProvider } from '../intercept/index.ts';
 import { dbOf, type Db } from './db.ts';
 import type { StoreDb } from './types.ts';
 import { interceptionRecords } from './schema.ts';

@@ -12,7 +12,7 @@ import { openStore, type Store } from './db.ts';
 import { lookupEmbeddedSocket } from './embedded.ts';
 import { EmbeddedStoreUntrustedError, StoreNotFoundError } from './errors.ts';
 import { migrateStore } from './migrate.ts';
-import { withDefined } from '../contract/withDefined.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 export type ConfiguredStoreOptions = {
   /** Postgres connection string (DATABASE_URL). */

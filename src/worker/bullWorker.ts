@@ -5,7 +5,7 @@
 import { Worker } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
-import type { DeliveryProcessor } from './processor.ts';
+import type { DeliveryProcessor } from './attempt/processor.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
 import { throttledErrorLog } from '../observability/logger.ts';
 

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { EmailLookup } from '../payload/emailCache.ts';
+import type { EmailLookup } from '../notify/emailCache.ts';
 import { WorkerPluginError } from './errors.ts';
 
 export type WorkerPlugin = { emailLookup: EmailLookup };

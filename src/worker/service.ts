@@ -8,41 +8,41 @@ import type { Queue, Worker } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { resolveLoadedConfig, type LoadedConfig } from '../config/resolveConfig.ts';
 import { SettingsError } from '../config/errors.ts';
-import { withDefined } from '../contract/withDefined.ts';
+import { withDefined } from '../util/withDefined.ts';
 import { signingSecrets, type Settings } from '../config/settings.ts';
-import { FetchTransport } from '../delivery/fetchTransport.ts';
-import { isMissingPackage, QSTASH_PACKAGE } from '../delivery/lazyQStashPublisher.ts';
-import type { QStashPublisher } from '../delivery/types.ts';
+import { FetchTransport } from '../send/fetchTransport.ts';
+import { isMissingPackage, QSTASH_PACKAGE } from '../notify/lazyQStashPublisher.ts';
+import type { QStashPublisher } from '../send/types.ts';
 import { startHttpServer, type PostRoute, type RequestHandler, type RunningHttpServer } from '../observability/httpServer.ts';
 import { createCredentialGuard, type CredentialGuard } from '../observability/credentialGuard.ts';
 import type { Logger } from '../observability/logger.ts';
 import { opsAccessPolicy } from '../observability/opsAccess.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/metrics.ts';
-import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../payload/buildPayload.ts';
+import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../notify/buildPayload.ts';
 import type { Store } from '../store/db.ts';
-import { ledgerStats } from '../operator/ledgerStats.ts';
+import { ledgerStats } from '../admin/ledgerStats.ts';
 import { createEndpointGate } from '../isolation/endpointGate.ts';
 import { createPolicyAcknowledger } from '../isolation/policyAcks.ts';
 import { createEndpointIsolation, isolationSettings, type EndpointIsolation } from '../isolation/endpointIsolation.ts';
 import { createDependencyHealth } from './dependencyHealth.ts';
-import { createInFlightTracker } from './inFlightTracker.ts';
-import { createLedgerWriter, type LedgerWriter } from './ledgerWriter.ts';
+import { createInFlightTracker } from './attempt/inFlightTracker.ts';
+import { createLedgerWriter, type LedgerWriter } from './attempt/ledgerWriter.ts';
 import { createPgGate } from './pgGate.ts';
-import { createAdmission, deliveryWaitAllowance } from './admission.ts';
-import { createDeliveryProcessor, type DeliveryProcessor } from './processor.ts';
-import { createOrderingGate } from './ordering.ts';
-import { deadlineBudgetMs } from '../delivery/retryPolicy.ts';
-import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstashCallbacksUrls.ts';
-import { createRedisReplayGuard, type ReplayRedis } from './qstashCallbackReplay.ts';
-import { createReconciler, type Reconciler } from './reconciler.ts';
+import { createAdmission, deliveryWaitAllowance } from './attempt/admission.ts';
+import { createDeliveryProcessor, type DeliveryProcessor } from './attempt/processor.ts';
+import { createOrderingGate } from './attempt/ordering.ts';
+import { deadlineBudgetMs } from '../notify/retryPolicy.ts';
+import { QSTASH_CALLBACK_PATH, QSTASH_FAILURE_PATH } from './qstash/callbackUrls.ts';
+import { createRedisReplayGuard, type ReplayRedis } from './qstash/callbackReplay.ts';
+import { createReconciler, type Reconciler } from './sweeps/reconciler.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
-import { createRetention, type Retention } from './retention.ts';
+import { createRetention, type Retention } from './sweeps/retention.ts';
 import { QUEUE_STREAMS } from '../queue/jobs.ts';
 import { openDeliveryQueue } from '../queue/queueConnection.ts';
 import { createSpoolReader, type SpoolSummary } from '../queue/spoolSummary.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
 import { closeDeliveryWorker, createDeliveryWorker } from './bullWorker.ts';
-import { startApprovalWork } from './approvalWork.ts';
+import { startApprovalWork } from './sweeps/approvalWork.ts';
 import { approvalCounts } from '../store/approvalsRepo.ts';
 
 /** Bound on each closing step (Redis, the HTTP server, the ledger flush) once the worker itself has stopped. */
@@ -155,7 +155,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   // one, a 'qstash' hook is treated exactly like a missing token: one direct fetch (D7).
   let qstash: QStashPublisher | undefined;
   if (settings.QSTASH_TOKEN?.trim()) {
-    const { createQStashPublisher } = await importQStash(() => import('../delivery/qstashTransport.ts'), 'QSTASH_TOKEN');
+    const { createQStashPublisher } = await importQStash(() => import('../notify/qstashTransport.ts'), 'QSTASH_TOKEN');
     qstash = createQStashPublisher({
       url: settings.QSTASH_URL,
       token: settings.QSTASH_TOKEN,
@@ -309,7 +309,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     // A3: the answer endpoint for chat buttons, when HOOKRELAY_APPROVAL_SECRETS is set.
     const postRoutes: Record<string, PostRoute> = { ...approvalWork.postRoutes };
     if (settings.HOOKRELAY_PUBLIC_URL) {
-      const { createQStashCallbackRoute } = await importQStash(() => import('./qstashCallbackRoute.ts'), 'HOOKRELAY_PUBLIC_URL');
+      const { createQStashCallbackRoute } = await importQStash(() => import('./qstash/callbackRoute.ts'), 'HOOKRELAY_PUBLIC_URL');
       const route = createQStashCallbackRoute({
         db: store.db,
         publicUrl: settings.HOOKRELAY_PUBLIC_URL,

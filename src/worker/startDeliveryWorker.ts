@@ -8,8 +8,8 @@ import { loadSettings, type Settings } from '../config/settings.ts';
 import { createCredentialGuard } from '../observability/credentialGuard.ts';
 import type { RequestHandler } from '../observability/httpServer.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
-import type { EmailLookup } from '../payload/emailCache.ts';
-import { createWebhookPayloadBuilder } from '../payload/buildPayload.ts';
+import type { EmailLookup } from '../notify/emailCache.ts';
+import { createWebhookPayloadBuilder } from '../notify/buildPayload.ts';
 import { ensureRedis } from '../queue/redisConnection.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startDeliveryService } from './service.ts';
@@ -188,7 +188,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
     // One token-guess throttle for the process: the console's sign-in and bearer, and /metrics' bearer.
     const credentialGuard = createCredentialGuard({ logger });
     if (settings.HOOKRELAY_CONSOLE_TOKEN) {
-      const [{ createConsole }, { openOperatorQueue }] = await Promise.all([import('../console/consoleHandler.ts'), import('../operator/operatorQueue.ts')]);
+      const [{ createConsole }, { openOperatorQueue }] = await Promise.all([import('../console/consoleHandler.ts'), import('../admin/operatorQueue.ts')]);
       const operator = openOperatorQueue(config);
       const consoleApp = createConsole({
         db: store.db,

@@ -17,8 +17,8 @@ import {
   type Persistence,
   type Streaming,
   type ToolSeamHostError,
-} from '../../src/interception/index.ts';
-import { writeTarget } from '../../src/interception/points.ts';
+} from '../../src/intercept/index.ts';
+import { writeTarget } from '../../src/intercept/points.ts';
 import type { Json, JsonObj, RunRecord } from './ctkEngine.ts';
 import { deepEqual } from './miniSchema.ts';
 

@@ -1,4 +1,4 @@
-import { jcsSha256Identity, type ApprovalRequest, type ApprovalResolution, type JsonValue } from '../../src/interception/index.ts';
+import { jcsSha256Identity, type ApprovalRequest, type ApprovalResolution, type JsonValue } from '../../src/intercept/index.ts';
 import { deepEqual } from './miniSchema.ts';
 
 /**

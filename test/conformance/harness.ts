@@ -9,7 +9,7 @@ import {
   type CompositionConfig,
   type EnforcementMode,
   type Interceptor,
-} from '../../src/interception/index.ts';
+} from '../../src/intercept/index.ts';
 import { assertVector, isObj, missingCapabilities, scriptedIntercept, scriptedResolve, type Json, type JsonObj, type Vector } from './ctkEngine.ts';
 import { SchemaRegistry, type Schema } from './miniSchema.ts';
 import { HOST_SURFACES, TOOL_SEAM_HOST_ERROR, runScenario, type HostSurface } from './adapterHost.ts';

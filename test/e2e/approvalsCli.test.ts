@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApprovalQueue, type ApprovalQueue } from '../../src/approvals/approvalQueue.ts';
-import { AgentContextBuilder, ALLOW, ApprovalPendingError, InterceptionEmitter, Verdict } from '../../src/interception/index.ts';
+import { AgentContextBuilder, ALLOW, ApprovalPendingError, InterceptionEmitter, Verdict } from '../../src/intercept/index.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApprovalQueue, type ApprovalQueue } from '../../src/approvals/approvalQueue.ts';
-import { AgentContextBuilder, ALLOW, ApprovalPendingError, InterceptionEmitter, Verdict } from '../../src/interception/index.ts';
+import { AgentContextBuilder, ALLOW, ApprovalPendingError, InterceptionEmitter, Verdict } from '../../src/intercept/index.ts';
 import { silentLogger } from '../../src/observability/logger.ts';
 import { startDeliveryWorker, type RunningDeliveryWorker } from '../../src/worker/startDeliveryWorker.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';

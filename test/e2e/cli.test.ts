@@ -7,7 +7,7 @@ import { createHookProducer } from '../../src/queue/producer.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import { appendOperationHooks, insertOperation } from '../../src/store/operationsRepo.ts';
 import { createTestStore, type TestStore } from '../support/db.ts';
-import { AgentContextBuilder, InterceptionEmitter, Verdict } from '../../src/interception/index.ts';
+import { AgentContextBuilder, InterceptionEmitter, Verdict } from '../../src/intercept/index.ts';
 import { createStoreRecordSink } from '../../src/store/interceptionRecordSink.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { deleteKeys, listKeys, queueKeys } from '../support/redisKeys.ts';

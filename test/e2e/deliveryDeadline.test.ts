@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deadlineBudgetMs } from '../../src/delivery/retryPolicy.ts';
+import { deadlineBudgetMs } from '../../src/notify/retryPolicy.ts';
 import { createHookProducer } from '../../src/queue/producer.ts';
 import type { HookProducer } from '../../src/queue/types.ts';
 import { TEST_REDIS_URL, waitFor } from '../integration/queue/harness.ts';

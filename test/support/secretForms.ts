@@ -1,7 +1,7 @@
 /**
  * The encodings a receiver may echo a secret in (W7), written the way the stacks that produce
  * them do, for tests that plant them and then look for any of them where nothing may show one.
- * Independent of src/delivery/secretRedaction.ts on purpose: the tests check it.
+ * Independent of src/send/secretRedaction.ts on purpose: the tests check it.
  */
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');

@@ -1,5 +1,5 @@
 /** GET /console/deliveries: the filtered list, newest first, in keyset pages (`before`). */
-import { ledgerStats } from '../../operator/ledgerStats.ts';
+import { ledgerStats } from '../../admin/ledgerStats.ts';
 import { listDeliveries, type DeliveryFilter } from '../../store/deliveriesRepo.ts';
 import { deliveryFilterFrom } from '../../store/deliveryFilterInput.ts';
 import { FilterInputError } from '../../store/errors.ts';

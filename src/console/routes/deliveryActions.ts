@@ -1,6 +1,6 @@
 /** POST /console/deliveries/<id>/replay and /skip: one delivery re-sent, or given up (the ordered ones behind it go). */
-import { replayCandidatesByIds } from '../../operator/replay.ts';
-import { skipAndRelease } from '../../operator/skip.ts';
+import { replayCandidatesByIds } from '../../admin/replay.ts';
+import { skipAndRelease } from '../../admin/skip.ts';
 import { runReplay } from '../context.ts';
 import { BASE, messagePage, skipText } from '../pages.ts';
 import { parseDeliveryIdSegment } from '../queryInput.ts';

@@ -2,9 +2,9 @@
  * /console/endpoints: GET lists every endpoint (breaker, in-flight vs cap, failure rate, hold);
  * POST …/disable and …/enable change one, as `hookrelay endpoints disable|enable` do.
  */
-import { disableEndpointByOperator, enableEndpointAndReset, listEndpointViews } from '../../operator/endpointViews.ts';
-import { confirmEndpointChange } from '../../operator/policyConfirm.ts';
-import { replayCandidatesByFilter } from '../../operator/replay.ts';
+import { disableEndpointByOperator, enableEndpointAndReset, listEndpointViews } from '../../admin/endpointViews.ts';
+import { confirmEndpointChange } from '../../admin/policyConfirm.ts';
+import { replayCandidatesByFilter } from '../../admin/replay.ts';
 import { runReplay } from '../context.ts';
 import { BASE, endpointsPage } from '../pages.ts';
 import { type NoticeCode, noticeFor, noticeQuery } from '../notices.ts';

@@ -1,5 +1,5 @@
 /** GET /console (the overview page), /console/api/overview (its charts) and /console/api/counts (live counts). */
-import { attemptsPerMinute, ledgerStats, oldestIncludingHeld } from '../../operator/ledgerStats.ts';
+import { attemptsPerMinute, ledgerStats, oldestIncludingHeld } from '../../admin/ledgerStats.ts';
 import type { ConsoleContext } from '../context.ts';
 import { BASE, overviewPage } from '../pages.ts';
 import { parseOverviewHours } from '../queryInput.ts';

@@ -2,8 +2,8 @@
  * /console/replay: GET previews a filtered replay (a dry run: the matching ids, nothing changed);
  * POST replays exactly the previewed ids once the operator ticked the confirmation.
  */
-import { previewReplay, replayCandidatesByFilter, replayCandidatesByIds, type ReplayResult } from '../../operator/replay.ts';
-import { ReplayStatusError } from '../../operator/errors.ts';
+import { previewReplay, replayCandidatesByFilter, replayCandidatesByIds, type ReplayResult } from '../../admin/replay.ts';
+import { ReplayStatusError } from '../../admin/errors.ts';
 import { deliveryFilterFrom } from '../../store/deliveryFilterInput.ts';
 import { FilterInputError } from '../../store/errors.ts';
 import { runReplay } from '../context.ts';

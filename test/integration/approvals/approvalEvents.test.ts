@@ -11,7 +11,7 @@ import { createApprovalQueue } from '../../../src/approvals/approvalQueue.ts';
 import { createApprovalAnnouncer } from '../../../src/approvals/announce.ts';
 import { verifyAnswerToken } from '../../../src/approvals/answerToken.ts';
 import { createOperationStore } from '../../../src/operations/operationStore.ts';
-import { AgentContextBuilder, ALLOW, ApprovalPendingError, InterceptionEmitter, Verdict } from '../../../src/interception/index.ts';
+import { AgentContextBuilder, ALLOW, ApprovalPendingError, InterceptionEmitter, Verdict } from '../../../src/intercept/index.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { listApprovalRows } from '../../../src/store/approvalsRepo.ts';
 import { deliveries } from '../../../src/store/schema.ts';

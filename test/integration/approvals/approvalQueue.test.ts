@@ -8,7 +8,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApprovalQueue, type ApprovalQueue } from '../../../src/approvals/approvalQueue.ts';
 import { ApprovalNotFoundError, ApprovalNotPendingError } from '../../../src/approvals/errors.ts';
-import { AgentContextBuilder, ALLOW, ApprovalPendingError, InterceptionBlockedError, InterceptionEmitter, Verdict } from '../../../src/interception/index.ts';
+import { AgentContextBuilder, ALLOW, ApprovalPendingError, InterceptionBlockedError, InterceptionEmitter, Verdict } from '../../../src/intercept/index.ts';
 import type { InterceptionRecord, JsonObject } from '../../../src/contract/agentHooks.ts';
 import { openPendingApproval, decideApprovalRow } from '../../../src/store/approvalsRepo.ts';
 import { approvals } from '../../../src/store/schema.ts';

@@ -15,8 +15,8 @@ import { createApprovalQueue } from '../../../src/approvals/approvalQueue.ts';
 import type { InterceptionRecord } from '../../../src/contract/agentHooks.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createOpenAIAgentsHooks } from '../../../src/integrations/openaiAgents.ts';
-import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
-import { ALLOW, Verdict } from '../../../src/interception/verdict.ts';
+import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
+import { ALLOW, Verdict } from '../../../src/intercept/verdict.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 

@@ -8,7 +8,7 @@ import { loadSettings } from '../../../src/config/settings.ts';
 import { createConsole, type Console } from '../../../src/console/consoleHandler.ts';
 import { startHttpServer, type RunningHttpServer } from '../../../src/observability/httpServer.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
-import { openOperatorQueue, type OperatorQueue } from '../../../src/operator/operatorQueue.ts';
+import { openOperatorQueue, type OperatorQueue } from '../../../src/admin/operatorQueue.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { deleteKeys, queueKeys, TEST_REDIS_URL } from '../../support/redisKeys.ts';

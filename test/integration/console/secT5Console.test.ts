@@ -14,7 +14,7 @@ import { loadSettings } from '../../../src/config/settings.ts';
 import { createConsole, type Console } from '../../../src/console/consoleHandler.ts';
 import { startHttpServer, type RunningHttpServer } from '../../../src/observability/httpServer.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
-import { openOperatorQueue, type OperatorQueue } from '../../../src/operator/operatorQueue.ts';
+import { openOperatorQueue, type OperatorQueue } from '../../../src/admin/operatorQueue.ts';
 import { insertDeliveries, newDeliveryId } from '../../../src/store/deliveriesRepo.ts';
 import { openStore, type Store } from '../../../src/store/db.ts';
 import { createTestSchema, createTestStore, type TestSchema, type TestStore } from '../../support/db.ts';

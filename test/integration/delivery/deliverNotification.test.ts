@@ -3,9 +3,9 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseTemplateEnvPattern } from '../../../src/contract/templateSources.ts';
 import { WebhookConfigSchema, type WebhookConfigInput } from '../../../src/contract/webhook.ts';
-import { deliverNotification, type DeliverNotificationInput } from '../../../src/delivery/deliver.ts';
-import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
-import type { QStashPublisher, QStashPublishRequest, QStashPublishResult } from '../../../src/delivery/types.ts';
+import { deliverNotification, type DeliverNotificationInput } from '../../../src/notify/deliver.ts';
+import { FetchTransport } from '../../../src/send/fetchTransport.ts';
+import type { QStashPublisher, QStashPublishRequest, QStashPublishResult } from '../../../src/send/types.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 

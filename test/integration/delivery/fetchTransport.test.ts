@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FetchTransport, type SendRequest } from '../../../src/delivery/fetchTransport.ts';
+import { FetchTransport, type SendRequest } from '../../../src/send/fetchTransport.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { readFileSync } from 'node:fs';
 

@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Client, QstashError, QstashRatelimitError, Receiver } from '@upstash/qstash';
-import { verifyQStashCallback } from '../../../src/worker/qstashCallbacksVerify.ts';
+import { verifyQStashCallback } from '../../../src/worker/qstash/verifyCallback.ts';
 import { QSTASH_DEV_CREDENTIALS, startLoopbackReceiver, startQStashServer, type LoopbackReceiver, type QStashServer } from '../../support/qstashServer.ts';
 
 let qstash: QStashServer | undefined;

@@ -2,9 +2,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Receiver } from '@upstash/qstash';
-import { createQStashPublisher } from '../../../src/delivery/qstashTransport.ts';
-import type { QStashPublishRequest } from '../../../src/delivery/types.ts';
-import { verifyQStashCallback } from '../../../src/worker/qstashCallbacksVerify.ts';
+import { createQStashPublisher } from '../../../src/notify/qstashTransport.ts';
+import type { QStashPublishRequest } from '../../../src/send/types.ts';
+import { verifyQStashCallback } from '../../../src/worker/qstash/verifyCallback.ts';
 import { startLoopbackReceiver, startQStashServer, type LoopbackReceiver, type QStashServer } from '../../support/qstashServer.ts';
 
 let qstash: QStashServer;

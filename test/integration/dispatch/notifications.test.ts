@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CriticalHookDeliveryError, HookConfigError, HookDispatcher, type AgentHook } from '../../../src/entry/index.ts';
-import { userAgent } from '../../../src/delivery/userAgent.ts';
+import { userAgent } from '../../../src/send/userAgent.ts';
 import { WebhookDeliveryFailure } from '../../../src/contract/errors.ts';
 import { startReceiver, type Behaviour, type Receiver } from '../../support/receiver.ts';
 import { captureLogger, quietLogger, rejection, toolContext } from '../../unit/dispatch/helpers.ts';

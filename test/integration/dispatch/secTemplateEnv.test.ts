@@ -6,8 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HookConfigError, HookDispatcher, TemplateEnvPatternError } from '../../../src/entry/index.ts';
-import { deliverNotification } from '../../../src/delivery/deliver.ts';
-import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
+import { deliverNotification } from '../../../src/notify/deliver.ts';
+import { FetchTransport } from '../../../src/send/fetchTransport.ts';
 import { MAX_ENV_VAR_NAME_LENGTH, parseTemplateEnvPattern, templateEnvAllows, templateSourceProblem } from '../../../src/contract/templateSources.ts';
 import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
 import { loadSettings } from '../../../src/config/settings.ts';

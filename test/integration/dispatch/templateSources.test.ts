@@ -7,8 +7,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CriticalHookDeliveryError, HookConfigError, HookDispatcher, TemplateEnvPatternError } from '../../../src/entry/index.ts';
 import { WebhookDeliveryFailure } from '../../../src/contract/errors.ts';
-import { deliverNotification } from '../../../src/delivery/deliver.ts';
-import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
+import { deliverNotification } from '../../../src/notify/deliver.ts';
+import { FetchTransport } from '../../../src/send/fetchTransport.ts';
 import { parseTemplateEnvPattern } from '../../../src/contract/templateSources.ts';
 import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';

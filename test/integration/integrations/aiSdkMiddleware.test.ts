@@ -9,10 +9,10 @@ import { describe, expect, it } from 'vitest';
 import type { AgentContext, InterceptionRecord } from '../../../src/contract/agentHooks.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
-import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
-import { InterceptionBlocked } from '../../../src/interception/errors.ts';
-import type { Interceptor } from '../../../src/interception/interceptor.ts';
-import { Verdict } from '../../../src/interception/verdict.ts';
+import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
+import { InterceptionBlocked } from '../../../src/intercept/errors.ts';
+import type { Interceptor } from '../../../src/intercept/interceptor.ts';
+import { Verdict } from '../../../src/intercept/verdict.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { mockModel, textResult, textStream, toolCallStream, toolCallsResult } from '../../support/aiSdkMock.ts';
 

@@ -10,10 +10,10 @@ import { describe, expect, it } from 'vitest';
 import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
 import { UninterceptedToolError } from '../../../src/integrations/errors.ts';
-import { AgentHooksInstallError } from '../../../src/interception/errors.ts';
-import type { Interceptor } from '../../../src/interception/interceptor.ts';
-import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
-import { Verdict } from '../../../src/interception/verdict.ts';
+import { AgentHooksInstallError } from '../../../src/intercept/errors.ts';
+import type { Interceptor } from '../../../src/intercept/interceptor.ts';
+import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
+import { Verdict } from '../../../src/intercept/verdict.ts';
 import { mockModel, textResult, textStream, toolCallsResult } from '../../support/aiSdkMock.ts';
 
 type Ctx = AgentContext & { tool_call?: { name?: string } };

@@ -16,10 +16,10 @@ import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
 import { createMcpHooks } from '../../../src/integrations/mcp.ts';
-import { InterceptionBlocked } from '../../../src/interception/errors.ts';
-import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
-import type { Interceptor } from '../../../src/interception/interceptor.ts';
-import { Verdict } from '../../../src/interception/verdict.ts';
+import { InterceptionBlocked } from '../../../src/intercept/errors.ts';
+import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
+import type { Interceptor } from '../../../src/intercept/interceptor.ts';
+import { Verdict } from '../../../src/intercept/verdict.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { mockModel, textResult, toolCallsResult } from '../../support/aiSdkMock.ts';
 

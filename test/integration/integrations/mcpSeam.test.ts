@@ -14,10 +14,10 @@ import { UninterceptedToolError } from '../../../src/integrations/errors.ts';
 import { createMcpHooks } from '../../../src/integrations/mcp.ts';
 import { guardTransport, McpSeam } from '../../../src/integrations/mcpGuard.ts';
 import { RunBridge } from '../../../src/integrations/runBridge.ts';
-import { AgentHooksInstallError, AgentRunStateError } from '../../../src/interception/errors.ts';
-import type { Interceptor } from '../../../src/interception/interceptor.ts';
-import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
-import { Verdict } from '../../../src/interception/verdict.ts';
+import { AgentHooksInstallError, AgentRunStateError } from '../../../src/intercept/errors.ts';
+import type { Interceptor } from '../../../src/intercept/interceptor.ts';
+import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
+import { Verdict } from '../../../src/intercept/verdict.ts';
 import { type Major, SECRET, type ServerHandle, startServer } from './fixtures/mcpServers.ts';
 
 type Ctx = AgentContext & { tool_call?: { name?: string }; tool_result?: unknown };

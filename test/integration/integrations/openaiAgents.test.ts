@@ -10,9 +10,9 @@ import { z } from 'zod';
 import type { AgentContext, InterceptionRecord } from '../../../src/contract/agentHooks.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createOpenAIAgentsHooks } from '../../../src/integrations/openaiAgents.ts';
-import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
-import type { Interceptor } from '../../../src/interception/interceptor.ts';
-import { Verdict } from '../../../src/interception/verdict.ts';
+import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
+import type { Interceptor } from '../../../src/intercept/interceptor.ts';
+import { Verdict } from '../../../src/intercept/verdict.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 
 type Ctx = AgentContext & { tool_call?: { name?: string } };

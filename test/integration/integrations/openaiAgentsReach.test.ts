@@ -31,9 +31,9 @@ import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { UninterceptedToolError } from '../../../src/integrations/errors.ts';
 import { startStdioFilesServer } from './fixtures/agentsMcpServer.ts';
 import { createOpenAIAgentsHooks, InterceptionBlocked } from '../../../src/integrations/openaiAgents.ts';
-import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
-import type { Interceptor } from '../../../src/interception/interceptor.ts';
-import { Verdict } from '../../../src/interception/verdict.ts';
+import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
+import type { Interceptor } from '../../../src/intercept/interceptor.ts';
+import { Verdict } from '../../../src/intercept/verdict.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 
 type Ctx = AgentContext & {

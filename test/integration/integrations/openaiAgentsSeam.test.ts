@@ -13,10 +13,10 @@ import { z } from 'zod';
 import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 import { UninterceptedToolError } from '../../../src/integrations/errors.ts';
 import { createOpenAIAgentsHooks } from '../../../src/integrations/openaiAgents.ts';
-import { AgentHooksInstallError } from '../../../src/interception/errors.ts';
-import type { Interceptor } from '../../../src/interception/interceptor.ts';
-import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
-import { Verdict } from '../../../src/interception/verdict.ts';
+import { AgentHooksInstallError } from '../../../src/intercept/errors.ts';
+import type { Interceptor } from '../../../src/intercept/interceptor.ts';
+import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
+import { Verdict } from '../../../src/intercept/verdict.ts';
 import { startStdioFilesServer } from './fixtures/agentsMcpServer.ts';
 
 type Ctx = AgentContext & { tool_call?: { name?: string } };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AgentContextBuilder, InterceptionEmitter, type InterceptionRecord } from '../../../src/interception/index.ts';
-import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
-import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
+import { AgentContextBuilder, InterceptionEmitter, type InterceptionRecord } from '../../../src/intercept/index.ts';
+import { createRemoteInterceptor } from '../../../src/send/remoteInterceptor.ts';
+import { FetchTransport } from '../../../src/send/fetchTransport.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { leaksIn } from '../../support/secretForms.ts';
 

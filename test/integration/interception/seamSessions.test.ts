@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HookDispatcher, type HookDispatcherOptions } from '../../../src/dispatch/hookDispatcher.ts';
 import { createOperationStore, type OperationStore } from '../../../src/operations/operationStore.ts';
-import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
-import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
+import { createRemoteInterceptor } from '../../../src/send/remoteInterceptor.ts';
+import { FetchTransport } from '../../../src/send/fetchTransport.ts';
 import {
   AgentContextBuilder,
   InterceptionEmitter,
@@ -17,7 +17,7 @@ import {
   type AgentContext,
   type Interceptor,
   type InterceptionRecord,
-} from '../../../src/interception/index.ts';
+} from '../../../src/intercept/index.ts';
 import { createStoreRecordSink } from '../../../src/store/interceptionRecordSink.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import type { ToolCallHookContext } from '../../../src/contract/toolContext.ts';

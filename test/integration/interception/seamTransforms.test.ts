@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
-import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
-import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
-import { InterceptionEmitter, Verdict, type Interceptor, type InterceptionRecord, type JsonValue } from '../../../src/interception/index.ts';
+import { createRemoteInterceptor } from '../../../src/send/remoteInterceptor.ts';
+import { FetchTransport } from '../../../src/send/fetchTransport.ts';
+import { InterceptionEmitter, Verdict, type Interceptor, type InterceptionRecord, type JsonValue } from '../../../src/intercept/index.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../../../src/contract/toolContext.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';

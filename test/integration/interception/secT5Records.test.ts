@@ -7,7 +7,7 @@ import { asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { interceptionRecords } from '../../../src/store/schema.ts';
 import { createStoreRecordSink } from '../../../src/store/interceptionRecordSink.ts';
-import { AgentContextBuilder, InterceptionEmitter, Verdict, ALLOW } from '../../../src/interception/index.ts';
+import { AgentContextBuilder, InterceptionEmitter, Verdict, ALLOW } from '../../../src/intercept/index.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 
 let t: TestStore;

@@ -19,7 +19,7 @@ import {
   type AgentContext,
   type Interceptor,
   type InterceptionEmitterOptions,
-} from '../../../src/interception/index.ts';
+} from '../../../src/intercept/index.ts';
 import { createStoreRecordSink } from '../../../src/store/interceptionRecordSink.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import type { ToolCallHookContext } from '../../../src/contract/toolContext.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
-import { InterceptionEmitter, Verdict, type Interceptor } from '../../../src/interception/index.ts';
+import { InterceptionEmitter, Verdict, type Interceptor } from '../../../src/intercept/index.ts';
 import { createStoreRecordSink } from '../../../src/store/interceptionRecordSink.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import type { ToolCallHookContext } from '../../../src/contract/toolContext.ts';

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Counter } from 'prom-client';
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { NotificationResult } from '../../../src/delivery/deliver.ts';
+import type { NotificationResult } from '../../../src/notify/deliver.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../../../src/observability/metrics.ts';
 import { type BreakerPolicy, createEndpointGate, type EndpointGate } from '../../../src/isolation/endpointGate.ts';

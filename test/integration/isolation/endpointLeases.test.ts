@@ -9,7 +9,7 @@ import { type BreakerPolicy, createEndpointGate, type EndpointGate, type Release
 import { type AdmitDecision, createEndpointIsolation, type EndpointIsolation } from '../../../src/isolation/endpointIsolation.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { setEndpointLimits } from '../../../src/store/endpointsRepo.ts';
-import { createAdmission } from '../../../src/worker/admission.ts';
+import { createAdmission } from '../../../src/worker/attempt/admission.ts';
 import { TEST_REDIS_URL, waitFor } from '../queue/harness.ts';
 import { notificationFailure, notificationSuccess, useIsolationStack } from './isolationStack.ts';
 

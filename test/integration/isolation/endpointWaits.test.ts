@@ -8,7 +8,7 @@ import { type LimitOutcome, limitCeiling, nextLimit } from '../../../src/isolati
 import { createEndpointGate, DEFAULT_BREAKER_POLICY } from '../../../src/isolation/endpointGate.ts';
 import { createEndpointIsolation, type EndpointIsolation } from '../../../src/isolation/endpointIsolation.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
-import { type AdmissionResult, createAdmission, MIN_ENDPOINT_QUEUE } from '../../../src/worker/admission.ts';
+import { type AdmissionResult, createAdmission, MIN_ENDPOINT_QUEUE } from '../../../src/worker/attempt/admission.ts';
 import { waitFor } from '../queue/harness.ts';
 import { useIsolationStack } from './isolationStack.ts';
 

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
-import type { NotificationFailure, NotificationSuccess } from '../../../src/delivery/deliver.ts';
+import type { NotificationFailure, NotificationSuccess } from '../../../src/notify/deliver.ts';
 import type { EndpointIsolation } from '../../../src/isolation/endpointIsolation.ts';
 import type { Db } from '../../../src/store/db.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createOperationStore, type OperationStore } from '../../../src/operations/operationStore.ts';
-import { InterceptionEmitter, Verdict, type Interceptor } from '../../../src/interception/index.ts';
+import { InterceptionEmitter, Verdict, type Interceptor } from '../../../src/intercept/index.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';
 import { ctx, toolResult, inMode, MODES } from './helpers.ts';

@@ -27,7 +27,7 @@ import {
   settle,
   queuedDeliveries,
 } from './helpers.ts';
-import { blockedAfterResult } from '../../../src/control/blockedResult.ts';
+import { blockedAfterResult } from '../../../src/decide/blockedResult.ts';
 /** R5b: the denial of a tool result from `toolResult()` keeps its executionTime (12), as LobeHub does (issue 28). */
 const deniedAfter = (reason: string) => blockedAfterResult(reason, { content: '', success: true, executionTime: 12 });
 

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
-import { replayDeliveries } from '../../../src/operator/replay.ts';
+import { replayDeliveries } from '../../../src/admin/replay.ts';
 import { listDeliveries } from '../../../src/store/deliveriesRepo.ts';
 import { getOperation } from '../../../src/store/operationsRepo.ts';
 import type { DeliveryService } from '../../../src/worker/service.ts';

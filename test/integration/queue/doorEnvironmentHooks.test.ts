@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
-import { replayDeliveries } from '../../../src/operator/replay.ts';
+import { replayDeliveries } from '../../../src/admin/replay.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { createStack, waitFor, type Stack } from './harness.ts';
 

@@ -11,7 +11,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ParsedSerializedHook } from '../../../src/contract/hook.ts';
-import { buildDeliveryBody } from '../../../src/payload/deliveryBody.ts';
+import { buildDeliveryBody } from '../../../src/notify/deliveryBody.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import type { DeliveryJobData, HookProducer } from '../../../src/queue/types.ts';
 import { openStore, type Store } from '../../../src/store/db.ts';

@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
-import { replayDeliveries } from '../../../src/operator/replay.ts';
+import { replayDeliveries } from '../../../src/admin/replay.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import type { HookProducer } from '../../../src/queue/types.ts';
 import { rowsOf } from '../../../src/store/db.ts';

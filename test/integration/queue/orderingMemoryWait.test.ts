@@ -10,7 +10,7 @@ import { silentLogger } from '../../../src/observability/logger.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import type { DeliveryJobData, HookProducer } from '../../../src/queue/types.ts';
 import { rowsOf } from '../../../src/store/db.ts';
-import { createOrderingGate, type OrderedTarget } from '../../../src/worker/ordering.ts';
+import { createOrderingGate, type OrderedTarget } from '../../../src/worker/attempt/ordering.ts';
 import { createStack, TEST_REDIS_URL, waitFor, type Stack } from './harness.ts';
 
 let stack: Stack;

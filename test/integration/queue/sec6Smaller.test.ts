@@ -15,7 +15,7 @@ import { main } from '../../../src/cli/main.ts';
 import { HookConfigError } from '../../../src/contract/errors.ts';
 import { MAX_BODY_DEPTH } from '../../../src/contract/webhook.ts';
 import { createOperationStore } from '../../../src/operations/operationStore.ts';
-import { createRemoteInterceptor } from '../../../src/delivery/remoteInterceptor.ts';
+import { createRemoteInterceptor } from '../../../src/send/remoteInterceptor.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';

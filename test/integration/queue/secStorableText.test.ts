@@ -15,8 +15,8 @@ import { createOperationStore } from '../../../src/operations/operationStore.ts'
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { OutcomeNotStoredError } from '../../../src/queue/errors.ts';
-import { createLedgerWriter, OUTCOME_UNWRITABLE } from '../../../src/worker/ledgerWriter.ts';
-import { createReconciler, MAX_REQUEUES_WITHOUT_OUTCOME, REQUEUE_LIMIT_REASON } from '../../../src/worker/reconciler.ts';
+import { createLedgerWriter, OUTCOME_UNWRITABLE } from '../../../src/worker/attempt/ledgerWriter.ts';
+import { createReconciler, MAX_REQUEUES_WITHOUT_OUTCOME, REQUEUE_LIMIT_REASON } from '../../../src/worker/sweeps/reconciler.ts';
 import { openDeliveryQueue } from '../../../src/queue/queueConnection.ts';
 import { insertDeliveries, newDeliveryId, type AttemptOutcome } from '../../../src/store/deliveriesRepo.ts';
 import { createStack, fetchHook, TEST_REDIS_URL, type Stack } from './harness.ts';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createHmac } from 'node:crypto';
-import { parseQStashCallbackBody, verifyQStashCallback } from '../../../src/worker/qstashCallbacksVerify.ts';
+import { parseQStashCallbackBody, verifyQStashCallback } from '../../../src/worker/qstash/verifyCallback.ts';
 import { QSTASH_DEV_CREDENTIALS, signQStashJwt } from '../../support/qstashServer.ts';
 
 const CURRENT = 'sig_test_current_key_1';

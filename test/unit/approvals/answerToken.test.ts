@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { signAnswerToken, verifyAnswerToken } from '../../../src/approvals/answerToken.ts';
 import { ApprovalTokenError } from '../../../src/approvals/errors.ts';
-import { approvalSecretsProblem } from '../../../src/contract/approvalSecrets.ts';
+import { approvalSecretsProblem } from '../../../src/config/approvalSecrets.ts';
 
 const A = 'a'.repeat(32);
 const B = 'b'.repeat(40);

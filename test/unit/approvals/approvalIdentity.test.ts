@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { approvalIdentity, operationOfSession } from '../../../src/approvals/approvalIdentity.ts';
-import { AgentContextBuilder, jcsSha256Identity } from '../../../src/interception/index.ts';
+import { AgentContextBuilder, jcsSha256Identity } from '../../../src/intercept/index.ts';
 
 function call(sessionId: string, args: Record<string, string>, id = 'c1', startSequence = 0) {
   const b = new AgentContextBuilder({ agentId: 'a', framework: 'hookrelay', sessionId, startSequence, now: () => new Date(Date.now() + startSequence * 1000) });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ENDPOINT_STATES, endpointKey, MAX_ENDPOINT_KEY_LENGTH } from '../../../src/contract/endpoint.ts';
 import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
-import type { NotificationFailure, NotificationResult, NotificationSuccess } from '../../../src/delivery/deliver.ts';
+import type { NotificationFailure, NotificationResult, NotificationSuccess } from '../../../src/notify/deliver.ts';
 import { breakerOutcome } from '../../../src/isolation/endpointIsolation.ts';
 import { accepts, paths, rejects } from './helpers.ts';
 

@@ -4,9 +4,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CliUsageError } from '../../../src/cli/errors.ts';
 import { ConsoleInputError } from '../../../src/console/errors.ts';
 import { HookrelayError } from '../../../src/contract/hookrelayError.ts';
-import { DeadlineAbortError } from '../../../src/delivery/errors.ts';
+import { DeadlineAbortError } from '../../../src/send/errors.ts';
 import { ToolCallDeniedError, UninterceptedToolError } from '../../../src/integrations/errors.ts';
-import { ProjectionError, EmissionCancelledError } from '../../../src/interception/errors.ts';
+import { ProjectionError, EmissionCancelledError } from '../../../src/intercept/errors.ts';
 import { type AnyErrorClass, DEPRECATED_ALIAS, samples } from './errorSamples.ts';
 
 const root = path.resolve(import.meta.dirname, '../../..');

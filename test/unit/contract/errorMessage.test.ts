@@ -12,7 +12,7 @@ import {
   MAX_ERROR_MESSAGE_CHARS,
   readableErrorMessage,
   withReadableError,
-} from '../../../src/contract/errorMessage.ts';
+} from '../../../src/util/errorMessage.ts';
 
 describe('LH: readableErrorMessage — one test per error shape', () => {
   it('LH-error-insufficient-budget: a provider body with only a type reads as the humanized type', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { withDefined } from '../../../src/contract/withDefined.ts';
+import { withDefined } from '../../../src/util/withDefined.ts';
 
 describe('ARCH-spreads: withDefined drops the undefined members, as ...(x !== undefined ? { x } : {}) did', () => {
   it('ARCH-spreads keeps every defined member (null, 0, empty string and false too) in the order given, drops only undefined', () => {

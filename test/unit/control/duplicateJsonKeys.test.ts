@@ -2,8 +2,8 @@
  * SEC-6 (issue 24): the duplicate-key scan behind R5's `invalid_response` for ambiguous JSON.
  */
 import { describe, expect, it } from 'vitest';
-import { hasDuplicateJsonKey } from '../../../src/control/duplicateJsonKeys.ts';
-import { parseToolCallHookResponse } from '../../../src/control/parseDecisionResponse.ts';
+import { hasDuplicateJsonKey } from '../../../src/decide/duplicateJsonKeys.ts';
+import { parseToolCallHookResponse } from '../../../src/decide/parseDecisionResponse.ts';
 
 describe('SEC-6 duplicate keys: hasDuplicateJsonKey', () => {
   it.each([

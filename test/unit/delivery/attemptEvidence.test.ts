@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { resolvedTemplateValues, sentHeadersAsConfigured } from '../../../src/delivery/attemptEvidence.ts';
-import { redactSecrets } from '../../../src/delivery/secretRedaction.ts';
+import { resolvedTemplateValues, sentHeadersAsConfigured } from '../../../src/send/attemptEvidence.ts';
+import { redactSecrets } from '../../../src/send/secretRedaction.ts';
 
 const configured = { Authorization: 'Bearer ${TOKEN}', 'x-tenant': 'acme', 'x-pair': '${A}:${B}' };
 const sent = {

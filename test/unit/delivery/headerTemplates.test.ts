@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DeliveryConfigError } from '../../../src/delivery/errors.ts';
-import { resolveHeaderTemplates } from '../../../src/delivery/headerTemplates.ts';
+import { DeliveryConfigError } from '../../../src/send/errors.ts';
+import { resolveHeaderTemplates } from '../../../src/send/headerTemplates.ts';
 import { parseTemplateEnvPattern } from '../../../src/contract/templateSources.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DeliveryConfigError } from '../../../src/delivery/errors.ts';
-import { resolveWebhookUrl } from '../../../src/delivery/resolveUrl.ts';
+import { DeliveryConfigError } from '../../../src/send/errors.ts';
+import { resolveWebhookUrl } from '../../../src/send/resolveUrl.ts';
 
 describe('W1: webhook URL resolution', () => {
   it('W1: an absolute URL stays as written and is not trusted', () => {

@@ -6,7 +6,7 @@ import {
   nextDelayMs,
   parseRetryAfter,
   parseRetrySchedule,
-} from '../../../src/delivery/retryPolicy.ts';
+} from '../../../src/notify/retryPolicy.ts';
 
 describe('Q3: retry policy', () => {
   it('Q3: the default schedule is 5,300,1800,7200,18000,36000,36000 s: 8 attempts over ~27.5 h', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REDACTED, redactSecrets, redactSecretsDeep, viewTextsForTest, WITHHELD_SHORT_SECRET } from '../../../src/delivery/secretRedaction.ts';
+import { REDACTED, redactSecrets, redactSecretsDeep, viewTextsForTest, WITHHELD_SHORT_SECRET } from '../../../src/send/secretRedaction.ts';
 import { echoForms, leaksIn } from '../../support/secretForms.ts';
 
 /** `/`, `+` and `=` change under JSON, percent and entity encoding; base64 changes everything. */

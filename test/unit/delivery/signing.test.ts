@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { parseSigningSecrets, signatureHeaders } from '../../../src/delivery/signing.ts';
+import { parseSigningSecrets, signatureHeaders } from '../../../src/send/signing.ts';
 
 const secret = () => `whsec_${randomBytes(32).toString('base64')}`;
 

@@ -1,8 +1,8 @@
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createGuardedConnector } from '../../../src/delivery/guardedConnector.ts';
-import { FetchTransport } from '../../../src/delivery/fetchTransport.ts';
-import { checkDestination, isAddressAllowed, parseAllowedCidrs, type ResolveHost } from '../../../src/delivery/ssrfGuard.ts';
+import { createGuardedConnector } from '../../../src/send/guardedConnector.ts';
+import { FetchTransport } from '../../../src/send/fetchTransport.ts';
+import { checkDestination, isAddressAllowed, parseAllowedCidrs, type ResolveHost } from '../../../src/send/ssrfGuard.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 
 const NONE = parseAllowedCidrs(undefined);

@@ -53,6 +53,21 @@ describe('DEP-4: the README is a map into docs/', () => {
     expect(idsIn(prose)).toEqual([]);
   });
 
+  it('DEP-4: its folder table names every folder of src/ and nothing else (the map matches the tree)', () => {
+    const table = readme.slice(readme.indexOf('| folder | holds |'));
+    const firstCells = table
+      .slice(0, table.indexOf('\n\n'))
+      .split('\n')
+      .slice(2)
+      .map((row) => row.split('|')[1] ?? '');
+    const named = firstCells.flatMap((cell) => [...cell.matchAll(/`([a-z]+)\/`/g)].map((m) => m[1]!)).sort();
+    const folders = readdirSync(path.join(ROOT, 'src'), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
+    expect(named).toEqual(folders);
+  });
+
   it('DEP-4: has the two commands, the architecture picture and one example per entry (server app, worker, CLI, integration)', () => {
     expect(readme).toContain('npm install && npm start');
     expect(readme).toContain('npm test ');

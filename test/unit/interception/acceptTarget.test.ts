@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InterceptionBlocked, InterceptionEmitter, Verdict, type InterceptionRecord } from '../../../src/interception/index.ts';
+import { InterceptionBlocked, InterceptionEmitter, Verdict, type InterceptionRecord } from '../../../src/intercept/index.ts';
 import { toolCtx } from './helpers.ts';
 
 const onlyObjects = (t: unknown) => (t !== null && typeof t === 'object' && !Array.isArray(t) ? undefined : 'target must be an object');

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { InterceptionEmitter, Verdict, jcsSha256Identity, type ApprovalRequest, type ApprovalResolution } from '../../../src/interception/index.ts';
+import { InterceptionEmitter, Verdict, jcsSha256Identity, type ApprovalRequest, type ApprovalResolution } from '../../../src/intercept/index.ts';
 import { toolCtx } from './helpers.ts';
 
 async function resolveWith(resolution: (req: ApprovalRequest) => unknown, extra: Partial<ConstructorParameters<typeof InterceptionEmitter>[0]> = {}) {

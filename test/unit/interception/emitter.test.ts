@@ -8,7 +8,7 @@ import {
   createMemorySequenceProvider,
   type AgentContext,
   type InterceptionRecord,
-} from '../../../src/interception/index.ts';
+} from '../../../src/intercept/index.ts';
 import { builder, sleep, toolCtx } from './helpers.ts';
 
 describe('I1: envelope validation before dispatch (§4, §6.3, §10.2)', () => {

@@ -12,10 +12,10 @@ import { generateText, jsonSchema, stepCountIs, tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
-import { InterceptionEmitter } from '../../../src/interception/emitter.ts';
-import { createAgentHooks } from '../../../src/interception/run/bundle.ts';
+import { InterceptionEmitter } from '../../../src/intercept/emitter.ts';
+import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
-import { Verdict } from '../../../src/interception/verdict.ts';
+import { Verdict } from '../../../src/intercept/verdict.ts';
 import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 
 const exporter = new InMemorySpanExporter();

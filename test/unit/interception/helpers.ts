@@ -1,4 +1,4 @@
-import { AgentContextBuilder, type AgentContext } from '../../../src/interception/index.ts';
+import { AgentContextBuilder, type AgentContext } from '../../../src/intercept/index.ts';
 
 export function builder(sessionId = 'sess-1'): AgentContextBuilder {
   return new AgentContextBuilder({ agentId: 'agent-1', framework: 'unit', sessionId });

@@ -9,7 +9,7 @@ import {
   projectIdentityPreimage,
   validateEnvelope,
   type AgentContext,
-} from '../../../src/interception/index.ts';
+} from '../../../src/intercept/index.ts';
 
 type Fixture = { id: string; ctx: AgentContext; expect: { canonical_json?: string; context_identity?: string; error?: string } };
 const golden = JSON.parse(readFileSync(join(import.meta.dirname, '../../conformance/fixtures/golden/identity.json'), 'utf8')) as { fixtures: Fixture[] };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ALLOW, Verdict, parseWireVerdict, parseTransformPath, applyTransformPath, resolveComposition } from '../../../src/interception/index.ts';
+import { ALLOW, Verdict, parseWireVerdict, parseTransformPath, applyTransformPath, resolveComposition } from '../../../src/intercept/index.ts';
 
 function reason(raw: unknown): string | undefined {
   const r = parseWireVerdict(raw);

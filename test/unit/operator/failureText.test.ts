@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { failureText } from '../../../src/operator/failureText.ts';
+import { failureText } from '../../../src/admin/failureText.ts';
 
 const row = { status: 'failed', attemptCount: 2, lastErrorClass: 'circuit_open', lastHttpStatus: 500, failureReason: 'circuit_open' };
 

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { userAgent } from '../../../src/delivery/userAgent.ts';
+import { userAgent } from '../../../src/send/userAgent.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');

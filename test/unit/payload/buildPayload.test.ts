@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { HOOK_TYPES, WebhookConfigSchema, type HookType, type WebhookConfigInput } from '../../../src/contract/index.ts';
-import { createWebhookPayloadBuilder, type BuildPayloadInput } from '../../../src/payload/buildPayload.ts';
+import { createWebhookPayloadBuilder, type BuildPayloadInput } from '../../../src/notify/buildPayload.ts';
 
 function hook(type: HookType, webhook: Omit<WebhookConfigInput, 'url'> = {}, id = 'hook-1'): BuildPayloadInput['hook'] {
   return { id, type, webhook: WebhookConfigSchema.parse({ url: 'https://receiver.example/hook', ...webhook }) };

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../../src/observability/logger.ts';
-import { createEmailResolver, EMAIL_CACHE_CAPACITY, EMAIL_CACHE_TTL_MS } from '../../../src/payload/emailCache.ts';
+import { createEmailResolver, EMAIL_CACHE_CAPACITY, EMAIL_CACHE_TTL_MS } from '../../../src/notify/emailCache.ts';
 
 function deferred<T>() {
   let resolve!: (value: T) => void;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactResultForEvents } from '../../../src/payload/redactResult.ts';
+import { redactResultForEvents } from '../../../src/notify/redactResult.ts';
 
 function skillResult() {
   return {

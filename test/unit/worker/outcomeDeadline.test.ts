@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { NotificationResult } from '../../../src/delivery/deliver.ts';
-import { DEADLINE_SLACK_MS, deadlineBudgetMs, DEFAULT_RETRY_SCHEDULE_SECONDS } from '../../../src/delivery/retryPolicy.ts';
-import { decideOutcome } from '../../../src/worker/outcome.ts';
+import type { NotificationResult } from '../../../src/notify/deliver.ts';
+import { DEADLINE_SLACK_MS, deadlineBudgetMs, DEFAULT_RETRY_SCHEDULE_SECONDS } from '../../../src/notify/retryPolicy.ts';
+import { decideOutcome } from '../../../src/worker/attempt/outcome.ts';
 
 const claimed = { id: 'dlv_01J9Z3R6Y4V8Q2W7E5T1N0K3M8', attemptCount: 0, generationAttemptCount: 0, generation: 0 };
 const fail503: NotificationResult = {

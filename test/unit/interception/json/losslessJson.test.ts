@@ -1,6 +1,6 @@
 /** §4.4 at the trust boundaries: JSON read without losing integer precision (vectors 090/091/095). */
 import { describe, expect, it } from 'vitest';
-import { canonicalizeJcs, parseJsonLossless, parseWireVerdict, validateEnvelope, AgentContextBuilder } from '../../../../src/interception/index.ts';
+import { canonicalizeJcs, parseJsonLossless, parseWireVerdict, validateEnvelope, AgentContextBuilder } from '../../../../src/intercept/index.ts';
 
 describe('§4.4: lossless JSON at the trust boundaries', () => {
   it('an integer beyond 2^53 stays exact (a bigint) where JSON.parse rounds it', () => {

@@ -21,7 +21,7 @@ import {
   type InterceptionRecord,
   type ModelStreamPart,
   type PersistEntry,
-} from '../../../../src/interception/index.ts';
+} from '../../../../src/intercept/index.ts';
 import { silentLogger } from '../../../../src/observability/logger.ts';
 
 type Seen = { point: string; sequence: number; session: string; target: unknown };
