@@ -44,7 +44,7 @@ async function hookConfigError(run: () => unknown): Promise<HookConfigError> {
   throw new Error('expected a HookConfigError');
 }
 
-describe('SEC-6 smaller items', () => {
+describe('SEC-6 typed errors for bad input: deep bodies, reserved hook ids, CLI numbers', () => {
   let stack: Stack;
   let rx: Receiver;
   beforeAll(async () => {

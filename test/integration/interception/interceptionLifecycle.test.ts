@@ -56,7 +56,7 @@ const call = (operationId: string, toolCallId = 'call-1'): ToolCallHookContext =
 });
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-describe('seed 003 leftovers (issue 28)', () => {
+describe('interception lifecycle through the run adapter and the tool seam (issue 28)', () => {
   let t: TestStore;
   let ops: OperationStore;
   let rx: Receiver;
@@ -65,7 +65,7 @@ describe('seed 003 leftovers (issue 28)', () => {
   const nextOp = (label: string) => `s3-${label}-${++n}`;
 
   beforeAll(async () => {
-    t = await createTestStore('seed003');
+    t = await createTestStore('icpt_lifecycle');
     ops = createOperationStore({ store: t.store });
     rx = await startReceiver((req) => ({
       status: 200,
