@@ -11,7 +11,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { FetchTransport, HookDispatcher, InterceptionEmitter, Verdict, createRemoteInterceptor, silentLogger, type InterceptionRecord } from 'hookrelay';
 
-// A stand-in for a remote policy service: answers bare §5 verdicts.
+// A stand-in for a remote policy service: answers bare verdict objects.
 const policy = http.createServer((req, res) => {
   let body = '';
   req.on('data', (d: Buffer) => (body += d));

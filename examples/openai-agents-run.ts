@@ -39,7 +39,7 @@ export type AgentsExampleOptions = {
   operationId?: string;
 };
 
-/** A stand-in policy service: denies sending email, allows the rest (bare §5 verdicts). */
+/** A stand-in policy service: denies sending email, allows the rest (bare verdict objects). */
 export async function startPolicyService(): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
     let body = '';

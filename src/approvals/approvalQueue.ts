@@ -67,7 +67,7 @@ export type ApprovalQueueOptions = {
   env?: Record<string, string | undefined>;
 };
 
-/** The §9 resolver object the queue hands to an emitter, the run adapter or an integration. */
+/** The approval resolver object the queue hands to an emitter, the run adapter or an integration. */
 export type ApprovalQueueResolver = { resolve: ApprovalResolverFunction };
 
 export type ApprovalListFilter = { status?: ApprovalStatus; operationId?: string; limit?: number };
@@ -81,7 +81,7 @@ export type DecideOptions = {
 export interface ApprovalQueue {
   /** N1: the tenant whose approvals this queue requests, lists and decides. */
   readonly tenant: string;
-  /** The approval resolver (§9): pass it as `resolver` to `createAgentHooks`, an `InterceptionEmitter` or an integration's bundle. */
+  /** The approval resolver (A1–A2): pass it as `resolver` to `createAgentHooks`, an `InterceptionEmitter` or an integration's bundle. */
   readonly resolver: ApprovalQueueResolver;
   /** A resolver whose requests belong to `operationId` (default: each context's session, less a run's `/<uuid>`). */
   resolverFor(scope: { operationId: string }): ApprovalQueueResolver;

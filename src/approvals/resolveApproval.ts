@@ -1,5 +1,5 @@
 /**
- * The approval queue's resolver (§9 seam, A1–A2): a liftable deny becomes a durable request; a
+ * The approval queue's resolver (the approval seam, A1–A2): a liftable deny becomes a durable request; a
  * decision applies once, only to the identical call; every doubt is a deny.
  *
  *   1. settle — the operation's decisions at this point that were not applied yet:
@@ -31,7 +31,7 @@ import type { Db } from '../store/db.ts';
 import { approvalIdentity, operationOfSession } from './approvalIdentity.ts';
 import { APPROVAL_REASONS } from './reasons.ts';
 
-/** The resolution the queue answers: §9's, plus `pending` when it left a request for an approver. */
+/** The resolution the queue answers: the approval seam's, plus `pending` when it left a request for an approver. */
 export type QueueResolution = ApprovalResolution & { pending?: PendingApproval };
 
 export type ResolveDeps = {

@@ -12,7 +12,7 @@ export class SettingsError extends HookrelayError {
   }
 }
 
-/** E2/§14: names the variables at fault, never their values. */
+/** E2: names the variables at fault, never their values. */
 export class EnvHookConfigError extends HookrelayError {
   readonly code = 'HOOKRELAY_ENV_HOOK_CONFIG_INVALID' as const;
   override readonly name = 'EnvHookConfigError';

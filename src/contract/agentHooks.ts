@@ -1,20 +1,20 @@
 import { z } from 'zod';
 
 /**
- * AGENT-HOOKS-0.1 wire contract: AgentContext (§4), Verdict (§5), approval
- * seam (§9) and the payload-free InterceptionRecord (§10.3). Every shape the
+ * AGENT-HOOKS-0.1 wire contract (I1): AgentContext, Verdict, the approval
+ * seam and the payload-free InterceptionRecord. Every shape the
  * interception module exchanges with interceptors, resolvers and sinks is
  * declared here once; the TypeScript types are inferred from these schemas.
  */
 
-/** Any JSON value (RFC 8259). Non-finite numbers are not JSON (§4.4). */
+/** Any JSON value (RFC 8259). Non-finite numbers are not JSON. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
 const JsonValueSchema: z.ZodType<JsonValue> = z.json();
 
 export const SPEC_VERSION = 'agent-hooks/0.1';
 
-/** §3: the closed set of interception points. */
+/** The closed set of interception points. */
 export const InterceptionPointSchema = z.enum([
   'agent_startup',
   'input',
@@ -30,7 +30,7 @@ export type InterceptionPoint = z.infer<typeof InterceptionPointSchema>;
 export const EnforcementModeSchema = z.enum(['enforce', 'evaluate_only']);
 export type EnforcementMode = z.infer<typeof EnforcementModeSchema>;
 
-/** §11: the reserved reasons a host synthesizes (and only these). */
+/** The reserved reasons a host synthesizes (and only these). */
 export const HostErrorReasonSchema = z.enum([
   'host_error:context_invalid',
   'host_error:interceptor_failed',
@@ -49,11 +49,11 @@ export const HostErrorReasonSchema = z.enum([
 ]);
 export type HostErrorReason = z.infer<typeof HostErrorReasonSchema>;
 
-// ---- AgentContext (§4) ------------------------------------------------------
+// ---- AgentContext -----------------------------------------------------------
 
 const nonEmpty = z.string().min(1);
 
-/** §4.1 required core. Loose: optional and namespaced members pass through verbatim (§4.6). */
+/** The required core. Loose: optional and namespaced members pass through verbatim. */
 export const AgentContextCoreSchema = z.looseObject({
   spec: z.string().regex(/^agent-hooks\/\d+\.\d+$/),
   interception_point: InterceptionPointSchema,
@@ -83,7 +83,7 @@ const ToolResultSchema = z.looseObject({ value: anyJson, is_error: z.boolean() }
 const OutputSchema = z.looseObject({ content: anyJson });
 export const SummarySchema = z.looseObject({ reason: z.enum(['completed', 'error', 'cancelled']) });
 
-/** §4.2: the conditional members each point requires, beside the core. */
+/** The conditional members each point requires, beside the core. */
 export const ConditionalSchemas = {
   agent_startup: z.looseObject({ agent_init: AgentInitSchema }),
   input: z.looseObject({ input: InputSchema }),
@@ -95,10 +95,10 @@ export const ConditionalSchemas = {
   agent_shutdown: z.looseObject({ summary: SummarySchema }),
 } as const satisfies Record<InterceptionPoint, z.ZodType>;
 
-/** A context that passed the §4 envelope check; conditional members are indexed. */
+/** A context that passed the envelope check; conditional members are indexed. */
 export type AgentContext = z.infer<typeof AgentContextCoreSchema> & { target: JsonValue };
 
-// ---- Verdict (§5) -----------------------------------------------------------
+// ---- Verdict ----------------------------------------------------------------
 
 const DecisionSchema = z.enum(['allow', 'deny', 'transform']);
 
@@ -131,14 +131,14 @@ const nullishString = z.string().nullish();
 /**
  * A JSON value as the lossless reader (`parseJsonLossless`) returns it: an integer token beyond
  * ±(2^53−1) is a `bigint`, kept exact so that the I-JSON check of the context it would enter
- * rejects it (§4.4) instead of a rounded double slipping through. Typed as `JsonValue` because a
+ * rejects it instead of a rounded double slipping through. Typed as `JsonValue` because a
  * bigint never survives into a context.
  */
 const WireJsonValueSchema: z.ZodType<JsonValue> = z.lazy(() =>
   z.union([z.string(), z.number(), z.bigint(), z.boolean(), z.null(), z.array(WireJsonValueSchema), z.record(z.string(), WireJsonValueSchema)]),
 ) as z.ZodType<JsonValue>;
 
-/** §5 wire shape before the semantic gate: a `null` member counts as absent. */
+/** The verdict's wire shape before the semantic gate: a `null` member counts as absent. */
 export const WireVerdictSchema = z.object({
   decision: DecisionSchema,
   reason: nullishString,
@@ -150,7 +150,7 @@ export const WireVerdictSchema = z.object({
   result_labels: z.array(z.string()).nullish(),
 });
 
-// ---- Composition (§7.2) -----------------------------------------------------
+// ---- Composition ------------------------------------------------------------
 
 const CompositionProfileSchema = z.enum(['sequential/first_deny', 'sequential/run_all', 'parallel/strictest', 'parallel/unanimous']);
 export type CompositionProfile = z.infer<typeof CompositionProfileSchema>;
@@ -166,7 +166,7 @@ export const CompositionConfigSchema = z.strictObject({
 });
 export type CompositionConfig = z.infer<typeof CompositionConfigSchema>;
 
-// ---- Approval seam (§9) -----------------------------------------------------
+// ---- Approval seam ----------------------------------------------------------
 
 const ApprovalOutcomeSchema = z.enum(['approve', 'reject', 'unresolved']);
 type ApprovalOutcome = z.infer<typeof ApprovalOutcomeSchema>;
@@ -180,7 +180,7 @@ export type ApprovalRequest = {
   context: AgentContext;
 };
 
-/** Shape check for step 2 of the §9 validation order; the verdict itself crosses the §5 gate. */
+/** Shape check for step 2 of the resolution's validation order; the verdict itself crosses the verdict gate. */
 export const ApprovalResolutionShapeSchema = z.object({
   outcome: ApprovalOutcomeSchema,
   context_identity: z.string().nullable(),
@@ -192,7 +192,7 @@ export type ApprovalResolution = {
   verdict?: unknown;
 };
 
-// ---- InterceptionRecord (§10.3) ---------------------------------------------
+// ---- InterceptionRecord -----------------------------------------------------
 
 const VerdictSummarySchema = z.object({
   index: z.number().int().min(0),

@@ -11,7 +11,7 @@ export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 
 export const ApprovalStatusSchema = z.enum(APPROVAL_STATUSES);
 export type ApprovalStatus = z.infer<typeof ApprovalStatusSchema>;
 
-/** What asked for it: an escalated interception (a liftable deny, §9) or a human intervention (P3). */
+/** What asked for it (A1): an escalated interception (a liftable deny) or a human intervention (P3). */
 const ApprovalKindSchema = z.enum(['escalation', 'intervention']);
 export type ApprovalKind = z.infer<typeof ApprovalKindSchema>;
 
@@ -71,8 +71,8 @@ const ApprovalSchema = z.object({
 export type Approval = z.infer<typeof ApprovalSchema>;
 
 /**
- * What a resolver's `unresolved` answer may add (a hookrelay extension member of the §9
- * resolution): the durable request it left pending, so the run can end with a typed
+ * What a resolver's `unresolved` answer may add (a hookrelay extension member of the
+ * approval resolution): the durable request it left pending, so the run can end with a typed
  * "approval pending" outcome an integration maps onto its framework's pause.
  */
 export const PendingApprovalSchema = z.object({

@@ -2,7 +2,7 @@ import { DEFAULT_TENANT } from './tenant.ts';
 import { DEFAULT_WEBHOOK_TIMEOUT_SECONDS } from './defaults.ts';
 
 /**
- * Endpoint isolation (§ endpoints in the README): which receiver a webhook goes to, the states a
+ * Endpoint isolation (N2; docs/delivery.md, "Endpoint isolation"): which receiver a webhook goes to, the states a
  * receiver's circuit breaker can be in, and the port the decision path asks before it sends.
  * Pure: the Redis side lives in isolation/endpointGate.ts.
  */
@@ -86,7 +86,7 @@ function canonicalHost(hostname: string): string {
   return host;
 }
 
-/** `%XX` of an unreserved character (RFC 3986 §2.3) is that character; any other escape stays (lower-cased with the path). */
+/** `%XX` of an unreserved character (RFC 3986 section 2.3) is that character; any other escape stays (lower-cased with the path). */
 function decodeUnreserved(segment: string): string {
   return segment.replace(/%([0-9a-fA-F]{2})/g, (encoded, hex: string) => {
     const ch = String.fromCharCode(Number.parseInt(hex, 16));

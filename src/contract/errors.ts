@@ -12,7 +12,7 @@ function formatPath(path: readonly PropertyKey[]): string {
 }
 
 /**
- * A hook configuration was rejected (§14). The message names the hook id and every failing
+ * A hook configuration was rejected (D4a). The message names the hook id and every failing
  * field path; it never contains header values, so a secret cannot leak through it.
  */
 export class HookConfigError extends HookrelayError {
@@ -41,7 +41,7 @@ export class HookConfigError extends HookrelayError {
 }
 
 /**
- * D10 / §14: an event that cannot be accepted (not an object, a bad index, nested too deep to
+ * D10: an event that cannot be accepted (not an object, a bad index, nested too deep to
  * serialize). A TypeError, as the other bad-input errors of dispatch and enqueue; the message
  * names the field or the rule, never a value.
  */

@@ -36,7 +36,7 @@ function crossFieldRules(hook: HookShape, ctx: z.RefinementCtx): void {
   }
 }
 
-/** The persisted form (D3, §12): `{ id, type, matcher?, webhook }`; templates stay unresolved. */
+/** The persisted form (D3, L2): `{ id, type, matcher?, webhook }`; templates stay unresolved. */
 export const SerializedHookSchema = z
   .strictObject({
     id: z.string(),

@@ -243,7 +243,7 @@ export class HookDispatcher {
     assertPrintableId(operationId, 'register', 'operationId');
     const tenant = parseTenant(options?.tenant, 'register: options.tenant');
     this.#registry.add(operationId, hooks, tenant, (isNew) => {
-      loadEnvHooks(this.#env); // §14: an invalid environment configuration fails registration, naming the variables
+      loadEnvHooks(this.#env); // E2: an invalid environment configuration fails registration, naming the variables
       // The session opens first: an invalid interceptionSession throws before anything is registered.
       if (isNew) this.#seam?.onStartup(operationId);
     });
@@ -328,7 +328,7 @@ export class HookDispatcher {
     serializedHooks: readonly unknown[] | undefined,
   ): Promise<DispatchReport> {
     if (!isHookType(type)) throw new TypeError(`unknown hook type "${String(type)}"`);
-    // §1 onError: a readable errorMessage from whatever error shape the runtime had (errorMessage.ts).
+    // onError: a readable errorMessage from whatever error shape the runtime had (errorMessage.ts).
     if (type === 'onError' && event !== null && typeof event === 'object' && !Array.isArray(event)) {
       event = withReadableError(event as Record<string, unknown>) as HookEventOf<T>;
     }

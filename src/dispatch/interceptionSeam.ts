@@ -26,7 +26,7 @@ export type InterceptionSessionOption = AgentContextBuilder | ((operationId: str
 
 export type InterceptionSeamOptions = {
   posture?: InterceptionPosture;
-  /** AgentContext `agent.id` / `agent.framework` (§4.1) of dispatcher-owned sessions. */
+  /** AgentContext `agent.id` / `agent.framework` of dispatcher-owned sessions. */
   agentId?: string;
   framework?: string;
   session?: InterceptionSessionOption;
@@ -48,7 +48,7 @@ type Session = {
   builder: AgentContextBuilder;
   /** The dispatcher emits this session's agent_startup / agent_shutdown (false: the application does). */
   owned: boolean;
-  /** Settles to `undefined` when the session may proceed, else the reason its agent_startup blocked it (§6.1a). */
+  /** Settles to `undefined` when the session may proceed, else the reason its agent_startup blocked it. */
   startup: Promise<string | undefined>;
   /** Tool emissions in flight: agent_shutdown waits for them, so it stays the session's last point. */
   inflight: Set<Promise<unknown>>;
@@ -74,12 +74,12 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-/** §6.1a: a startup that did not permit the session (policy deny or host error) closes it to every later point. */
+/** I4: a startup that did not permit the session (policy deny or host error) closes it to every later point. */
 function startupRefusal(record: InterceptionRecord): string | undefined {
   return proceeds(record) ? undefined : (record.verdict.reason ?? DEFAULT_DENY_REASON);
 }
 
-/** A blocked session stops the run whatever the posture: no point of it may proceed (§6.1a). */
+/** A blocked session stops the run whatever the posture: no point of it may proceed. */
 function sessionBlocked(type: 'beforeToolCall' | 'afterToolCall', reason: string, result: ToolCallResult | undefined): ToolCallControlOutcome {
   const outcome = blockedOutcome(type, reason, result);
   return outcome.status === 'blocked' ? { ...outcome, terminate: true } : outcome;
@@ -94,8 +94,8 @@ function sessionBlocked(type: 'beforeToolCall' | 'afterToolCall', reason: string
  * Sessions: a dispatcher-owned session opens with `agent_startup` at the first registration, or
  * at the first tool call of an operation this process never registered (a cold worker, a
  * restart); every tool call waits for that startup's verdict and is blocked with `terminate`
- * when it did not permit the session (§6.1a). `agent_shutdown` closes it at unregister, with the
- * mapped completion reason (`error` after a startup block, §6.1a).
+ * when it did not permit the session. `agent_shutdown` closes it at unregister, with the
+ * mapped completion reason (`error` after a startup block).
  */
 export function createInterceptionSeam(emitter: InterceptionEmitter, options: InterceptionSeamOptions = {}): ToolSeam {
   const posture = options.posture ?? 'terminate';

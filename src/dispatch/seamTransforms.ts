@@ -7,7 +7,7 @@ import { ToolCallResultSchema, type ToolCallResult } from '../contract/toolConte
  * recorded and blocked as `host_error:transform_invalid` instead of the original going on.
  */
 
-/** Payload-free refusal details (§14): they name the constraint, never the value. */
+/** Payload-free refusal details: they name the constraint, never the value. */
 export const ARGS_NOT_OBJECT = 'pre_tool_call target must stay a JSON object (the tool arguments)';
 export const RESULT_NOT_CARRIABLE = 'post_tool_call target must be a tool result object ({content, success}), a string or an array';
 

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { SummarySchema } from '../contract/agentHooks.ts';
 
-/** AGENT-HOOKS-0.1 §4.2 `agent_shutdown.summary.reason`: `completed`, `error` or `cancelled`. */
+/** AGENT-HOOKS-0.1 `agent_shutdown.summary.reason`: `completed`, `error` or `cancelled`. */
 export type ShutdownReason = z.infer<typeof SummarySchema>['reason'];
 
 /**

@@ -9,9 +9,9 @@ import { hostErrorVerdict, isPermit } from './verdict.ts';
 type Substitution = { verdict: Verdict; resolvedBy?: 'approval' | 'rejection'; lifted: boolean; pending?: PendingApproval };
 
 /**
- * §7.6: consult the seam for `trigger` and substitute the resolution at its
+ * Consult the approval seam for `trigger` and substitute the resolution at its
  * position. A permit transform folds like an interceptor's; if it cannot
- * apply, the §5.2 failure deny stands (still recorded as an approval).
+ * apply, the transform-failure deny stands (still recorded as an approval).
  */
 export async function consultAndSubstitute(work: AgentContext, trigger: Verdict, pool: readonly Verdict[], env: DispatchEnv): Promise<Substitution> {
   const c = await consultApproval(work, trigger, env.seam);
@@ -22,7 +22,7 @@ export async function consultAndSubstitute(work: AgentContext, trigger: Verdict,
   return { verdict: withUnions(sub, [...pool, sub]), resolvedBy: 'approval', lifted: true };
 }
 
-/** §7.5 "deny" | "approval" knob: a plain synthesized deny, or a liftable one offered to the seam. */
+/** Parallel profiles' "deny" | "approval" knob: a plain synthesized deny, or a liftable one offered to the seam. */
 export async function synthesize(
   work: AgentContext,
   reason: HostErrorReason,
@@ -38,7 +38,7 @@ export async function synthesize(
  * Severity-max aggregation shared by `sequential/run_all` (transforms already
  * folded) and `parallel/strictest` (the single winning transform is applied
  * now; two or more are a conflict). A liftable winner is offered to the seam
- * at most once — severity guarantees no plain deny exists then (§7.4–§7.5).
+ * at most once — severity guarantees no plain deny exists then.
  */
 export async function aggregateAndConsult(work: AgentContext, all: Verdict[], sequential: boolean, env: DispatchEnv): Promise<DispatchOutcome> {
   const agg = aggregateStrictest(all, sequential);
@@ -59,6 +59,6 @@ export async function aggregateAndConsult(work: AgentContext, all: Verdict[], se
     if (!isPermit(applied)) return { combined: withUnions(applied, all), decidedBy: null, verdicts: all };
     return { combined: withUnions(applied, all), decidedBy: index, verdicts: all };
   }
-  // Pure allow: the lowest-index allow carries its own members (e.g. evidence, §5.3) onto the record.
+  // Pure allow: the lowest-index allow carries its own members (e.g. evidence) onto the record.
   return { combined: withUnions(winner, all), decidedBy: null, verdicts: all };
 }

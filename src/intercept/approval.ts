@@ -17,10 +17,10 @@ import { hostErrorVerdict, isLiftable, isPermit, parseWireVerdict } from './verd
 
 export type ApprovalResolverFunction = (request: ApprovalRequest, options: { signal: AbortSignal }) => ApprovalResolution | Promise<ApprovalResolution>;
 
-/** §9 resolver: a function or an object with `resolve(request)`. */
+/** Approval resolver: a function or an object with `resolve(request)`. */
 export type ApprovalResolver = ApprovalResolverFunction | { resolve: ApprovalResolverFunction };
 
-/** §9 redaction seam: produces the context placed in the request (and hashed for its identity). */
+/** Redaction seam: produces the context placed in the request (and hashed for its identity). */
 export type ApprovalRedactor = (context: AgentContext) => AgentContext | Promise<AgentContext>;
 
 export function toResolverFunction(resolver: ApprovalResolver): ApprovalResolverFunction {
@@ -32,7 +32,7 @@ export function toResolverFunction(resolver: ApprovalResolver): ApprovalResolver
 }
 
 /**
- * What one consultation produced (§7.6, §9). `pending`: the resolver answered `unresolved` and
+ * What one consultation produced. `pending`: the resolver answered `unresolved` and
  * named the durable request it left for an approver (a hookrelay extension member of the resolution).
  */
 export type Consultation = { kind: 'not_consulted' } | { kind: 'resolved'; verdict: Verdict; permitted: boolean; pending?: PendingApproval };
@@ -52,10 +52,10 @@ function failed(reason: HostErrorReason, message?: string): Consultation & { kin
 
 /**
  * Consult the approval seam for a liftable deny — only in `enforce` mode,
- * never at `agent_shutdown` (§6.1a, §8), and only with a resolver registered
- * (without one the deny simply stands, §9). The request identity covers the
+ * never at `agent_shutdown`, and only with a resolver registered
+ * (without one the deny simply stands). The request identity covers the
  * context exactly as presented: after earlier folds and after redaction.
- * The resolution is validated in the normative §9 order.
+ * The resolution is validated in the numbered order below; any failure denies.
  */
 export async function consultApproval(ctx: AgentContext, verdict: Verdict, seam: SeamConfig): Promise<Consultation> {
   if (!isLiftable(verdict) || seam.mode !== 'enforce' || ctx.interception_point === 'agent_shutdown') return { kind: 'not_consulted' };
@@ -79,7 +79,7 @@ export async function consultApproval(ctx: AgentContext, verdict: Verdict, seam:
     identity = seam.identity.compute(presented);
   } catch (err) {
     if (err instanceof HostFailureError) return failed(err.reason, err.detail);
-    return failed(HostError.ContextInvalid, 'identity provider failed (spec §10.1)');
+    return failed(HostError.ContextInvalid, 'identity provider failed');
   }
 
   const request: ApprovalRequest = {
@@ -95,17 +95,17 @@ export async function consultApproval(ctx: AgentContext, verdict: Verdict, seam:
 
   const res: unknown = settled.value;
   if (res === null || typeof res !== 'object' || Array.isArray(res)) {
-    return failed(HostError.ApprovalResolverFailed, 'resolution must be an object (spec §9)');
+    return failed(HostError.ApprovalResolverFailed, 'resolution must be an object');
   }
   // 1. Echo rule: byte for byte, null echoes as null.
   if ((res as { context_identity?: unknown }).context_identity !== identity) {
-    return failed(HostError.ApprovalIdentityMismatch, 'resolution context_identity violates the echo rule (spec §9)');
+    return failed(HostError.ApprovalIdentityMismatch, 'resolution context_identity violates the echo rule');
   }
   // 2. Shape: a known outcome, and a verdict exactly when the outcome is not `unresolved`.
   const shape = ApprovalResolutionShapeSchema.safeParse(res);
   const hasVerdict = (res as { verdict?: unknown }).verdict !== undefined && (res as { verdict?: unknown }).verdict !== null;
   if (!shape.success || hasVerdict !== (shape.data.outcome !== 'unresolved')) {
-    return failed(HostError.ApprovalResolverFailed, 'resolution shape invalid (spec §9)');
+    return failed(HostError.ApprovalResolverFailed, 'resolution shape invalid');
   }
   if (shape.data.outcome === 'unresolved') {
     const unresolved = failed(HostError.ApprovalUnresolved, 'approval resolver could not decide');
@@ -113,13 +113,13 @@ export async function consultApproval(ctx: AgentContext, verdict: Verdict, seam:
     const pending = PendingApprovalSchema.safeParse((res as { pending?: unknown }).pending);
     return pending.success ? { ...unresolved, pending: pending.data } : unresolved;
   }
-  // 3. The carried verdict crosses the §5 gate.
+  // 3. The carried verdict crosses the verdict gate.
   const gated = parseWireVerdict(shape.data.verdict);
   if (!gated.ok) return failed(HostError.VerdictInvalid, `resolution verdict: ${gated.detail}`);
   // 4. Consistency: approve carries a permit, reject carries a deny.
   const approve = shape.data.outcome === 'approve';
   if (approve !== isPermit(gated.verdict)) {
-    return failed(HostError.VerdictInvalid, 'resolution outcome and verdict decision disagree (spec §9)');
+    return failed(HostError.VerdictInvalid, 'resolution outcome and verdict decision disagree');
   }
   return { kind: 'resolved', verdict: gated.verdict, permitted: approve };
 }

@@ -3,17 +3,17 @@ import { SPEC_VERSION, type AgentContext, type InterceptionPoint, type JsonObjec
 
 export type AgentContextBuilderOptions = {
   agentId: string;
-  /** Lowercase framework identifier, `^[a-z0-9_-]+$` (§4.1). */
+  /** Lowercase framework identifier, `^[a-z0-9_-]+$`. */
   framework: string;
   /** Stable for the whole run; a random UUID when omitted. */
   sessionId?: string;
-  /** First sequence this builder hands out (0 = `agent_startup`, §4.1). */
+  /** First sequence this builder hands out (0 = `agent_startup`). */
   startSequence?: number;
   /** Clock for `timestamp` (RFC 3339 UTC). */
   now?: () => Date;
 };
 
-/** Optional (§4.5) and namespaced (§4.6) members merged into a built context. */
+/** Optional and namespaced members merged into a built context. */
 export type Extra = { extra?: JsonObject };
 
 export type ToolCallInput = { id: string; name: string; args: JsonObject };
@@ -21,9 +21,9 @@ export type ModelToolCall = { id?: string; name: string; args: JsonObject };
 export type Message = { role: string; content: JsonValue };
 
 /**
- * Builds §4 contexts for one session. Each build consumes the next sequence
+ * Builds AgentContexts for one session. Each build consumes the next sequence
  * number synchronously, so numbers are unique and increasing in build order
- * even when emissions then run concurrently (§12.2).
+ * even when emissions then run concurrently.
  */
 export class AgentContextBuilder {
   readonly agentId: string;
@@ -61,7 +61,7 @@ export class AgentContextBuilder {
   }
 
   postModelCall(p: { modelId: string; content: JsonValue; toolCalls: ModelToolCall[]; finishReason: string; members?: JsonObject } & Extra): AgentContext {
-    // §4.2: tool_calls is always present, [] when the model returned none. Members (reasoning, files, …) sit beside them.
+    // tool_calls is always present, [] when the model returned none. Members (reasoning, files, …) sit beside them.
     const response = { ...(p.members ?? {}), content: p.content, tool_calls: p.toolCalls.map((t) => ({ ...t })), finish_reason: p.finishReason };
     return this.#build('post_model_call', { model: { id: p.modelId }, response }, response, p.extra);
   }
@@ -71,7 +71,7 @@ export class AgentContextBuilder {
     return this.#build('pre_tool_call', { tool_call: toolCall }, p.args, p.extra);
   }
 
-  /** `args` must be the arguments actually passed to the tool (post-transform, §4.2). */
+  /** `args` must be the arguments actually passed to the tool (post-transform). */
   postToolCall(p: ToolCallInput & { value: JsonValue; isError?: boolean } & Extra): AgentContext {
     const toolResult = { value: p.value, is_error: p.isError ?? false };
     return this.#build('post_tool_call', { tool_call: { id: p.id, name: p.name, args: p.args }, tool_result: toolResult }, p.value, p.extra);
@@ -88,7 +88,7 @@ export class AgentContextBuilder {
   }
 
   #build(point: InterceptionPoint, conditional: JsonObject, target: JsonValue, extra: JsonObject | undefined): AgentContext {
-    // Deep copies: the target and its alias must not share structure (§4.3 write-back keeps them equal).
+    // Deep copies: the target and its alias must not share structure (write-back keeps them equal).
     const ctx = {
       ...structuredClone(extra ?? {}),
       spec: SPEC_VERSION,

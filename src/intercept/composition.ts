@@ -11,10 +11,10 @@ import { isPermit, severity } from './verdict.ts';
 export const DEFAULT_COMPOSITION: CompositionConfig = Object.freeze({ profile: 'sequential/first_deny', on_approval: 'stop' });
 
 /**
- * §7.2: validate a host's composition declaration against the closed set and
+ * Validate a host's composition declaration against the closed set and
  * resolve it — knobs the profile consults get their normative fail-closed
  * defaults, knobs it never consults are dropped — so records carry exactly
- * the configuration that governed the emission (§10.3).
+ * the configuration that governed the emission.
  */
 export function resolveComposition(config: CompositionConfig | undefined): CompositionConfig {
   const c = CompositionConfigSchema.parse(config ?? DEFAULT_COMPOSITION);
@@ -37,9 +37,9 @@ export function isSequential(profile: CompositionProfile): boolean {
 export type Aggregate = { kind: 'winner'; index: number } | { kind: 'conflict'; indices: number[] };
 
 /**
- * §7.3 severity-max winner. Block ties go to the lowest index. Transform ties
+ * Severity-max winner. Block ties go to the lowest index. Transform ties
  * go to the last one in sequential profiles (they composed through the fold)
- * and are a conflict in parallel ones (same snapshot, cannot compose, §7.5).
+ * and are a conflict in parallel ones (same snapshot, cannot compose).
  */
 export function aggregateStrictest(verdicts: readonly Verdict[], sequential: boolean): Aggregate {
   const max = Math.max(...verdicts.map(severity));
@@ -50,7 +50,7 @@ export function aggregateStrictest(verdicts: readonly Verdict[], sequential: boo
   return { kind: 'winner', index: top[0] };
 }
 
-/** §7.3: first-seen union; two warnings are equal iff both reason and message are equal. */
+/** First-seen union; two warnings are equal iff both reason and message are equal. */
 function unionWarnings(verdicts: readonly Verdict[]): Warning[] {
   const out: Warning[] = [];
   for (const v of verdicts) {
@@ -61,7 +61,7 @@ function unionWarnings(verdicts: readonly Verdict[]): Warning[] {
   return out;
 }
 
-/** §7.3/§5.4: first-seen union of labels from permit verdicts only. */
+/** First-seen union of labels from permit verdicts only. */
 function unionLabels(verdicts: readonly Verdict[]): string[] {
   const out: string[] = [];
   for (const v of verdicts) {
@@ -72,8 +72,8 @@ function unionLabels(verdicts: readonly Verdict[]): string[] {
 }
 
 /**
- * §7.3 step 2: the combined verdict carries the warnings of every verdict in
- * the emission, and labels only when the emission proceeds (§5.4: an action
+ * The combined verdict carries the warnings of every verdict in
+ * the emission, and labels only when the emission proceeds (an action
  * that did not proceed persists no labels).
  */
 export function withUnions(combined: Verdict, pool: readonly Verdict[]): Verdict {
@@ -87,7 +87,7 @@ export function withUnions(combined: Verdict, pool: readonly Verdict[]): Verdict
   return out;
 }
 
-/** Payload-free per-interceptor summaries (§10.3). */
+/** Payload-free per-interceptor summaries. */
 export function summarize(verdicts: readonly Verdict[], names: readonly (string | undefined)[]): VerdictSummary[] {
   return verdicts.map((v, index) => {
     const s: VerdictSummary = { index, decision: v.decision };

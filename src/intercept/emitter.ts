@@ -33,21 +33,21 @@ import { hostErrorVerdict, isPermit } from './verdict.ts';
 export type RecordSink = (record: InterceptionRecord) => void | Promise<void>;
 
 export type InterceptionEmitterOptions = EnvelopeLimits & {
-  /** §8; default `enforce`. */
+  /** `enforce` or `evaluate_only`; default `enforce`. */
   mode?: EnforcementMode;
-  /** §7.2; default `sequential/first_deny` with `on_approval: "stop"`. */
+  /** Composition profile; default `sequential/first_deny` with `on_approval: "stop"`. */
   composition?: CompositionConfig;
-  /** §10.1; default `jcs-sha256`. */
+  /** Identity provider; default `jcs-sha256`. */
   identityProvider?: IdentityProviderOption;
   /** Interceptors in registration order; an object registers each under its key as the record name. */
   interceptors?: Interceptor[] | Record<string, Interceptor>;
-  /** §9 approval resolver; none means a liftable deny stands as a deny. */
+  /** Approval resolver; none means a liftable deny stands as a deny. */
   resolver?: ApprovalResolver | null;
-  /** §9 redaction seam for the approval request. */
+  /** Redaction seam for the approval request. */
   approvalRedactor?: ApprovalRedactor;
-  /** Per-interceptor bound (§7); default 5000 ms, `null` disables. */
+  /** Per-interceptor bound; default 5000 ms, `null` disables. */
   timeoutMs?: number | null;
-  /** Per-resolver-call bound (§9); default 5000 ms, `null` disables. */
+  /** Per-resolver-call bound; default 5000 ms, `null` disables. */
   resolverTimeoutMs?: number | null;
   recordSink?: RecordSink;
   /** When set, the emitter assigns each context's `sequence` from it (e.g. a store resuming after a restart). */
@@ -61,20 +61,20 @@ export type EmitOptions = {
   /**
    * The host's own limit on what a transform may leave as `target` (e.g. tool arguments must stay
    * an object). Called only for a permitted, changed target in `enforce` mode; a returned string
-   * (payload-free: a constraint, never a value, §14) turns the emission into
-   * `host_error:transform_invalid` — the value could not be set (§5.2, §11) — so the record says
+   * (payload-free: a constraint, never a value) turns the emission into
+   * `host_error:transform_invalid` — the value could not be set — so the record says
    * what happened and the action fails closed instead of going on with the original.
    */
   acceptTarget?: (target: JsonValue) => string | undefined;
 };
 
-/** A host projection failure (§10.3): the host could not construct a context at all. */
+/** A host projection failure: the host could not construct a context at all. */
 export type HostFailure = {
   interceptionPoint: InterceptionPoint;
   sessionId?: string;
   sequence?: number;
   timestamp?: string;
-  /** Failure type or path only — never the content that failed to project (§14). */
+  /** Failure type or path only — never the content that failed to project. */
   message?: string;
 };
 
@@ -83,7 +83,7 @@ type Emission = { record: InterceptionRecord; combined: Verdict; context: AgentC
 /**
  * The AGENT-HOOKS-0.1 emitter: validates the envelope, computes identities,
  * dispatches interceptors per the declared composition profile, consults the
- * approval seam, applies the combined verdict to the context (§4.3 write-back)
+ * approval seam, applies the combined verdict to the context (target write-back)
  * and produces exactly one payload-free record per emission, failures and
  * cancellations included.
  */
@@ -133,12 +133,12 @@ export class InterceptionEmitter {
     return this.#interceptors.length;
   }
 
-  /** Whether a liftable deny can be lifted here: a resolver is registered and the mode is `enforce` (§8, §9). */
+  /** Whether a liftable deny can be lifted here: a resolver is registered and the mode is `enforce`. */
   get consultsApprovals(): boolean {
     return this.#resolver !== undefined && this.mode === 'enforce';
   }
 
-  /** The declared provider name (§10.1); null means identity-unbound. */
+  /** The declared provider name; null means identity-unbound. */
   get identityProvider(): string | null {
     return this.#identity.name;
   }
@@ -188,7 +188,7 @@ export class InterceptionEmitter {
   }
 
   /**
-   * §10.3 host projection failure: the host could not build a context for a
+   * Host projection failure: the host could not build a context for a
    * point. Records the fail-closed deny (null identities, nobody ran) through
    * the same stream, consuming the session's next sequence when the emitter
    * assigns sequences.
@@ -213,7 +213,7 @@ export class InterceptionEmitter {
   }
 
   /**
-   * A host self-verdict over a context the host did build (§12.1: a stream that died before its
+   * A host self-verdict over a context the host did build (a stream that died before its
    * last segment was evaluated). The envelope is checked and the input identity computed as for
    * any emission, no interceptor is consulted, and the record is the `reason` deny — one record,
    * the session's next sequence, so the audit stream shows what was withheld and why.
@@ -255,7 +255,7 @@ export class InterceptionEmitter {
     if (!envelope.ok) return this.#finish(ctx, undefined, rejected(envelope.detail), null, null);
     const context = envelope.context;
 
-    // §10.3: input identity binds the context before any interceptor sees it.
+    // Input identity binds the context before any interceptor sees it.
     let inputIdentity: string | null;
     try {
       inputIdentity = this.#identity.compute(context);
@@ -264,7 +264,7 @@ export class InterceptionEmitter {
     }
     if (signal?.aborted) return this.#cancelled(context, inputIdentity, signal.reason);
     if (this.#interceptors.length === 0) {
-      // §7: profile-independent; a deliberate passthrough registers an allow-all interceptor.
+      // No interceptor denies whatever the profile; a deliberate passthrough registers an allow-all interceptor.
       const combined = hostErrorVerdict(HostError.NoInterceptor);
       return this.#finish(context, context, { combined, decidedBy: null, verdicts: [] }, inputIdentity, inputIdentity);
     }
@@ -278,10 +278,10 @@ export class InterceptionEmitter {
       throw err;
     }
 
-    // §5.2: a permitted fold the host cannot set (its own `acceptTarget` limit) is transform_invalid,
+    // A permitted fold the host cannot set (its own `acceptTarget` limit) is transform_invalid,
     // decided before identity so the reason names the cause whatever the identity provider.
     const changed = this.mode === 'enforce' && isPermit(outcome.combined) && !jsonEqual(work.target, context.target);
-    // §10.2: a fold that left I-JSON (an integer beyond 2^53 a remote verdict carried exactly, …)
+    // A fold that left I-JSON (an integer beyond 2^53 a remote verdict carried exactly, …)
     // fails closed whatever the identity provider — null included — before the host sees the value.
     const outside = changed ? findDomainViolation(work.target, this.#limits.maxDepth ?? DEFAULT_MAX_DEPTH) : null;
     if (outside !== null) {
@@ -294,7 +294,7 @@ export class InterceptionEmitter {
     const refusal = changed && outside === null ? options.acceptTarget?.(work.target) : undefined;
     if (refusal !== undefined) outcome = { ...outcome, combined: hostErrorVerdict(HostError.TransformInvalid, refusal), decidedBy: null };
 
-    // §10.3: enforced identity over the post-composition context. A fold that
+    // Enforced identity over the post-composition context. A fold that
     // left the provider's domain fails closed rather than proceeding unbound.
     let enforcedIdentity = inputIdentity;
     if (this.mode === 'enforce' && this.#identity.name !== null) {
@@ -308,7 +308,7 @@ export class InterceptionEmitter {
         }
       }
     }
-    // §4.3/§6: a permitted transform is observable in the action; a blocked emission discards folds.
+    // A permitted transform is observable in the action; a blocked emission discards folds.
     if (changed && isPermit(outcome.combined)) {
       writeTarget(context, work.target);
     }
@@ -341,7 +341,7 @@ export class InterceptionEmitter {
     }
   }
 
-  /** Cancellation still leaves its fail-closed record (§10.3), then surfaces to the caller. */
+  /** Cancellation still leaves its fail-closed record, then surfaces to the caller. */
   async #cancelled(context: AgentContext, inputIdentity: string | null, reason: unknown): Promise<never> {
     const combined = hostErrorVerdict(HostError.InterceptorFailed, 'emission cancelled (AbortError)');
     await this.#finish(context, context, { combined, decidedBy: null, verdicts: [] }, inputIdentity, inputIdentity);

@@ -3,9 +3,9 @@ import type { PendingApproval } from '../contract/approval.ts';
 import { HookrelayError } from '../contract/hookrelayError.ts';
 
 /**
- * Thrown by `emit()` when the combined verdict blocks the guarded action (§6).
+ * Thrown by `emit()` when the combined verdict blocks the guarded action.
  * `record` is the payload-free record; `verdict` is the full combined verdict,
- * available in-process only (§10.3). `name` stays `'InterceptionBlocked'`: it reaches receivers
+ * available in-process only. `name` stays `'InterceptionBlocked'`: it reaches receivers
  * as an `onError` event's `errorType`.
  */
 export class InterceptionBlockedError extends HookrelayError {
@@ -90,8 +90,8 @@ export class ToolError extends HookrelayError {
 }
 
 /**
- * A failure that maps to one reserved reason; `detail` names a path or constraint, never a value
- * (§14). `name` stays `'HostErrorFailure'`: audit details quote an error's type name.
+ * A failure that maps to one reserved reason; `detail` names a path or constraint, never a value.
+ * `name` stays `'HostErrorFailure'`: audit details quote an error's type name.
  */
 export class HostFailureError extends HookrelayError {
   readonly code = 'HOOKRELAY_HOST_ERROR' as const;

@@ -17,11 +17,11 @@ export type DispatchEnv = {
   readonly signal: AbortSignal | undefined;
 };
 
-/** A profile's result: the combined verdict and the record metadata that explains it (§10.3). */
+/** A profile's result: the combined verdict and the record metadata that explains it. */
 export type DispatchOutcome = {
   combined: Verdict;
   decidedBy: number | null;
-  /** One entry per invoked interceptor, in registration order (its own verdict or its §6.3 substitute). */
+  /** One entry per invoked interceptor, in registration order (its own verdict or the failure deny that replaced it). */
   verdicts: Verdict[];
   resolvedBy?: 'approval' | 'rejection';
   /** The resolver left a durable request pending (the deny stands; the run may end "approval pending"). */
@@ -29,14 +29,14 @@ export type DispatchOutcome = {
 };
 
 /**
- * Apply (enforce) or only validate (evaluate_only, §8) one transform against
- * the working context, writing the result back into the aliased field (§4.3).
+ * Apply (enforce) or only validate (evaluate_only) one transform against
+ * the working context, writing the result back into the aliased field.
  * A transform that cannot apply comes back as the host-synthesized deny.
  */
 export function foldTransform(work: AgentContext, v: Verdict, mode: EnforcementMode): Verdict {
-  if (v.transform === undefined) return hostErrorVerdict(HostError.TransformInvalid, 'transform body missing (spec §5.2)');
+  if (v.transform === undefined) return hostErrorVerdict(HostError.TransformInvalid, 'transform body missing');
   if (!transformPermitted(work.interception_point)) {
-    return hostErrorVerdict(HostError.TransformTargetForbidden, `transform is not permitted at ${work.interception_point} (spec §4.3)`);
+    return hostErrorVerdict(HostError.TransformTargetForbidden, `transform is not permitted at ${work.interception_point}`);
   }
   const path = parseTransformPath(v.transform.path);
   if (!path.ok) return hostErrorVerdict(path.reason, path.detail);

@@ -5,7 +5,7 @@ import { validateEnvelope } from './envelope.ts';
 import { HostError } from './reasons.ts';
 import { HostFailureError } from './errors.ts';
 
-/** §10.1: the default provider's name. */
+/** The default provider's name. */
 export const JCS_SHA256 = 'jcs-sha256';
 
 /** Member whitelist: `null` keeps the value whole, a list keeps only those subfields. */
@@ -21,7 +21,7 @@ const REQUIRED: readonly Keep[] = [
   ['target', null],
 ];
 
-/** §10.2 closed per-point projection, mirroring the per-point schemas' required members. */
+/** The closed per-point projection the identity covers, mirroring the per-point schemas' required members. */
 const CONDITIONAL: Record<InterceptionPoint, readonly Keep[]> = {
   agent_startup: [['agent_init', ['tools_registered']]],
   input: [['input', ['content', 'role']]],
@@ -60,9 +60,9 @@ export function projectIdentityPreimage(ctx: AgentContext): Record<string, unkno
 }
 
 /**
- * The `jcs-sha256` provider (§10.2): `sha256:` + hex(SHA-256(JCS(ctx_rc))).
+ * The `jcs-sha256` provider: `sha256:` + hex(SHA-256(JCS(ctx_rc))).
  * Refuses (throws `HostFailureError(context_invalid)`) an envelope that fails
- * §4 — no identity over a guessed preimage — and any non-I-JSON projection.
+ * the envelope check — no identity over a guessed preimage — and any non-I-JSON projection.
  */
 export function jcsSha256Identity(ctx: unknown): string {
   const checked = validateEnvelope(ctx);
@@ -71,7 +71,7 @@ export function jcsSha256Identity(ctx: unknown): string {
   return `sha256:${createHash('sha256').update(canonical, 'utf8').digest('hex')}`;
 }
 
-/** A host-defined provider (§10.1); `compute` must be a pure function of the context. */
+/** A host-defined provider; `compute` must be a pure function of the context. */
 export type CustomIdentityProvider = {
   readonly name: string;
   readonly compute: (ctx: AgentContext) => string;
@@ -82,14 +82,14 @@ export type IdentityProviderOption = typeof JCS_SHA256 | CustomIdentityProvider 
 
 const CUSTOM_NAME = /^[a-z][a-z0-9_-]*$/;
 
-/** §10.1 name rules are enforced, not advisory: the `jcs` prefix is reserved for golden semantics. */
+/** Provider name rules are enforced, not advisory: the `jcs` prefix is reserved for golden semantics. */
 function assertProviderName(name: string): void {
   if (!CUSTOM_NAME.test(name) || name.startsWith('jcs')) {
-    throw new TypeError(`identity provider name must match ^[a-z][a-z0-9_-]*$ and must not start with "jcs" (spec §10.1)`);
+    throw new TypeError(`identity provider name must match ^[a-z][a-z0-9_-]*$ and must not start with "jcs"`);
   }
 }
 
-/** Build a custom provider, rejecting names §10.1 forbids at construction time. */
+/** Build a custom provider, rejecting forbidden names at construction time. */
 export function createIdentityProvider(name: string, compute: (ctx: AgentContext) => string): CustomIdentityProvider {
   assertProviderName(name);
   return Object.freeze({ name, compute });
@@ -112,22 +112,22 @@ export function resolveIdentityProvider(option: IdentityProviderOption | undefin
   return {
     name,
     compute(ctx) {
-      // §10.1: a provider that raises or returns a non-string fails the emission closed.
+      // A provider that raises or returns a non-string fails the emission closed.
       let out: unknown;
       try {
         out = compute(structuredClone(ctx));
       } catch (err) {
-        throw new HostFailureError(HostError.ContextInvalid, `identity provider "${name}" raised ${errorTypeName(err)} (spec §10.1)`);
+        throw new HostFailureError(HostError.ContextInvalid, `identity provider "${name}" raised ${errorTypeName(err)}`);
       }
       if (typeof out !== 'string') {
-        throw new HostFailureError(HostError.ContextInvalid, `identity provider "${name}" returned a non-string (spec §10.1)`);
+        throw new HostFailureError(HostError.ContextInvalid, `identity provider "${name}" returned a non-string`);
       }
       return out;
     },
   };
 }
 
-/** Type name only: an exception's message may carry target content (§6.3, §14). */
+/** Type name only: an exception's message may carry target content. */
 export function errorTypeName(err: unknown): string {
   if (err instanceof Error) return err.name || err.constructor.name || 'Error';
   return typeof err;

@@ -11,7 +11,7 @@ export type InterceptOptions = { signal: AbortSignal };
 
 export type InterceptorFunction = (ctx: AgentContext, options: InterceptOptions) => Verdict | Promise<Verdict>;
 
-/** §7: `intercept(context) -> Verdict`, as a function or an object; `name` is a payload-free label for records. */
+/** `intercept(context) -> Verdict`, as a function or an object; `name` is a payload-free label for records. */
 export type Interceptor =
   | InterceptorFunction
   | {
@@ -34,9 +34,9 @@ export function toRegistered(interceptor: Interceptor, name?: string): Registere
 }
 
 /**
- * One interceptor call under §6.3: it gets its own deep copy (its mutations
- * cannot reach enforcement, identity or siblings, §7), a timeout, and its
- * result crosses the §5 gate. Every failure becomes the deny that takes the
+ * One interceptor call: it gets its own deep copy (its mutations
+ * cannot reach enforcement, identity or siblings), a timeout, and its
+ * result crosses the verdict gate. Every failure becomes the deny that takes the
  * interceptor's slot; the message names an exception type only, never its text.
  */
 export async function callInterceptor(

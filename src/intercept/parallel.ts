@@ -6,7 +6,7 @@ import { callInterceptor } from './interceptor.ts';
 import { HostError } from './reasons.ts';
 
 /**
- * Parallel profiles (§7.5): every interceptor gets an isolated copy of the
+ * Parallel profiles: every interceptor gets an isolated copy of the
  * same untransformed snapshot, so there is no fold. They are dispatched
  * concurrently; "parallel" names the isolation, the observable semantics are
  * the same either way.

@@ -1,7 +1,7 @@
 import type { HostErrorReason, JsonValue } from '../contract/agentHooks.ts';
 import { HostError } from './reasons.ts';
 
-/** One step of a §5.2 path: a member name or an array index. */
+/** One step of a transform path: a member name or an array index. */
 export type PathSegment = { kind: 'member'; name: string } | { kind: 'index'; index: number };
 
 export type ParsedPath = { ok: true; segments: PathSegment[] } | { ok: false; reason: HostErrorReason; detail: string };
@@ -13,20 +13,20 @@ const SEGMENT = /^(?:\.([A-Za-z0-9_-]+)|\[(\d+)\]|\["([A-Za-z0-9_-]+)"\])/;
  * Parse per `spec/schema/path-grammar.abnf`. A path not rooted at `$target`
  * (or its alias) is `transform_target_forbidden`; a rooted path that breaks
  * the grammar (`$targets.x`, `$target.`, wildcards, negative indexes) is
- * `transform_invalid`. The §5 gate and application share this parser so
+ * `transform_invalid`. The verdict gate and application share this parser so
  * they can never disagree on the accepted language.
  */
 export function parseTransformPath(path: string): ParsedPath {
   const root = ROOTS.find((r) => path.startsWith(r));
   if (root === undefined) {
-    return { ok: false, reason: HostError.TransformTargetForbidden, detail: 'transform.path must be rooted at $target (spec §5.2)' };
+    return { ok: false, reason: HostError.TransformTargetForbidden, detail: 'transform.path must be rooted at $target' };
   }
   const segments: PathSegment[] = [];
   let rest = path.slice(root.length);
   while (rest.length > 0) {
     const m = SEGMENT.exec(rest);
     if (m === null) {
-      return { ok: false, reason: HostError.TransformInvalid, detail: 'transform.path rejected by the §5.2 grammar' };
+      return { ok: false, reason: HostError.TransformInvalid, detail: 'transform.path rejected by the path grammar' };
     }
     if (m[2] !== undefined) segments.push({ kind: 'index', index: Number(m[2]) });
     else segments.push({ kind: 'member', name: (m[1] ?? m[3]) as string });
@@ -40,7 +40,7 @@ function isObject(v: JsonValue): v is { [key: string]: JsonValue } {
 }
 
 /**
- * §5.2 application: replace the addressed location with `value` and return
+ * Transform application: replace the addressed location with `value` and return
  * the new target (the input is not mutated). Every step must exist with a
  * compatible type and the last must name an existing member or index — no
  * creating, no appending. Bare `$target` replaces the whole target.
@@ -70,5 +70,5 @@ export function applyTransformPath(
 }
 
 function unresolved(step: number): { ok: false; reason: HostErrorReason; detail: string } {
-  return { ok: false, reason: HostError.TransformInvalid, detail: `transform.path did not resolve at segment ${step + 1} (spec §5.2)` };
+  return { ok: false, reason: HostError.TransformInvalid, detail: `transform.path did not resolve at segment ${step + 1}` };
 }

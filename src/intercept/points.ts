@@ -2,7 +2,7 @@ import { InterceptionPointSchema, type AgentContext, type InterceptionPoint, typ
 
 export const INTERCEPTION_POINTS: readonly InterceptionPoint[] = InterceptionPointSchema.options;
 
-/** §3 table: where each point's `target` lives in the context (the alias a transform writes back to). */
+/** Where each point's `target` lives in the context (the alias a transform writes back to). */
 const TARGET_ALIAS: Record<InterceptionPoint, readonly [string] | readonly [string, string]> = {
   agent_startup: ['agent_init'],
   input: ['input'],
@@ -18,12 +18,12 @@ export function isInterceptionPoint(v: unknown): v is InterceptionPoint {
   return typeof v === 'string' && (INTERCEPTION_POINTS as readonly string[]).includes(v);
 }
 
-/** §3/§4.3: session boundaries define no mutable target. */
+/** Session boundaries define no mutable target. */
 export function transformPermitted(point: InterceptionPoint): boolean {
   return point !== 'agent_startup' && point !== 'agent_shutdown';
 }
 
-/** §4.3 write-back: set `target` and mirror it into the field it aliases, so the action observes it. */
+/** Write-back: set `target` and mirror it into the field it aliases, so the action observes it. */
 export function writeTarget(ctx: AgentContext, target: JsonValue): void {
   ctx.target = target;
   const alias = TARGET_ALIAS[ctx.interception_point];

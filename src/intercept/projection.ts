@@ -1,6 +1,6 @@
 import type { ProjectedVerdict, Verdict, Warning } from '../contract/agentHooks.ts';
 
-/** §10.3 bound on free-form text carried into a record. */
+/** Bound on free-form text carried into a record. */
 const RECORD_MESSAGE_MAX_BYTES = 256;
 
 /** Truncate to at most 256 UTF-8 bytes on a character boundary, marking the cut with `…`. */
@@ -18,7 +18,7 @@ export function truncateUtf8(text: string, maxBytes = RECORD_MESSAGE_MAX_BYTES):
 }
 
 /**
- * §10.3 payload-free projection of a combined verdict: `transform.value` is
+ * Payload-free projection of a combined verdict: `transform.value` is
  * dropped (it is target content by definition), `approval` members are
  * stripped, messages are truncated; reasons, labels and evidence pass through.
  */

@@ -1,6 +1,6 @@
 import type { HostErrorReason } from '../contract/agentHooks.ts';
 
-/** §11 reserved reasons, by name, so call sites never spell the strings by hand. */
+/** The reserved `host_error:*` reasons, by name, so call sites never spell the strings by hand. */
 export const HostError = {
   ContextInvalid: 'host_error:context_invalid',
   InterceptorFailed: 'host_error:interceptor_failed',

@@ -30,7 +30,7 @@ export type RecordParts = {
 };
 
 /**
- * The §10.3 record: payload-free (the verdict is projected), self-describing
+ * The interception record: payload-free (the verdict is projected), self-describing
  * (profile and resolved knobs), and legible about skips: `verdicts`,
  * `fold_truncated` and `interceptors_registered` show who never ran.
  */
@@ -70,7 +70,7 @@ function traceOf(ctx: Partial<AgentContext> | undefined): InterceptionRecord['tr
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-/** Whether the guarded action executes under this record (§6, §8). */
+/** Whether the guarded action executes under this record. */
 export function proceeds(record: InterceptionRecord): boolean {
   return record.mode === 'evaluate_only' || isPermit(record.verdict as Verdict);
 }

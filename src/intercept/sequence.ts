@@ -1,5 +1,5 @@
 /**
- * Where emission sequence numbers come from (§4.1, §12.2.3). `next` returns
+ * Where emission sequence numbers come from. `next` returns
  * the number for the session's next emission; it may be async (a store that
  * resumes after the highest persisted sequence).
  */
@@ -20,7 +20,7 @@ export function createMemorySequenceProvider(start = 0): SequenceProvider {
 /**
  * Serializes calls per session so concurrent emissions receive their numbers
  * in call order, even from an async provider: no two emissions share a
- * number and none overtakes an earlier one (§12.2: assigned atomically).
+ * number and none overtakes an earlier one (assigned atomically).
  */
 export class SessionSequencer {
   readonly #provider: SequenceProvider;

@@ -6,7 +6,7 @@ import { callInterceptor } from './interceptor.ts';
 import { ALLOW, isHostSynthesized, isPermit } from './verdict.ts';
 
 /**
- * `sequential/first_deny` (§7.4): registration order, transforms fold through
+ * `sequential/first_deny`: registration order, transforms fold through
  * before the next interceptor runs, the first deny short-circuits. A liftable
  * deny consults the seam; on a permit, `stop` ends the emission with the
  * resolution and `resume` substitutes it and continues the fold, consulting
@@ -25,7 +25,7 @@ export async function dispatchFirstDeny(work: AgentContext, env: DispatchEnv): P
     const v = await callInterceptor(env.interceptors[i], work, env.timeoutMs, env.signal);
     own.push(v);
     pool.push(v);
-    if (isHostSynthesized(v)) return end(withUnions(v, pool), i); // §6.3 failure takes this slot
+    if (isHostSynthesized(v)) return end(withUnions(v, pool), i); // a failure's deny takes this slot
     if (v.decision === 'deny') {
       const s = await consultAndSubstitute(work, v, pool, env);
       if (s.resolvedBy !== undefined) resolvedBy = s.resolvedBy;
@@ -39,19 +39,19 @@ export async function dispatchFirstDeny(work: AgentContext, env: DispatchEnv): P
     }
     if (v.decision === 'transform') {
       const folded = foldTransform(work, v, env.mode);
-      if (!isPermit(folded)) return end(withUnions(folded, pool), null); // §5.2 failure short-circuits
+      if (!isPermit(folded)) return end(withUnions(folded, pool), null); // a transform that cannot apply short-circuits
       lastTransform = { index: i, verdict: folded };
     }
   }
   // No standing deny: the last transform wins, else the first allow (its evidence
-  // reaches the record, §5.3); a resumed permit with
-  // nothing after it still names the consulted interceptor (§7.6).
+  // reaches the record); a resumed permit with
+  // nothing after it still names the consulted interceptor.
   const combined = lastTransform?.verdict ?? pool.find((v) => v.decision === 'allow') ?? { ...ALLOW };
   return end(withUnions(combined, pool), lastTransform?.index ?? lastLifted ?? null);
 }
 
 /**
- * `sequential/run_all` (§7.4): every interceptor runs in order with transforms
+ * `sequential/run_all`: every interceptor runs in order with transforms
  * folding through for visibility; the severity-max aggregate decides. Only a
  * transform that fails to apply short-circuits.
  */

@@ -1,6 +1,6 @@
 import { InterceptionTimeoutError } from './errors.ts';
 
-/** §7 RECOMMENDED default for each interceptor call and each resolver call. */
+/** AGENT-HOOKS-0.1's recommended default for each interceptor call and each resolver call. */
 export const DEFAULT_TIMEOUT_MS = 5000;
 
 /** How one bounded call ended. */

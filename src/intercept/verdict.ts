@@ -4,10 +4,10 @@ import { parseTransformPath } from './path.ts';
 import { HostError, isReservedReason } from './reasons.ts';
 import { withDefined } from '../util/withDefined.ts';
 
-/** §5.3 cap on the UTF-8 length of the canonical `evidence` member. */
+/** Cap on the UTF-8 length of the canonical `evidence` member. */
 export const EVIDENCE_MAX_BYTES = 10240;
 
-/** A §5 verdict. The wire has exactly three decisions: allow, deny, transform. */
+/** An AGENT-HOOKS-0.1 verdict. The wire has exactly three decisions: allow, deny, transform. */
 export type Verdict = VerdictShape;
 
 /** Optional members the constructor sugar accepts beside reason/message. */
@@ -37,7 +37,7 @@ function build(decision: Verdict['decision'], opts: VerdictOptions): Verdict {
 }
 
 /**
- * Constructor sugar (§5.1). `warn` is an `allow` carrying one warning and
+ * Constructor sugar. `warn` is an `allow` carrying one warning and
  * `escalate` a `deny` with an empty `approval` block: neither is a wire decision.
  * Each accepts `(reason?, message?)` or an options object.
  */
@@ -70,18 +70,18 @@ export function isPermit(v: Verdict): boolean {
   return v.decision === 'allow' || v.decision === 'transform';
 }
 
-/** A deny carrying an `approval` block: liftable by the approval seam (§5.1, §9). */
+/** A deny carrying an `approval` block: liftable by the approval seam. */
 export function isLiftable(v: Verdict): boolean {
   return v.decision === 'deny' && v.approval !== undefined;
 }
 
-/** §5.1 total order used by aggregation: deny > deny+approval > transform > allow. */
+/** Total order used by aggregation: deny > deny+approval > transform > allow. */
 export function severity(v: Verdict): number {
   if (v.decision === 'deny') return isLiftable(v) ? 2 : 3;
   return v.decision === 'transform' ? 1 : 0;
 }
 
-/** A host-synthesized deny (§11); `liftable` marks the §7.5 "approval" knob shape. */
+/** A host-synthesized deny; `liftable` marks the parallel profiles' "approval" knob shape. */
 export function hostErrorVerdict(reason: HostErrorReason, message?: string, liftable = false): Verdict {
   const v: Verdict = { decision: 'deny', reason };
   if (message !== undefined) v.message = message;
@@ -100,32 +100,32 @@ function invalid(detail: string, reason: HostErrorReason = HostError.VerdictInva
 }
 
 /**
- * The §5 gate: validate a raw (wire) verdict and normalize it (null members
+ * The verdict gate: validate a raw (wire) verdict and normalize it (null members
  * are absent). Failures map to reserved reasons: a non-JSON value is
- * `interceptor_failed` (§11), a path not rooted at `$target` is
+ * `interceptor_failed`, a path not rooted at `$target` is
  * `transform_target_forbidden`, any other path grammar error is
  * `transform_invalid`, and every other violation is `verdict_invalid`.
  */
 export function parseWireVerdict(raw: unknown): WireVerdictResult {
   if (raw === undefined || raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    return invalid('verdict must be a JSON object (spec §5)');
+    return invalid('verdict must be a JSON object');
   }
   const domain = findDomainViolation(raw, undefined, 'json');
   if (domain !== null) return invalid(`verdict is not a JSON value: ${domain}`, HostError.InterceptorFailed);
   const parsed = WireVerdictSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return invalid(`verdict.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'} (spec §5)`);
+    return invalid(`verdict.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
   }
   const w = parsed.data;
-  if (isReservedReason(w.reason ?? undefined)) return invalid("verdict.reason MUST NOT start with 'host_error:' (spec §5)");
+  if (isReservedReason(w.reason ?? undefined)) return invalid("verdict.reason MUST NOT start with 'host_error:'");
   const v: Verdict = { decision: w.decision };
   if (w.reason != null) v.reason = w.reason;
   if (w.message != null) v.message = w.message;
   if (w.warnings != null) {
     v.warnings = [];
     for (const raw of w.warnings) {
-      if (isReservedReason(raw.reason ?? undefined)) return invalid("warnings[].reason MUST NOT start with 'host_error:' (spec §5)");
+      if (isReservedReason(raw.reason ?? undefined)) return invalid("warnings[].reason MUST NOT start with 'host_error:'");
       const warning: Warning = {};
       if (raw.reason != null) warning.reason = raw.reason;
       if (raw.message != null) warning.message = raw.message;
@@ -133,17 +133,17 @@ export function parseWireVerdict(raw: unknown): WireVerdictResult {
     }
   }
   if (w.approval != null) {
-    if (w.decision !== 'deny') return invalid('approval block permitted only on deny (spec §5.1)');
+    if (w.decision !== 'deny') return invalid('approval block permitted only on deny');
     v.approval = w.approval;
   }
   if (w.transform != null) {
     const path = parseTransformPath(w.transform.path);
     if (!path.ok) return invalid(path.detail, path.reason);
-    // §5.2: an absent value is equivalent to null.
+    // An absent value is equivalent to null.
     v.transform = { path: w.transform.path, value: w.transform.value ?? null };
   }
-  if (w.decision === 'transform' && v.transform === undefined) return invalid("transform body REQUIRED when decision is 'transform' (spec §5)");
-  if (w.decision !== 'transform' && v.transform !== undefined) return invalid("transform body FORBIDDEN unless decision is 'transform' (spec §5)");
+  if (w.decision === 'transform' && v.transform === undefined) return invalid("transform body REQUIRED when decision is 'transform'");
+  if (w.decision !== 'transform' && v.transform !== undefined) return invalid("transform body FORBIDDEN unless decision is 'transform'");
   if (w.evidence != null) {
     const evidence: Evidence = {};
     if (w.evidence.artefact !== undefined) evidence.artefact = w.evidence.artefact;
@@ -152,9 +152,9 @@ export function parseWireVerdict(raw: unknown): WireVerdictResult {
     try {
       size = Buffer.byteLength(canonicalizeJcs(evidence), 'utf8');
     } catch {
-      return invalid('evidence is outside the I-JSON domain (spec §5.3)');
+      return invalid('evidence is outside the I-JSON domain');
     }
-    if (size > EVIDENCE_MAX_BYTES) return invalid(`evidence canonical size exceeds ${EVIDENCE_MAX_BYTES} bytes (spec §5.3)`);
+    if (size > EVIDENCE_MAX_BYTES) return invalid(`evidence canonical size exceeds ${EVIDENCE_MAX_BYTES} bytes`);
     v.evidence = evidence;
   }
   if (w.result_labels != null) v.result_labels = w.result_labels;

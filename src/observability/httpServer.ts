@@ -2,7 +2,7 @@
  * The worker's HTTP server: `GET /healthz` (the process is up), `GET /readyz` (Redis and
  * Postgres answer), `GET /metrics` (Prometheus), plus POST routes handed in by the caller (QStash
  * callbacks) and request handlers (the operator console under /console). A port already in use is
- * logged and the worker delivers on without it (§13).
+ * logged and the worker delivers on without it.
  *
  * Whoever can reach the port is a stranger until shown otherwise, so the server bounds what one
  * can hold: headers within seconds, the whole request within seconds more, a cap on open

@@ -298,7 +298,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
     },
 
     /**
-     * D2/§8 terminal lifecycle: persist first, then `onComplete` (and `onError` only for reason
+     * D2 terminal lifecycle: persist first, then `onComplete` (and `onError` only for reason
      * `error`); a CriticalHookDeliveryError is rethrown so a queue step is retried; then
      * unregister with the reason (an emitter's agent_shutdown maps it: `done` → `completed`,
      * `error` → `error`, `interrupted` / `max_steps` / `cost_limit` → `cancelled`) — except for
@@ -327,7 +327,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
           } else others.push(error);
         }
       };
-      // §1: the run's error (any shape) becomes a readable errorMessage + raw errorDetail (errorMessage.ts).
+      // The run's error (any shape) becomes a readable errorMessage + raw errorDetail (errorMessage.ts).
       const failed = { ...base, ...withDefined({ error: input.error }) };
       const hasError = input.error !== undefined || ['error', 'errorMessage', 'errorDetail'].some((k) => base[k as keyof typeof base] !== undefined);
       try {

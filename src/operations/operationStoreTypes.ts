@@ -102,7 +102,7 @@ export interface OperationStore {
   publishApproval(
     input: ToolCallRef & { dispatcher: OperationDispatcher },
   ): Promise<{ decision: ApprovalDecision; receiptApplied: boolean; alreadyPublished: boolean }>;
-  /** D2/§8: persist, onComplete (and onError), unregister with the reason; resolves to what its dispatches could not hand on (F1). */
+  /** D2: persist, onComplete (and onError), unregister with the reason; resolves to what its dispatches could not hand on (F1). */
   completeOperation(input: CompleteOperationInput): Promise<DispatchReport>;
   close(): Promise<void>;
 }

@@ -84,7 +84,7 @@ export type RemoteInterceptorDeps = {
 /**
  * I3: an interceptor that POSTs the AgentContext JSON to an endpoint through the delivery
  * transport (SSRF guard, templates, capped read, signing; `webhook-id` = `<session.id>-<sequence>`)
- * and returns the bare verdict object it reads. The emitter applies the §5 gate to it, so a
+ * and returns the bare verdict object it reads. The emitter applies the verdict gate to it, so a
  * JSON answer that fails the gate is `verdict_invalid`; a non-2xx, network error, oversize or
  * non-JSON body throws (`interceptor_failed`); its own bound expiring is `interceptor_timeout`.
  */
@@ -151,8 +151,8 @@ export function createRemoteInterceptor(config: RemoteInterceptorConfig, options
       }
       try {
         // Lossless: an integer beyond 2^53 in a transform value stays exact (a bigint) and the fold
-        // then fails closed as context_invalid, instead of JSON.parse rounding it silently (§4.4).
-        const verdict = parseJsonLossless(text) as Verdict; // unchecked wire value: the emitter's §5 gate judges it
+        // then fails closed as context_invalid, instead of JSON.parse rounding it silently.
+        const verdict = parseJsonLossless(text) as Verdict; // unchecked wire value: the emitter's verdict gate judges it
         return withoutSecrets(verdict, resolvedTemplateValues(parsed.headers, headers, deps.env));
       } catch {
         throw new RemoteInterceptorError('the response is not JSON');

@@ -1,5 +1,5 @@
 /**
- * The embedded store's folder trusts only its owner (W7, §13): folders hookrelay creates are
+ * The embedded store's folder trusts only its owner (W7): folders hookrelay creates are
  * 0700, files 0600, and what another process left there is believed only when it is the current
  * user's own — a regular file or folder (never a symbolic link), owned by this uid, not writable
  * by group or others. Each check answers with the reason a file is refused, for the message.

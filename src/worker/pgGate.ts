@@ -1,5 +1,5 @@
 /**
- * §14 "Postgres down": when a ledger write fails for want of a connection, the worker stops
+ * Postgres down (Q13): when a ledger write fails for want of a connection, the worker stops
  * taking jobs (onDown), probes Postgres with growing pauses, and resumes (onUp) once it answers.
  * Jobs already running keep their BullMQ lock and retry their write; none is acknowledged before
  * its row is written. What waits is bounded by the worker's concurrency (intake is paused), and

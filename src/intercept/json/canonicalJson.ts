@@ -2,12 +2,12 @@ import { HostError } from '../reasons.ts';
 import { HostFailureError } from '../errors.ts';
 
 /**
- * RFC 8785 (JCS) canonical JSON for the §10.2 identity and the §5.3 evidence
- * cap. The input domain is I-JSON: anything outside it fails closed with
+ * RFC 8785 (JCS) canonical JSON for the `jcs-sha256` identity and the evidence
+ * size cap. The input domain is I-JSON: anything outside it fails closed with
  * `host_error:context_invalid` and a value-free detail; nothing is normalized.
  */
 
-/** §12.3 RECOMMENDED nesting bound; the root value is depth 1. */
+/** AGENT-HOOKS-0.1's recommended nesting bound; the root value is depth 1. */
 export const DEFAULT_MAX_DEPTH = 128;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -21,18 +21,18 @@ function isPlainObject(v: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
-const INT_BEYOND_2_53 = 'integer exceeds 2^53; string-encode 64-bit identifiers, see spec §4.4';
+const INT_BEYOND_2_53 = 'integer exceeds 2^53; string-encode 64-bit identifiers';
 
 /**
  * What a `bigint` is to the domain check. `'reject'` (I-JSON, every context): a bigint is never
  * I-JSON — beyond ±(2^53−1) it names the 2^53 bound, inside it asks for a number. `'json'` (the
- * §5 verdict gate, which only asks "is this JSON?"): a bigint is an integer token the lossless
+ * verdict gate, which only asks "is this JSON?"): a bigint is an integer token the lossless
  * parser kept exact (`parseJsonLossless`); where it would enter a context, that check rejects it.
  */
 export type BigIntPolicy = 'reject' | 'json';
 
 /**
- * §4.4/§12.3 value-domain guard: JSON types only, finite numbers, no lone
+ * Value-domain guard: JSON types only, finite numbers, no lone
  * surrogates (in values or member names), nesting within `maxDepth`.
  * Iterative so that a hostile depth cannot overflow the stack before it is
  * rejected. Returns a detail naming the path and constraint, or null.
@@ -41,19 +41,19 @@ export function findDomainViolation(root: unknown, maxDepth = DEFAULT_MAX_DEPTH,
   const stack: Array<[unknown, string, number]> = [[root, '$', 1]];
   while (stack.length > 0) {
     const [v, path, depth] = stack.pop() as [unknown, string, number];
-    if (depth > maxDepth) return `${path}: nests deeper than ${maxDepth} levels, see spec §12.3`;
+    if (depth > maxDepth) return `${path}: nests deeper than ${maxDepth} levels`;
     if (v === null || typeof v === 'boolean') continue;
     if (typeof v === 'number') {
-      if (!Number.isFinite(v)) return `${path}: non-finite number is not representable in JSON, see spec §4.4`;
+      if (!Number.isFinite(v)) return `${path}: non-finite number is not representable in JSON`;
       continue;
     }
     if (typeof v === 'bigint') {
       if (bigints === 'json') continue;
       const safe = v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER);
-      return safe ? `${path}: bigint is not an I-JSON value; pass a number, see spec §4.4` : `${path}: ${INT_BEYOND_2_53}`;
+      return safe ? `${path}: bigint is not an I-JSON value; pass a number` : `${path}: ${INT_BEYOND_2_53}`;
     }
     if (typeof v === 'string') {
-      if (hasLoneSurrogate(v)) return `${path}: lone Unicode surrogate is not representable in I-JSON, see spec §4.4`;
+      if (hasLoneSurrogate(v)) return `${path}: lone Unicode surrogate is not representable in I-JSON`;
       continue;
     }
     if (Array.isArray(v)) {
@@ -62,13 +62,13 @@ export function findDomainViolation(root: unknown, maxDepth = DEFAULT_MAX_DEPTH,
     }
     if (typeof v === 'object' && isPlainObject(v)) {
       for (const [k, item] of Object.entries(v)) {
-        if (hasLoneSurrogate(k)) return `${path}: member name with a lone Unicode surrogate, see spec §4.4`;
+        if (hasLoneSurrogate(k)) return `${path}: member name with a lone Unicode surrogate`;
         if (item === undefined) continue; // absent on the wire
         stack.push([item, `${path}.${k}`, depth + 1]);
       }
       continue;
     }
-    return `${path}: ${typeof v} is not a JSON value, see spec §4.4`;
+    return `${path}: ${typeof v} is not a JSON value`;
   }
   return null;
 }
@@ -104,10 +104,10 @@ function referenceCoreDouble(n: number): number {
 }
 
 function serializeNumber(n: number, path: string): string {
-  if (!Number.isFinite(n)) throw domainError(`${path}: non-finite number is not representable in JSON, see spec §4.4`);
+  if (!Number.isFinite(n)) throw domainError(`${path}: non-finite number is not representable in JSON`);
   if (n === 0) return '0'; // -0 too
   // An integral value below 1e21 renders as an integer token: beyond ±(2^53−1)
-  // it has already been rounded, so its identity would be non-injective (§10.2).
+  // it has already been rounded, so its identity would be non-injective.
   if (Number.isInteger(n) && Math.abs(n) < 1e21) {
     if (!Number.isSafeInteger(n)) {
       throw domainError(`${path}: ${INT_BEYOND_2_53}`);
@@ -135,7 +135,7 @@ function serialize(v: unknown, path: string): string {
   }
   if (Array.isArray(v)) return `[${v.map((item, i) => serialize(item, `${path}[${i}]`)).join(',')}]`;
   const obj = v as Record<string, unknown>;
-  // Default sort compares UTF-16 code units, exactly as RFC 8785 §3.2.3 requires.
+  // Default sort compares UTF-16 code units, exactly as RFC 8785 section 3.2.3 requires.
   const keys = Object.keys(obj)
     .filter((k) => obj[k] !== undefined)
     .sort();

@@ -1,13 +1,13 @@
 import type { JsonValue } from '../../contract/agentHooks.ts';
 import { ProjectionError } from '../errors.ts';
 
-const MAX_DEPTH = 256; // beyond the §12.3 bound (128): the envelope check names that limit, this only stops runaway recursion
+const MAX_DEPTH = 256; // beyond the envelope's nesting bound (128): the envelope check names that limit, this only stops runaway recursion
 
 /**
  * The JSON value of an application's native value, as `JSON.stringify` would see it (`toJSON`
  * honoured, `undefined` / functions / symbols dropped from objects and `null` in arrays) — except
  * that a `bigint` is kept as it is, so the envelope check rejects an integer beyond 2^53 by name
- * (§4.4) instead of the serializer throwing or a rounded double slipping through.
+ * instead of the serializer throwing or a rounded double slipping through.
  */
 export function toJsonValue(value: unknown): JsonValue {
   return walk(value, 0, new Set());

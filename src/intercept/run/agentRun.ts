@@ -42,7 +42,7 @@ export type PersistEntry =
 
 export type Streaming = 'buffered' | 'incremental';
 export type Persistence = 'after_output' | 'per_model_call';
-/** What a `host_error:*` deny at a tool point does to the run; a policy deny always lets it go on (§6.2). */
+/** What a `host_error:*` deny at a tool point does to the run; a policy deny always lets it go on. */
 export type ToolSeamHostError = 'terminate' | 'continue';
 
 /** A message as the loop keeps it (any provider's shape with a `role`); the context carries its JSON value. */
@@ -63,7 +63,7 @@ export type ModelCallResult = ModelResponse & { sent: Message[] };
 /**
  * What the loop hands back to the model for one tool call. `content` is the tool message: the
  * (possibly transformed) result, or — when policy blocked the call or its result — a control
- * error naming the reason, never the blocked payload (§6.2).
+ * error naming the reason, never the blocked payload.
  */
 /**
  * One tool call as `toolCall` takes it. `type` and `description` only label its OpenTelemetry
@@ -223,7 +223,7 @@ export class AgentRun {
       try {
         await this.#emit(b.agentStartup({ toolsRegistered: this.#s.tools }));
       } catch (err) {
-        // §6.1a: after a startup deny only agent_shutdown(error) follows.
+        // After a startup deny only agent_shutdown(error) follows.
         if (err instanceof InterceptionBlockedError) this.#startupBlocked = true;
         throw err;
       }
@@ -240,7 +240,7 @@ export class AgentRun {
    * One model call: `pre_model_call` over `messages`, then `call` with the messages as they may be
    * sent, then `post_model_call` over the whole response — assembled first when `call` streams.
    * With `streaming: 'incremental'` each chunk boundary closes a segment judged over the text so
-   * far, and a permitted segment is released at once (§12.1 exception).
+   * far, and a permitted segment is released at once (the incremental exception).
    */
   modelCall(messages: readonly NativeMessage[], call: ModelCaller, options: { modelId?: string } = {}): Promise<ModelCallResult> {
     return this.#observe(this.#modelCall(messages, call, options));
@@ -282,7 +282,7 @@ export class AgentRun {
     return result;
   }
 
-  /** Buffered (§12.1): the whole stream is assembled and judged before anything is released. */
+  /** Buffered: the whole stream is assembled and judged before anything is released. */
   async #buffered(modelId: string, stream: AsyncIterable<unknown>): Promise<ModelResponse> {
     const assembly = new StreamAssembly();
     const iterator = stream[Symbol.asyncIterator]();
@@ -310,7 +310,7 @@ export class AgentRun {
   }
 
   /**
-   * Incremental (§12.1 exception, opt-in): each text chunk closes the segment before it once the
+   * Incremental (the opt-in exception to buffering): each text chunk closes the segment before it once the
    * next part arrives; that segment is judged over the assembled prefix (`finish_reason`
    * `"incremental"`) and released on its permit. A deny stops consuming the stream and withholds
    * everything not yet released; a stream that dies leaves residue no verdict covered, which
@@ -380,7 +380,7 @@ export class AgentRun {
     return judge(covered + (pending ?? ''), finishReason);
   }
 
-  /** §12.1 item 3: a stream that died mid-way fails closed over what it delivered; nothing of it is released. */
+  /** A stream that died mid-way fails closed over what it delivered; nothing of it is released. */
   async #residue(modelId: string, assembly: StreamAssembly, cause: unknown, content?: string): Promise<never> {
     const delivered = content ?? assembly.text;
     const ctx = this.#s.builder.postModelCall({
@@ -626,7 +626,7 @@ export class AgentRun {
 
   /**
    * The JSON value of a native value for `point`'s context. A value that has none (a cycle) is a
-   * §10.3 projection failure: recorded as `host_error:context_invalid` and the run is blocked.
+   * Projection failure: recorded as `host_error:context_invalid` and the run is blocked.
    */
   /** The streamed response members (reasoning, files, …) for a post_model_call context, as JSON. */
   async #members(assembly: StreamAssembly): Promise<{ members?: JsonObject }> {

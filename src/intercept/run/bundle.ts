@@ -35,15 +35,15 @@ export type AgentHooksOptions = Omit<InterceptionEmitterOptions, 'interceptors'>
    * `input` … `output` only, and the application emits its `agent_startup` / `agent_shutdown`.
    */
   session?: AgentContextBuilder;
-  /** §4.1 `agent.id` of sessions the bundle owns; default `agent`. */
+  /** AgentContext `agent.id` of sessions the bundle owns; default `agent`. */
   agentId?: string;
-  /** §4.1 `agent.framework`, `^[a-z0-9_-]+$`; default `hookrelay`. */
+  /** AgentContext `agent.framework`, `^[a-z0-9_-]+$`; default `hookrelay`. */
   framework?: string;
   /** `agent_startup`'s `tools_registered`; default `[]`. */
   tools?: string[];
   /** `model.id` of model calls that do not name one; default `model`. */
   modelId?: string;
-  /** `buffered` (default): nothing reaches the caller before `output` permits it. `incremental`: §12.1 exception, segments released under covering verdicts. */
+  /** `buffered` (default): nothing reaches the caller before `output` permits it. `incremental`: the opt-in exception, segments released under covering verdicts. */
   streaming?: Streaming;
   /** When `persist` runs: `after_output` (default) or `per_model_call` (each exchange after its post_model_call). */
   persistence?: Persistence;
@@ -119,7 +119,7 @@ export class AgentHooks {
     }
     if (session !== undefined && !(session instanceof AgentContextBuilder)) throw new TypeError('session must be an AgentContextBuilder');
     const framework = options.framework ?? 'hookrelay';
-    if (typeof framework !== 'string' || !FRAMEWORK.test(framework)) throw new TypeError('framework must match ^[a-z0-9_-]+$ (AGENT-HOOKS-0.1 §4.1)');
+    if (typeof framework !== 'string' || !FRAMEWORK.test(framework)) throw new TypeError('framework must match ^[a-z0-9_-]+$ (agent.framework)');
     if (options.agentId !== undefined && (typeof options.agentId !== 'string' || options.agentId === ''))
       throw new TypeError('agentId must be a non-empty string');
     if (options.tools !== undefined && (!Array.isArray(options.tools) || !options.tools.every((t) => typeof t === 'string')))

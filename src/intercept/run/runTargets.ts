@@ -3,9 +3,9 @@ import { jsonEqual } from '../json/jsonEqual.ts';
 import { membersOf, type ModelResponse, type ModelToolCall } from './modelStream.ts';
 
 /**
- * What a transform may leave as each point's `target` so the run can still use it (§4.3
+ * What a transform may leave as each point's `target` so the run can still use it (the
  * write-back onto the native value). Each returns a payload-free refusal (a constraint, never a
- * value, §14) that the emitter turns into `host_error:transform_invalid`: the run fails closed
+ * value) that the emitter turns into `host_error:transform_invalid`: the run fails closed
  * instead of going on with the original. Pure.
  */
 
@@ -36,7 +36,7 @@ export function refuseResponse(target: JsonValue): string | undefined {
 }
 
 /**
- * An incremental segment (§12.1 exception): what was already released cannot be called back, so
+ * An incremental segment: what was already released cannot be called back, so
  * a transform must keep it as the start of the content; a non-final segment may change only its
  * text (its tool calls and finish reason are not final yet).
  */

@@ -36,8 +36,8 @@ const base64Length = (bytes: number) => 4 * Math.ceil(bytes / 3);
 /**
  * The largest callback body read. QStash's callback echoes, in base64, both the message it
  * delivered (`sourceBody`: the webhook body, at most HOOKRELAY_MAX_PAYLOAD_BYTES plus its
- * envelope) and the destination's response (`body`), plus headers and ids (qstash-protocol.md
- * §7.1): 736 KiB with the default 256 KiB payload cap.
+ * envelope) and the destination's response (`body`), plus headers and ids:
+ * 736 KiB with the default 256 KiB payload cap.
  */
 export function qstashCallbackBodyCap(maxPayloadBytes: number): number {
   return base64Length(maxPayloadBytes + WEBHOOK_ENVELOPE_BYTES) + base64Length(RESPONSE_ALLOWANCE_BYTES) + CALLBACK_ENVELOPE_BYTES;

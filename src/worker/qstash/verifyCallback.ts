@@ -70,7 +70,7 @@ export type VerifyQStashCallbackInput = {
 /** What the header check learnt of a token that verified: its id and end (the replay memory's key and lifetime). */
 export type QStashTokenClaims = { jti?: string; exp: number };
 
-/** HMAC algorithms the Receiver accepts (any HS, per qstash-protocol.md §8.1); never `none` or a public-key one. */
+/** HMAC algorithms the Receiver accepts (any HS); never `none` or a public-key one. */
 const TOKEN_ALGORITHMS = ['HS256', 'HS384', 'HS512'];
 /** A real token is a few hundred bytes; a longer header is not parsed. */
 const MAX_TOKEN_LENGTH = 4_096;
