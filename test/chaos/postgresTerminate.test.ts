@@ -6,7 +6,7 @@ import { createChaosRun, EVENTS, type ChaosRun } from './chaosHarness.ts';
 let run: ChaosRun | undefined;
 afterAll(async () => run?.cleanup());
 
-it(`Q2/§14: ${EVENTS} events while the worker's Postgres connections are terminated mid-run → it pauses, reconnects; 0 lost`, async () => {
+it(`Q2: ${EVENTS} events while the worker's Postgres connections are terminated mid-run → it pauses, reconnects; 0 lost`, async () => {
   run = await createChaosRun('pgterm', 9);
   const chaos = run;
   const worker = await chaos.startWorker();

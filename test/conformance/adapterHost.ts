@@ -27,10 +27,10 @@ import { deepEqual } from './miniSchema.ts';
  * adapter users call — `createAgentHooks().startRun()` with `modelCall` / `toolCall` / `output`
  * / `end` — so every vector exercises the product's own loop wrapper, not a test-only host.
  *
- * Two declared host surfaces (§13.1), one per streaming mode of the adapter:
+ * Two declared host surfaces, one per streaming mode of the adapter:
  * - `buffered` (the default): output buffered until `output` permits (`buffered_output`),
  *   persistence after `output`;
- * - `incremental` (the §12.1 exception): `buffered_output: false`, post_model_call mediated per
+ * - `incremental` (the exception to buffered output): `buffered_output: false`, post_model_call mediated per
  *   segment with watermark-gated release (`incremental_output`), persistence after each
  *   post_model_call — the stricter durability setting, so `persisted_must_not_contain` has
  *   something to search.
@@ -60,7 +60,7 @@ export const HOST_SURFACES: readonly HostSurface[] = [
 ];
 
 /**
- * Declared posture (§13.1): `continue` — a `host_error:*` deny at a tool point surfaces to the
+ * Declared posture: `continue` — a `host_error:*` deny at a tool point surfaces to the
  * model as a blocked tool result and the loop goes on. The adapter's default, `terminate`, ends
  * the run on infrastructure host errors but lets `transform_conflict` and
  * `composition_disagreement` (policy outcomes, agent-framework #7561) continue, which is neither
@@ -88,7 +88,7 @@ function providerOf(declared: HarnessSetup['identityProvider']): IdentityProvide
   });
 }
 
-/** §9 redaction seam as the vector grammar defines it: each listed path becomes "[redacted]", mirrored per §4.3. */
+/** The approval redaction seam as the vector grammar defines it: each listed path becomes "[redacted]", also in the field the target aliases. */
 function redactorFor(paths: string[]): ((ctx: AgentContext) => AgentContext) | undefined {
   if (paths.length === 0) return undefined;
   return (ctx) => {

@@ -15,7 +15,7 @@ for (const [label, dir] of [
   ['shared CTK vectors', process.env.CTK_VECTORS_DIR ?? DEFAULT_VECTORS_DIR],
   ['own CTK vectors', OWN_VECTORS_DIR],
 ] as const) {
-  describe(`I2: AGENT-HOOKS-0.1 conformance (§13) — ${label}`, () => {
+  describe(`I2: AGENT-HOOKS-0.1 conformance — ${label}`, () => {
     for (const [name, vector] of cases(dir)) {
       it(`I2: ${name}`, async () => {
         expect(validateVector(vector)).toBeNull();
@@ -35,7 +35,7 @@ for (const [label, dir] of [
   });
 }
 
-describe('I2: the harness never reports vacuous conformance (§13.2)', () => {
+describe('I2: the harness never reports vacuous conformance', () => {
   it('I2: an empty vector directory is an error, not a pass', () => {
     expect(() => loadVectors(`${OWN_VECTORS_DIR}/../fixtures/golden`)).toThrow(/no AH-CTK/);
   });

@@ -56,9 +56,9 @@ export function scriptedIntercept(rules: readonly Json[], ctx: JsonObj): unknown
       case 'raise':
         throw new ScriptedFault('raise');
       case 'malformed_verdict':
-        return { decision: 'transform' }; // §5-invalid: transform without a body
+        return { decision: 'transform' }; // fails the verdict gate: transform without a body
       case 'mutate':
-        // §7 isolation: tamper with the received copy in place, then allow.
+        // Copy isolation: tamper with the received copy in place, then allow.
         ctx.target = 'TAMPERED';
         if (isObj(ctx.tool_call)) ctx.tool_call.args = { tampered: true };
         return { decision: 'allow', reason: 'ctk:mutated' };

@@ -19,7 +19,7 @@ import { HOST_SURFACES, TOOL_SEAM_HOST_ERROR, runScenario, type HostSurface } fr
  * adapter (`adapterHost.ts`, the product's `createAgentHooks().startRun()`) on the first
  * declared host surface that has the vector's capabilities, and reports one line per vector:
  * `pass <id>`, `skip <id> <capability>` or `fail <id> <why>`, a pass/fail/skip line per `part`
- * (the §13.1 report), then `ctk: P passed, F failed, S skipped`. Skips come only from
+ * (the conformance report), then `ctk: P passed, F failed, S skipped`. Skips come only from
  * capabilities no surface declares (RUNNER.md step 1). Vectors are read with a lossless JSON
  * parser, so an integer beyond 2^53 reaches the host exact (as a bigint), never rounded.
  */
@@ -52,7 +52,7 @@ export function loadVectors(dir: string): Array<{ file: string; vector: unknown 
   const files = readdirSync(dir)
     .filter((f) => /^AH-CTK-.*\.json$/.test(f))
     .sort();
-  // An empty set would report vacuous conformance (§13.2): fail loudly.
+  // An empty set would report vacuous conformance: fail loudly.
   if (files.length === 0) throw new Error(`no AH-CTK-*.json vectors found in ${dir}`);
   return files.map((file) => ({ file, vector: readJson(join(dir, file)) }));
 }
@@ -78,7 +78,7 @@ export async function runVector(raw: unknown, file = '?'): Promise<VectorResult>
   const interceptors: Interceptor[] = scripts.map((rules, i) => (ctx) => {
     // Only the first interceptor records: expectations describe emissions as it saw them.
     if (i === 0) recorded.push(structuredClone(ctx) as JsonObj);
-    return scriptedIntercept(rules, ctx as JsonObj) as Verdict; // raw script output: the emitter's §5 gate judges it
+    return scriptedIntercept(rules, ctx as JsonObj) as Verdict; // raw script output: the emitter's verdict gate judges it
   });
   const approval = Array.isArray(vector.approval_script) ? vector.approval_script : [];
   const resolver: ApprovalResolver | null = approval.length > 0 ? (req) => scriptedResolve(approval, req) : null;

@@ -1,5 +1,5 @@
 /**
- * SPEC §13: the CLI finds the store a running `hookrelay start` serves (its discovery file
+ * The CLI finds the store a running `hookrelay start` serves (its discovery file
  * `store.json` in HOOKRELAY_DATA_DIR) and never creates one for a command that reads: in an
  * empty folder it says where it looked and what to set, exit 2, and leaves the folder empty.
  * The bin (compiled dist) as a process; real Redis; the embedded PGlite store.
@@ -51,7 +51,7 @@ describe('UX-3: the CLI finds the running store and never creates one silently',
   });
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-  it('UX-3 a read command in an empty folder creates nothing, exits 2 and says where it looked and what to set (§13)', async () => {
+  it('UX-3 a read command in an empty folder creates nothing, exits 2 and says where it looked and what to set', async () => {
     const empty = path.join(scratch, 'empty');
     mkdirSync(empty);
     for (const args of READ_COMMANDS) {

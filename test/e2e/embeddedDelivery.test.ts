@@ -11,7 +11,7 @@ import { deleteKeys, queueKeys } from '../support/redisKeys.ts';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 describe('quickstart: `hookrelay start` delivers events end to end on the embedded store', () => {
-  it('Q1/§13: a producer connected through the start process socket enqueues; the worker delivers; the ledger says delivered', async () => {
+  it('Q1: a producer connected through the start process socket enqueues; the worker delivers; the ledger says delivered', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hookrelay-embedded-'));
     const queueName = `embedded-${randomBytes(4).toString('hex')}`;
     const receiver = await startReceiver({ status: 204 });

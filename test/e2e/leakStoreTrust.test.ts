@@ -1,5 +1,5 @@
 /**
- * LEAK-2 (W7, §13): the embedded store trusts only its owner. A `store.json` someone else planted
+ * LEAK-2 (W7): the embedded store trusts only its owner. A `store.json` someone else planted
  * (another user's file, a link, a file others may write, naming another user's process or a
  * socket folder others may enter) makes the CLI and the console refuse, say why and stop: nothing
  * it names is connected to, so no password reaches the planted port (a listener on 127.0.0.1

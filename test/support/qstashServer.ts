@@ -2,7 +2,7 @@
  * A local QStash-compatible server for tests.
  *
  * It speaks the wire protocol of `@upstash/qstash` 2.12.0 as described in
- * `../shared/research/qstash-protocol.md` (§2–§8, emulator surface in §10), so the real `Client`
+ * `../shared/research/qstash-protocol.md`, so the real `Client`
  * can publish to it and the real `Receiver` can verify what it delivers:
  *
  * - API (bearer token, or `?qstash_token=` outside publish routes):
@@ -211,7 +211,7 @@ function base64url(input: Buffer | string): string {
   return Buffer.from(input).toString('base64url');
 }
 
-/** HS256 JWT exactly as QStash signs deliveries (research note §8.2). */
+/** HS256 JWT exactly as QStash signs deliveries (see the research note). */
 export function signQStashJwt(args: { key: string; url: string; body: Buffer | string; nowSeconds?: number }): string {
   const now = args.nowSeconds ?? Math.floor(Date.now() / 1000);
   const header = { alg: 'HS256', typ: 'JWT' };
@@ -787,7 +787,7 @@ export async function startQStashServer(opts: QStashServerOptions = {}): Promise
     }
 
     if (method === 'POST' && pathname.startsWith('/v2/publish/')) {
-      // The destination is everything after the prefix in the RAW target, query included (§3.1).
+      // The destination is everything after the prefix in the RAW target, query included.
       const destination = rawPath.slice('/v2/publish/'.length);
       return { route, outcome: acceptMessage({ destination, headers, body }) };
     }

@@ -87,14 +87,14 @@ describe('fetch transport over real sockets', () => {
     expect(receiver.requests.length).toBe(before);
   });
 
-  it('§14: a reset connection is a network_error, with no remote text in the detail', async () => {
+  it('a reset connection is a network_error, with no remote text in the detail', async () => {
     receiver.setHandler({ reset: true });
     const outcome = await send('/reset');
     expect(outcome).toMatchObject({ kind: 'error', errorClass: 'network_error' });
     if (outcome.kind === 'error') expect(outcome.detail).toMatch(/^[A-Za-z_0-9]+$/);
   });
 
-  it('§14: a refused connection is a network_error', async () => {
+  it('a refused connection is a network_error', async () => {
     const closed = await startReceiver();
     const url = `${closed.url}/gone`;
     await closed.close();

@@ -1,6 +1,6 @@
 /**
  * The local QStash server itself, driven by the real @upstash/qstash Client: it must speak the
- * protocol the product relies on (research note §10), or the Q7/D7 tests prove nothing.
+ * protocol the product relies on (the QStash protocol research note), or the Q7/D7 tests prove nothing.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Client, QstashError, QstashRatelimitError, Receiver } from '@upstash/qstash';

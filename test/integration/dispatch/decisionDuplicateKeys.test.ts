@@ -1,6 +1,6 @@
 /**
  * SEC-6 (issue 24): a decision body that repeats a key is ambiguous JSON — `JSON.parse` keeps the
- * last value, a receiver's parser may keep the first — so it follows SPEC §6's invalid-response
+ * last value, a receiver's parser may keep the first — so it follows the invalid-response
  * rule (R5: `invalid_response`, then onError), never an allow or a deny picked by parser luck.
  * Over a real socket on 127.0.0.1, through HookDispatcher.evaluateToolCall.
  */
@@ -55,7 +55,7 @@ async function evaluate(onError: 'continue' | 'block', withLaterAllow: boolean) 
   return d.evaluateToolCall(op, toolContext({ operationId: op }));
 }
 
-describe('SEC-6 duplicate keys in a decision response (SPEC §6 R5)', () => {
+describe('SEC-6 duplicate keys in a decision response (R5)', () => {
   it.each(AMBIGUOUS)('SEC-6 duplicate keys: %s with onError block blocks with hook_control_error (invalid_response)', async (_label, json) => {
     body = json;
     expect(await evaluate('block', false)).toEqual(BLOCKED_BY_CONTROL_ERROR);

@@ -69,7 +69,7 @@ describe('I3: remote interceptors over a real socket', () => {
     expect(await emitterWith().emit(preToolCall(b))).toEqual({ q: 'safe' });
   });
 
-  it('I3 (§4.4): a transform value beyond 2^53 is read exactly and fails closed as context_invalid, never rounded into the args', async () => {
+  it('I3: a transform value beyond 2^53 is read exactly and fails closed as context_invalid, never rounded into the args', async () => {
     // Raw text: JSON.stringify could not write the token, and JSON.parse would round it to …992.
     receiver.setHandler({
       status: 200,
@@ -110,7 +110,7 @@ describe('I3: remote interceptors over a real socket', () => {
   it('I3: a body over 65,536 bytes → host_error:interceptor_failed', async () => {
     expect(await reasonFor({ status: 200, body: `{"decision":"allow"}${' '.repeat(65_537)}` })).toBe('host_error:interceptor_failed');
   });
-  it('I3: {"decision":"warn"} fails the §5 gate → host_error:verdict_invalid', async () => {
+  it('I3: {"decision":"warn"} fails the verdict gate → host_error:verdict_invalid', async () => {
     expect(await reasonFor(json({ decision: 'warn' }))).toBe('host_error:verdict_invalid');
   });
   it('I3: a reserved host_error: reason from the wire → host_error:verdict_invalid', async () => {

@@ -1,5 +1,5 @@
 /**
- * I4 / AGENT-HOOKS-0.1 §6.1a at the dispatcher tool seam (issue 11): a blocked agent_startup
+ * I4: AGENT-HOOKS-0.1 sessions at the dispatcher tool seam (issue 11): a blocked agent_startup
  * closes the session to every later point; agent_shutdown carries the mapped completion reason;
  * a process that never registered an operation still opens its session with agent_startup; an
  * application may own one session across several runs. Real emitters, a real 127.0.0.1 remote
@@ -60,7 +60,7 @@ function recorder(verdictAt: Partial<Record<string, () => Verdict | Promise<Verd
   return { seen, sessionIds, intercept, points: () => seen.map((s) => s.point) };
 }
 
-describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
+describe('I4: sessions at the dispatcher tool seam', () => {
   let t: TestStore;
   let ops: OperationStore;
   let controls: Receiver;
@@ -110,8 +110,8 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
   });
   const controlsAskedFor = (op: string) => controls.requests.filter((r) => JSON.parse(r.body).operationId === op).length;
 
-  describe('§6.1a: a blocked agent_startup closes the session', () => {
-    it('§6.1a: after a startup deny every tool point is blocked with terminate, no tool point is emitted, and agent_shutdown says error (vector 074)', async () => {
+  describe('a blocked agent_startup closes the session', () => {
+    it('after a startup deny every tool point is blocked with terminate, no tool point is emitted, and agent_shutdown says error (vector 074)', async () => {
       const r = recorder({ agent_startup: () => Verdict.deny({ reason: 'policy.no_session' }) });
       const records: InterceptionRecord[] = [];
       const d = dispatcher(new InterceptionEmitter({ interceptors: [r.intercept], recordSink: (x) => void records.push(x) }));
@@ -141,7 +141,7 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
       expect(records.map((x) => x.sequence)).toEqual([0, 1]);
     });
 
-    it('§6.1a: a tool call started while the startup verdict is still pending waits for it and is blocked by a late deny', async () => {
+    it('a tool call started while the startup verdict is still pending waits for it and is blocked by a late deny', async () => {
       let release!: (v: Verdict) => void;
       const gate = new Promise<Verdict>((resolve) => (release = resolve));
       const r = recorder({ agent_startup: () => gate });
@@ -156,7 +156,7 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
       expect(r.points()).toEqual(['agent_startup']);
     });
 
-    it('§6.1a: a startup the interceptor allows lets the tool points through, in order', async () => {
+    it('a startup the interceptor allows lets the tool points through, in order', async () => {
       const r = recorder();
       const d = dispatcher(new InterceptionEmitter({ interceptors: [r.intercept] }));
       const op = nextOp('ok');
@@ -169,7 +169,7 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
       expect(r.seen.at(-1)?.summary).toBe('completed');
     });
 
-    it('§6.1a: a failed agent_startup (remote interceptor on 127.0.0.1 answering 500) is a host error: blocked with terminate even under posture continue', async () => {
+    it('a failed agent_startup (remote interceptor on 127.0.0.1 answering 500) is a host error: blocked with terminate even under posture continue', async () => {
       policy.setHandler((req) => {
         const point = (JSON.parse(req.body) as { interception_point: string }).interception_point;
         return point === 'agent_startup'
@@ -194,7 +194,7 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
       ]);
     });
 
-    it('§6.1a / §8: in evaluate_only a startup deny is recorded and the session goes on', async () => {
+    it('in evaluate_only a startup deny is recorded and the session goes on', async () => {
       const r = recorder({ agent_startup: () => Verdict.deny({ reason: 'policy.would_stop' }) });
       const d = dispatcher(new InterceptionEmitter({ mode: 'evaluate_only', interceptors: [r.intercept] }));
       const op = nextOp('eval');
@@ -318,7 +318,7 @@ describe('§6.1a / I4: sessions at the dispatcher tool seam', () => {
       expect(stored).toHaveLength(6);
     });
 
-    it('§6.1a: in a cold worker a startup deny blocks the first tool call with terminate, and no tool point is emitted', async () => {
+    it('in a cold worker a startup deny blocks the first tool call with terminate, and no tool point is emitted', async () => {
       const r = recorder({ agent_startup: () => Verdict.deny({ reason: 'policy.tenant_suspended' }) });
       const d = dispatcher(new InterceptionEmitter({ interceptors: [r.intercept] }));
       const op = nextOp('cold-deny');

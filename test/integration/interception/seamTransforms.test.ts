@@ -204,7 +204,7 @@ describe('I4: transforms at the tool seam', () => {
       expect(invalid(records, 'post_tool_call')?.reason).toBe('host_error:transform_invalid');
     });
 
-    it('I4 / §8: in evaluate_only nothing is written back, so an unappliable transform neither blocks nor changes the result', async () => {
+    it('I4: in evaluate_only nothing is written back, so an unappliable transform neither blocks nor changes the result', async () => {
       const { d, op, records } = setup(at('post_tool_call', 42), { mode: 'evaluate_only' });
       expect(await d.evaluateAfterToolCall(op, call(op), rawResult())).toEqual({ status: 'allow' });
       expect(invalid(records, 'post_tool_call')?.decision).toBe('transform');

@@ -103,7 +103,7 @@ describe('I4: interception at the dispatcher tool seam', () => {
   });
 
   it('I4: posture continue keeps the run going on an infrastructure deny (no terminate)', async () => {
-    // Fails at pre_tool_call only: a failed agent_startup blocks the whole session whatever the posture (§6.1a).
+    // Fails at pre_tool_call only: a failed agent_startup blocks the whole session whatever the posture.
     const emitter = new InterceptionEmitter({
       interceptors: [
         (c) => {
@@ -122,7 +122,7 @@ describe('I4: interception at the dispatcher tool seam', () => {
     }
   });
 
-  it('I4 / §8: evaluate_only never changes the outcome but records the verdict', async () => {
+  it('I4: evaluate_only never changes the outcome but records the verdict', async () => {
     const { d, emitter } = dispatcherWith(() => Verdict.deny({ reason: 'policy.would_block' }), { mode: 'evaluate_only' });
     try {
       d.register('op-eval', []);

@@ -1,5 +1,5 @@
 /**
- * TEN (issue 46, SPEC §10a N1–N4): tenants are a boundary. Tenant A of a multi-tenant server app
+ * TEN (issue 46, N1–N4): tenants are a boundary. Tenant A of a multi-tenant server app
  * may name any URL in its own hooks, so it names tenant B's: through a real worker, a real
  * HookDispatcher with the endpoint guard, real receivers on 127.0.0.1 and the real Redis and
  * Postgres, A can neither open B's breaker (its 401s, its own decision controls' 401s, its own

@@ -1,5 +1,5 @@
 /**
- * SPEC §8 P6: the regression cases that must exist as tests, against real Postgres and real HTTP
+ * P6: the regression cases that must exist as tests, against real Postgres and real HTTP
  * receivers on 127.0.0.1. Each test names the rules it proves.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Shared fixtures for the operation-store tests (issue #5, SPEC §7–§8): real Postgres schemas,
+ * Shared fixtures for the operation-store tests (issue #5, L1–L5 and P1–P6): real Postgres schemas,
  * real HTTP receivers on 127.0.0.1, real dispatchers. Nothing here is mocked.
  */
 import { randomBytes } from 'node:crypto';

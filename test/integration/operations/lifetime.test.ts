@@ -1,5 +1,5 @@
 /**
- * SPEC §7 L1–L5 (configuration lifetime) through `createOperationStore().publishDeferredResult`,
+ * L1–L5 (configuration lifetime) through `createOperationStore().publishDeferredResult`,
  * real Postgres, real receivers.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';

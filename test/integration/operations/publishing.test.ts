@@ -1,5 +1,5 @@
 /**
- * SPEC §8 P1–P4: publish once into an empty placeholder, private approval claims, hook decisions
+ * P1–P4: publish once into an empty placeholder, private approval claims, hook decisions
  * apart from tool-owned state. Real Postgres, real receivers.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Terminal lifecycle through `completeOperation` (D2, D6, §8 / lobehub notes §2 terminal hooks):
+ * Terminal lifecycle through `completeOperation` (D2, D6; LobeHub's terminal hooks):
  * persist first, then onComplete (and onError only for reason 'error'), rethrow critical, then
  * unregister — except for 'parked'. Real Postgres, real receivers.
  */

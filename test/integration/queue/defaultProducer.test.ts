@@ -19,7 +19,7 @@ describe('D8: queue mode without an explicit producer', () => {
     await t.cleanup();
   });
 
-  it('D8/§13: builds its producer from the environment it was given, records the delivery (ledger + job), and closes it', async () => {
+  it('D8: builds its producer from the environment it was given, records the delivery (ledger + job), and closes it', async () => {
     const d = new HookDispatcher({
       mode: 'queue',
       env: { DATABASE_URL: t.url, REDIS_URL: TEST_REDIS_URL, HOOKRELAY_QUEUE: queueName },

@@ -1,5 +1,5 @@
 /**
- * DOOR-1 (F1, D5, Q1, Q2, §14 "Postgres unreachable at enqueue"): an event `dispatch` / `enqueue`
+ * DOOR-1 (F1, D5, Q1, Q2; Postgres unreachable at enqueue): an event `dispatch` / `enqueue`
  * returned from is in the ledger, or in the producer's local spool that drains into it in order
  * with the same delivery ids, or the caller was told. Reproduction 1 of issue 48: a wrong
  * DATABASE_URL dropped the event with one log line. Real Postgres (a schema created only later,

@@ -1,5 +1,5 @@
 /**
- * DOOR-2 (F2, Q2, §14 "Redis down at enqueue"): a dependency known to be down is answered at once,
+ * DOOR-2 (F2, Q2; Redis down at enqueue): a dependency known to be down is answered at once,
  * never waited on per event. Reproduction 2 of issue 48: while Redis was down every dispatch
  * waited the 2 s queue timeout. A behaviour bound, not a benchmark (bench/ measures the speed): 20
  * dispatches, each answering within a quarter of it, proves no per-event wait on the 2 s queue timeout (or

@@ -26,7 +26,7 @@ describe('worker operations: HTTP server, retention, Postgres outages', () => {
     await rx.close();
   });
 
-  it('§13: /healthz, /readyz and /metrics answer on HOOKRELAY_HTTP_PORT=0 (any free port)', async () => {
+  it('/healthz, /readyz and /metrics answer on HOOKRELAY_HTTP_PORT=0 (any free port)', async () => {
     const worker = await stack.startWorker();
     // Stopped whatever happens: a worker left running would touch the next tests' rows.
     try {
@@ -67,7 +67,7 @@ describe('worker operations: HTTP server, retention, Postgres outages', () => {
     }
   });
 
-  it('§13: a busy HTTP port is logged and delivery goes on', async () => {
+  it('a busy HTTP port is logged and delivery goes on', async () => {
     const blocker = net.createServer();
     await new Promise<void>((resolve) => blocker.listen(0, resolve));
     const port = (blocker.address() as net.AddressInfo).port;
@@ -166,7 +166,7 @@ describe('worker operations: HTTP server, retention, Postgres outages', () => {
     expect(metrics).toMatch(/hookrelay_retention_deleted_total 2/);
   });
 
-  it('§14/Q2: the worker’s Postgres connections terminated mid-run → it pauses, reconnects, and nothing is lost or acknowledged unrecorded', async () => {
+  it('Q2: the worker’s Postgres connections terminated mid-run → it pauses, reconnects, and nothing is lost or acknowledged unrecorded', async () => {
     const appName = `hr_ops_${randomBytes(4).toString('hex')}`;
     const workerStore = await openStore({ databaseUrl: withApplicationName(stack.db.url, appName), maxConnections: 10, onPoolError: () => undefined });
     const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });

@@ -110,7 +110,7 @@ afterAll(async () => {
 });
 
 describe('Redis Cluster (hash-tagged queue prefix)', () => {
-  it('§13: HOOKRELAY_REDIS_CLUSTER=true with a prefix that is not a hash tag is a SettingsError naming HOOKRELAY_QUEUE_PREFIX (worker settings and producer alike)', () => {
+  it('HOOKRELAY_REDIS_CLUSTER=true with a prefix that is not a hash tag is a SettingsError naming HOOKRELAY_QUEUE_PREFIX (worker settings and producer alike)', () => {
     const env = { REDIS_URL: SEED, HOOKRELAY_REDIS_CLUSTER: 'true', HOOKRELAY_QUEUE_PREFIX: 'bull' };
     expect(() => loadSettings(env)).toThrow(SettingsError);
     try {

@@ -18,7 +18,7 @@ import { createStack, type Stack } from '../queue/harness.ts';
 const CURRENT = `sig_${randomBytes(12).toString('hex')}`;
 const NEXT = `sig_${randomBytes(12).toString('hex')}`;
 
-/** A QStash callback body for one attempt of the source message (qstash-protocol.md §7.1). */
+/** A QStash callback body for one attempt of the source message. */
 function callbackBody(status: number, retried: number): string {
   return JSON.stringify({
     status,

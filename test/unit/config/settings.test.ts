@@ -13,45 +13,45 @@ function settingsError(env: Record<string, string | undefined>): SettingsError {
   throw new Error(`expected a SettingsError for ${Object.keys(env).join(', ')}`);
 }
 
-describe('§13: defaults', () => {
+describe('settings: defaults', () => {
   const s = loadSettings({});
 
-  it('§13: DATABASE_URL unset → undefined (embedded PGlite)', () => expect(s.DATABASE_URL).toBeUndefined());
-  it('§13: HOOKRELAY_DATA_DIR defaults to .hookrelay', () => expect(s.HOOKRELAY_DATA_DIR).toBe('.hookrelay'));
-  it('§13: REDIS_URL defaults to redis://127.0.0.1:6379', () => expect(s.REDIS_URL).toBe('redis://127.0.0.1:6379'));
-  it('§13: HOOKRELAY_QUEUE defaults to hookrelay-deliveries', () => expect(s.HOOKRELAY_QUEUE).toBe('hookrelay-deliveries'));
-  it('§13: APP_URL unset', () => expect(s.APP_URL).toBeUndefined());
-  it('§13: HOOKRELAY_ALLOWED_CIDRS unset', () => expect(s.HOOKRELAY_ALLOWED_CIDRS).toBeUndefined());
-  it('§13: HOOKRELAY_SIGNING_SECRETS unset (no secrets)', () => {
+  it('DATABASE_URL unset → undefined (embedded PGlite)', () => expect(s.DATABASE_URL).toBeUndefined());
+  it('HOOKRELAY_DATA_DIR defaults to .hookrelay', () => expect(s.HOOKRELAY_DATA_DIR).toBe('.hookrelay'));
+  it('REDIS_URL defaults to redis://127.0.0.1:6379', () => expect(s.REDIS_URL).toBe('redis://127.0.0.1:6379'));
+  it('HOOKRELAY_QUEUE defaults to hookrelay-deliveries', () => expect(s.HOOKRELAY_QUEUE).toBe('hookrelay-deliveries'));
+  it('APP_URL unset', () => expect(s.APP_URL).toBeUndefined());
+  it('HOOKRELAY_ALLOWED_CIDRS unset', () => expect(s.HOOKRELAY_ALLOWED_CIDRS).toBeUndefined());
+  it('HOOKRELAY_SIGNING_SECRETS unset (no secrets)', () => {
     expect(s.HOOKRELAY_SIGNING_SECRETS).toBeUndefined();
     expect(signingSecrets(s)).toEqual([]);
   });
-  it('§13 / Q3: HOOKRELAY_RETRY_SCHEDULE defaults to 5,300,1800,7200,18000,36000,36000', () => {
+  it('Q3: HOOKRELAY_RETRY_SCHEDULE defaults to 5,300,1800,7200,18000,36000,36000', () => {
     expect(s.HOOKRELAY_RETRY_SCHEDULE).toBe('5,300,1800,7200,18000,36000,36000');
     expect(s.retryScheduleSeconds).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000]);
     // 8 attempts (1 immediate + 7 retries) over ~27.5 h
     expect(s.retryScheduleSeconds.length + 1).toBe(8);
     expect(s.retryScheduleSeconds.reduce((a, b) => a + b, 0) / 3600).toBeCloseTo(27.5, 0);
   });
-  it('§13: HOOKRELAY_CONCURRENCY defaults to 64', () => expect(s.HOOKRELAY_CONCURRENCY).toBe(64));
-  it('§13 / Q8: HOOKRELAY_MAX_PAYLOAD_BYTES defaults to 262144', () => expect(s.HOOKRELAY_MAX_PAYLOAD_BYTES).toBe(262_144));
-  it('§13 / Q2: HOOKRELAY_RECONCILE_INTERVAL_MS defaults to 15000', () => expect(s.HOOKRELAY_RECONCILE_INTERVAL_MS).toBe(15_000));
-  it('§13: HOOKRELAY_LOCK_DURATION_MS defaults to 30000', () => expect(s.HOOKRELAY_LOCK_DURATION_MS).toBe(30_000));
-  it('§13: HOOKRELAY_STALLED_INTERVAL_MS defaults to 30000', () => expect(s.HOOKRELAY_STALLED_INTERVAL_MS).toBe(30_000));
-  it('§13 / Q9: HOOKRELAY_SHUTDOWN_TIMEOUT_MS defaults to 25000', () => expect(s.HOOKRELAY_SHUTDOWN_TIMEOUT_MS).toBe(25_000));
-  it('§13: HOOKRELAY_HTTP_PORT defaults to 8787', () => expect(s.HOOKRELAY_HTTP_PORT).toBe(8787));
-  it('§13: HOOKRELAY_PUBLIC_URL unset', () => expect(s.HOOKRELAY_PUBLIC_URL).toBeUndefined());
-  it('§13 / Q11: HOOKRELAY_RETENTION_DAYS defaults to 30', () => expect(s.HOOKRELAY_RETENTION_DAYS).toBe(30));
-  it('§13: HOOKRELAY_MIGRATE defaults to true (the worker migrates at start)', () => expect(s.HOOKRELAY_MIGRATE).toBe(true));
-  it('§13: LOG_LEVEL defaults to info', () => expect(s.LOG_LEVEL).toBe('info'));
-  it('§13: QSTASH_URL, QSTASH_TOKEN, QSTASH_CURRENT_SIGNING_KEY, QSTASH_NEXT_SIGNING_KEY unset', () => {
+  it('HOOKRELAY_CONCURRENCY defaults to 64', () => expect(s.HOOKRELAY_CONCURRENCY).toBe(64));
+  it('Q8: HOOKRELAY_MAX_PAYLOAD_BYTES defaults to 262144', () => expect(s.HOOKRELAY_MAX_PAYLOAD_BYTES).toBe(262_144));
+  it('Q2: HOOKRELAY_RECONCILE_INTERVAL_MS defaults to 15000', () => expect(s.HOOKRELAY_RECONCILE_INTERVAL_MS).toBe(15_000));
+  it('HOOKRELAY_LOCK_DURATION_MS defaults to 30000', () => expect(s.HOOKRELAY_LOCK_DURATION_MS).toBe(30_000));
+  it('HOOKRELAY_STALLED_INTERVAL_MS defaults to 30000', () => expect(s.HOOKRELAY_STALLED_INTERVAL_MS).toBe(30_000));
+  it('Q9: HOOKRELAY_SHUTDOWN_TIMEOUT_MS defaults to 25000', () => expect(s.HOOKRELAY_SHUTDOWN_TIMEOUT_MS).toBe(25_000));
+  it('HOOKRELAY_HTTP_PORT defaults to 8787', () => expect(s.HOOKRELAY_HTTP_PORT).toBe(8787));
+  it('HOOKRELAY_PUBLIC_URL unset', () => expect(s.HOOKRELAY_PUBLIC_URL).toBeUndefined());
+  it('Q11: HOOKRELAY_RETENTION_DAYS defaults to 30', () => expect(s.HOOKRELAY_RETENTION_DAYS).toBe(30));
+  it('HOOKRELAY_MIGRATE defaults to true (the worker migrates at start)', () => expect(s.HOOKRELAY_MIGRATE).toBe(true));
+  it('LOG_LEVEL defaults to info', () => expect(s.LOG_LEVEL).toBe('info'));
+  it('QSTASH_URL, QSTASH_TOKEN, QSTASH_CURRENT_SIGNING_KEY, QSTASH_NEXT_SIGNING_KEY unset', () => {
     expect(s.QSTASH_URL).toBeUndefined();
     expect(s.QSTASH_TOKEN).toBeUndefined();
     expect(s.QSTASH_CURRENT_SIGNING_KEY).toBeUndefined();
     expect(s.QSTASH_NEXT_SIGNING_KEY).toBeUndefined();
   });
 
-  it('§13: loadSettings({}) gives exactly these keys and values', () => {
+  it('loadSettings({}) gives exactly these keys and values', () => {
     expect(s).toEqual({
       HOOKRELAY_DATA_DIR: '.hookrelay',
       REDIS_URL: 'redis://127.0.0.1:6379',
@@ -76,12 +76,12 @@ describe('§13: defaults', () => {
     });
   });
 
-  it('§13: unrelated variables (incl. AGENT_HOOK_WEBHOOK_*) are ignored by loadSettings', () => {
+  it('unrelated variables (incl. AGENT_HOOK_WEBHOOK_*) are ignored by loadSettings', () => {
     expect(loadSettings({ PATH: '/bin', AGENT_HOOK_WEBHOOK_URL: 'not a url', SOMETHING: 'x' })).toEqual(s);
   });
 });
 
-describe('§13: empty strings count as unset', () => {
+describe('settings: empty strings count as unset', () => {
   it.each([
     'DATABASE_URL',
     'HOOKRELAY_DATA_DIR',
@@ -107,15 +107,15 @@ describe('§13: empty strings count as unset', () => {
     'QSTASH_TOKEN',
     'QSTASH_CURRENT_SIGNING_KEY',
     'QSTASH_NEXT_SIGNING_KEY',
-  ])('§13: %s="" and "   " give the default', (name) => {
+  ])('%s="" and "   " give the default', (name) => {
     const defaults = loadSettings({});
     expect(loadSettings({ [name]: '' })).toEqual(defaults);
     expect(loadSettings({ [name]: '   ' })).toEqual(defaults);
   });
 });
 
-describe('§13: values are read', () => {
-  it('§13: every variable is taken from the given env', () => {
+describe('settings: values are read', () => {
+  it('every variable is taken from the given env', () => {
     const s = loadSettings({
       DATABASE_URL: 'postgres://hook:pw@db.internal:5432/hookrelay',
       HOOKRELAY_DATA_DIR: '/var/lib/hookrelay',
@@ -184,7 +184,7 @@ describe('§13: values are read', () => {
     ).toEqual(['whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH', 'whsec_CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk=']);
   });
 
-  it('§13: HOOKRELAY_HTTP_PORT bounds 0 and 65535 are accepted', () => {
+  it('HOOKRELAY_HTTP_PORT bounds 0 and 65535 are accepted', () => {
     expect(loadSettings({ HOOKRELAY_HTTP_PORT: '65535' }).HOOKRELAY_HTTP_PORT).toBe(65_535);
     expect(loadSettings({ HOOKRELAY_HTTP_PORT: '0' }).HOOKRELAY_HTTP_PORT).toBe(0);
   });
@@ -196,22 +196,22 @@ describe('§13: values are read', () => {
     ['false', false],
     ['False', false],
     ['0', false],
-  ])('§13: HOOKRELAY_MIGRATE=%s → %s', (value, expected) => {
+  ])('HOOKRELAY_MIGRATE=%s → %s', (value, expected) => {
     expect(loadSettings({ HOOKRELAY_MIGRATE: value }).HOOKRELAY_MIGRATE).toBe(expected);
   });
 
-  it.each(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])('§13: LOG_LEVEL=%s is a pino level', (level) => {
+  it.each(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])('LOG_LEVEL=%s is a pino level', (level) => {
     expect(loadSettings({ LOG_LEVEL: level }).LOG_LEVEL).toBe(level);
   });
 
-  it('§13: loadSettings does not mutate the env it is given', () => {
+  it('loadSettings does not mutate the env it is given', () => {
     const env = { HOOKRELAY_CONCURRENCY: '4', LOG_LEVEL: '' };
     loadSettings(env);
     expect(env).toEqual({ HOOKRELAY_CONCURRENCY: '4', LOG_LEVEL: '' });
   });
 });
 
-describe('§13: bad values throw a SettingsError naming the variable', () => {
+describe('settings: bad values throw a SettingsError naming the variable', () => {
   it.each([
     ['HOOKRELAY_CONCURRENCY', 'abc'],
     ['HOOKRELAY_CONCURRENCY', '0'],
@@ -264,7 +264,7 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     ['HOOKRELAY_CONSOLE_IDLE_TIMEOUT', '-5m'],
     ['HOOKRELAY_CONSOLE_SESSION_MAX_AGE', '31d'],
     ['HOOKRELAY_CONSOLE_SESSION_MAX_AGE', '1e9'],
-  ])('§13: %s=%j throws naming the variable', (name, value) => {
+  ])('%s=%j throws naming the variable', (name, value) => {
     const error = settingsError({ [name]: value });
     expect(error.name).toBe('SettingsError');
     expect(error.variables).toEqual([name]);
@@ -279,7 +279,7 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     ['HOOKRELAY_SIGNING_SECRETS', 'whsec_YQ== plain'],
     // Q6: one parser for settings and the send path: a secret under 24 bytes is refused here too
     ['HOOKRELAY_SIGNING_SECRETS', 'whsec_b2xkc2VjcmV0'],
-  ])('§13: secret variable %s=%j throws naming the variable, not the value', (name, value) => {
+  ])('secret variable %s=%j throws naming the variable, not the value', (name, value) => {
     const error = settingsError({ [name]: value });
     expect(error.variables).toEqual([name]);
     expect(error.message).toContain(name);
@@ -293,7 +293,7 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     expect(error.message).toContain('expected whsec_<base64 of 24-64 random bytes>');
   });
 
-  it('§13: HOOKRELAY_SIGNING_SECRETS=whsec_!!!secretvalue!!! → message lacks the value', () => {
+  it('HOOKRELAY_SIGNING_SECRETS=whsec_!!!secretvalue!!! → message lacks the value', () => {
     const error = settingsError({ HOOKRELAY_SIGNING_SECRETS: 'whsec_!!!secretvalue!!!' });
     expect(error.variables).toEqual(['HOOKRELAY_SIGNING_SECRETS']);
     expect(error.message).toContain('HOOKRELAY_SIGNING_SECRETS');
@@ -301,38 +301,38 @@ describe('§13: bad values throw a SettingsError naming the variable', () => {
     expect(error.message).not.toContain('whsec_!!!');
   });
 
-  it('§13: a bad REDIS_URL with a password does not leak the password', () => {
+  it('a bad REDIS_URL with a password does not leak the password', () => {
     const error = settingsError({ REDIS_URL: 'http://:hunter2redis@redis.internal:6379' });
     expect(error.message).not.toContain('hunter2redis');
   });
 
-  it('§13: a bad DATABASE_URL with a password does not leak it', () => {
+  it('a bad DATABASE_URL with a password does not leak it', () => {
     const error = settingsError({ DATABASE_URL: 'postgres://u:hunter2db@@@ bad host' });
     expect(error.variables).toEqual(['DATABASE_URL']);
     expect(error.message).not.toContain('hunter2db');
   });
 
-  it('§13: no bad value (secret or not) is echoed in the message', () => {
+  it('no bad value (secret or not) is echoed in the message', () => {
     const error = settingsError({ HOOKRELAY_CONCURRENCY: 'abc-marker', LOG_LEVEL: 'loud-marker', APP_URL: 'ftp://url-marker' });
     expect(error.message).not.toMatch(/marker/);
   });
 
-  it('§13: several bad variables are all named, each once', () => {
+  it('several bad variables are all named, each once', () => {
     const error = settingsError({ HOOKRELAY_CONCURRENCY: 'abc', HOOKRELAY_HTTP_PORT: '70000', LOG_LEVEL: 'loud', REDIS_URL: 'http://x' });
     expect([...error.variables].sort()).toEqual(['HOOKRELAY_CONCURRENCY', 'HOOKRELAY_HTTP_PORT', 'LOG_LEVEL', 'REDIS_URL'].sort());
     for (const name of error.variables) expect(error.message).toContain(name);
     expect(new Set(error.variables).size).toBe(error.variables.length);
   });
 
-  it('§13: a good variable next to a bad one is not named', () => {
+  it('a good variable next to a bad one is not named', () => {
     const error = settingsError({ HOOKRELAY_CONCURRENCY: '8', LOG_LEVEL: 'loud' });
     expect(error.variables).toEqual(['LOG_LEVEL']);
     expect(error.message).not.toContain('HOOKRELAY_CONCURRENCY');
   });
 });
 
-describe('§13: one settings schema for every factory (readSettings)', () => {
-  it('§13: a slice gets the same defaults as loadSettings', () => {
+describe('one settings schema for every factory (readSettings)', () => {
+  it('a slice gets the same defaults as loadSettings', () => {
     const all = loadSettings({});
     const slice = readSettings(['HOOKRELAY_QUEUE', 'REDIS_URL', 'HOOKRELAY_MAX_PAYLOAD_BYTES', 'HOOKRELAY_DATA_DIR'], {});
     expect(slice).toEqual({
@@ -343,7 +343,7 @@ describe('§13: one settings schema for every factory (readSettings)', () => {
     });
   });
 
-  it('§13: a slice validates with the same rules, naming the variable and not the value', () => {
+  it('a slice validates with the same rules, naming the variable and not the value', () => {
     expect(() => readSettings(['HOOKRELAY_MAX_PAYLOAD_BYTES'], { HOOKRELAY_MAX_PAYLOAD_BYTES: 'big' })).toThrow(/HOOKRELAY_MAX_PAYLOAD_BYTES/);
     const error = (() => {
       try {
@@ -358,16 +358,16 @@ describe('§13: one settings schema for every factory (readSettings)', () => {
     expect(error.message).not.toContain('secret-host');
   });
 
-  it('§13: a variable outside the slice is neither read nor validated', () => {
+  it('a variable outside the slice is neither read nor validated', () => {
     expect(readSettings(['HOOKRELAY_QUEUE'], { HOOKRELAY_CONCURRENCY: 'abc', HOOKRELAY_QUEUE: 'q1' })).toEqual({ HOOKRELAY_QUEUE: 'q1' });
   });
 
-  it('§13: the producer reads its environment through the schema (a bad HOOKRELAY_MAX_PAYLOAD_BYTES is an error, not silently the default)', () => {
+  it('the producer reads its environment through the schema (a bad HOOKRELAY_MAX_PAYLOAD_BYTES is an error, not silently the default)', () => {
     expect(() => createHookProducer({ env: { HOOKRELAY_MAX_PAYLOAD_BYTES: '12kb' } })).toThrow(SettingsError);
     expect(() => createHookProducer({ env: { HOOKRELAY_QUEUE: 'bad name' } })).toThrow(/HOOKRELAY_QUEUE/);
   });
 
-  it('§13: SETTING_NAMES lists every variable of the schema', () => {
+  it('SETTING_NAMES lists every variable of the schema', () => {
     expect(SETTING_NAMES).toContain('DATABASE_URL');
     expect(SETTING_NAMES).toContain('HOOKRELAY_TEMPLATE_ENV');
     // every defaulted setting loadSettings returns is a listed name (retryScheduleSeconds is derived)

@@ -16,8 +16,8 @@ function zodPaths(fn: () => unknown): string[] {
   throw new Error('expected a ZodError');
 }
 
-describe('D10 / §1: event payload schemas', () => {
-  it('§1: there is one event schema per hook type (16)', () => {
+describe('D10: event payload schemas', () => {
+  it('there is one event schema per hook type (16)', () => {
     expect(Object.keys(EventSchemas).sort()).toEqual([...HOOK_TYPES].sort());
   });
 
@@ -56,7 +56,7 @@ describe('D10 / §1: event payload schemas', () => {
       }
     });
 
-    it(`D10 / §1: ${type} requires userId (where given) to be a string`, () => {
+    it(`D10: ${type} requires userId (where given) to be a string`, () => {
       expect(parseHookEvent(type, { operationId: 'o', userId: 'u_1' })).toMatchObject({ userId: 'u_1' });
       expect(paths(rejects(schema, { operationId: 'o', userId: 5 }))).toEqual(['userId']);
     });

@@ -9,8 +9,8 @@ const handler = () => undefined;
 const URL_OK = 'https://hooks.example.com/h';
 const nonToolTypes = HOOK_TYPES.filter((t) => !(TOOL_HOOK_TYPES as readonly string[]).includes(t));
 
-describe('§1: hook types', () => {
-  it('§1: there are exactly the 16 hook types', () => {
+describe('hook types', () => {
+  it('there are exactly the 16 hook types', () => {
     expect(HOOK_TYPES).toHaveLength(16);
     expect([...HOOK_TYPES].sort()).toEqual(
       [

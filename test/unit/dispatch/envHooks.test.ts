@@ -130,7 +130,7 @@ describe('HookDispatcher with environment hooks (E4, L5)', () => {
     expect(producer.calls.map((c) => c.hooks.map((h) => h.webhook.url))).toEqual([[URL_], ['https://policy-2.example.com/hook']]);
   });
 
-  it('§14/E2: an invalid environment makes register throw, naming the variables (not values); nothing is registered', () => {
+  it('E2: an invalid environment makes register throw, naming the variables (not values); nothing is registered', () => {
     const d = new HookDispatcher({ env: { AGENT_HOOK_WEBHOOK_URL: URL_, AGENT_HOOK_WEBHOOK_EVENTS: 'onComplete' }, logger: quietLogger() });
     dispatchers.push(d);
     const error = thrown(() => d.register('op', [{ id: 'a', type: 'onComplete', handler: () => undefined }])) as Error;

@@ -31,7 +31,7 @@ describe('I4: what the tool seam can carry', () => {
     expect(resultFromTarget({ content: 'new', success: true }, original)).toEqual({ content: 'new', success: true });
   });
 
-  it('I4: refusal details name the constraint, never the value (§14)', () => {
+  it('I4: refusal details name the constraint, never the value', () => {
     expect(refuseArgs('secret-value-1')).not.toContain('secret-value-1');
     expect(refuseResult(123456789)).not.toContain('123456789');
   });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SummarySchema } from '../../../src/contract/agentHooks.ts';
 import { shutdownReasonFor } from '../../../src/dispatch/shutdownReason.ts';
 
-describe('I4: completion reasons at agent_shutdown (§4.2 summary.reason)', () => {
+describe('I4: completion reasons at agent_shutdown (summary.reason)', () => {
   it('I4: done → completed, error → error, interrupted / max_steps / cost_limit → cancelled', () => {
     expect(shutdownReasonFor('done')).toBe('completed');
     expect(shutdownReasonFor('error')).toBe('error');

@@ -4,7 +4,7 @@ import { toolCtx } from './helpers.ts';
 
 const onlyObjects = (t: unknown) => (t !== null && typeof t === 'object' && !Array.isArray(t) ? undefined : 'target must be an object');
 
-describe('I1/I4: the host limit on a folded target (EmitOptions.acceptTarget, §5.2)', () => {
+describe('I1/I4: the host limit on a folded target (EmitOptions.acceptTarget)', () => {
   it('I4: a permitted fold the host refuses is recorded and thrown as host_error:transform_invalid, with the refusal as message and the context untouched', async () => {
     const records: InterceptionRecord[] = [];
     const e = new InterceptionEmitter({ interceptors: [() => Verdict.transform('$target', 'flat')], recordSink: (r) => void records.push(r) });
@@ -28,7 +28,7 @@ describe('I1/I4: the host limit on a folded target (EmitOptions.acceptTarget, §
     expect(asked).toEqual([{ q: 'safe' }]);
   });
 
-  it('I4 / §8: evaluate_only writes nothing back, so the host is not asked and the emission proceeds', async () => {
+  it('I4: evaluate_only writes nothing back, so the host is not asked and the emission proceeds', async () => {
     const e = new InterceptionEmitter({ mode: 'evaluate_only', interceptors: [() => Verdict.transform('$target', 3)] });
     expect(await e.emit(toolCtx({ q: 'x' }), { acceptTarget: onlyObjects })).toEqual({ q: 'x' });
   });

@@ -11,7 +11,7 @@ async function resolveWith(resolution: (req: ApprovalRequest) => unknown, extra:
   return e.emitUnchecked(toolCtx());
 }
 
-describe('I1: approval seam resolution validation order (§9)', () => {
+describe('I1: approval seam resolution validation order', () => {
   it('I1: step 1 echo rule wins over every later failure', async () => {
     const r = await resolveWith(() => ({ outcome: 'bogus', context_identity: 'sha256:forged' }));
     expect(r.verdict.reason).toBe('host_error:approval_identity_mismatch');
@@ -34,7 +34,7 @@ describe('I1: approval seam resolution validation order (§9)', () => {
     expect(r.verdict.reason).toBe('host_error:approval_unresolved');
   });
 
-  it('I1: step 3 a carried verdict failing §5 is verdict_invalid; step 4 outcome/decision mismatch too', async () => {
+  it('I1: step 3 a carried verdict failing the verdict gate is verdict_invalid; step 4 outcome/decision mismatch too', async () => {
     const gate = await resolveWith((q) => ({ outcome: 'approve', context_identity: q.context_identity, verdict: { decision: 'warn' } }));
     expect(gate.verdict.reason).toBe('host_error:verdict_invalid');
     const mismatch = await resolveWith((q) => ({ outcome: 'reject', context_identity: q.context_identity, verdict: { decision: 'allow' } }));
@@ -58,7 +58,7 @@ describe('I1: approval seam resolution validation order (§9)', () => {
   });
 });
 
-describe('I1: approval redaction seam (§9)', () => {
+describe('I1: approval redaction seam', () => {
   it('I1: the request identity is computed over the redacted context; record identities are unaffected', async () => {
     const seen: ApprovalRequest[] = [];
     const r = await resolveWith((q) => (seen.push(q), { outcome: 'approve', context_identity: q.context_identity, verdict: { decision: 'allow' } }), {

@@ -11,7 +11,7 @@ import {
 } from '../../../src/intercept/index.ts';
 import { builder, sleep, toolCtx } from './helpers.ts';
 
-describe('I1: envelope validation before dispatch (§4, §6.3, §10.2)', () => {
+describe('I1: envelope validation before dispatch', () => {
   it('I1: an invalid envelope denies context_invalid, calls no interceptor and records null identities', async () => {
     const intercept = vi.fn(() => ALLOW);
     const records: InterceptionRecord[] = [];
@@ -24,7 +24,7 @@ describe('I1: envelope validation before dispatch (§4, §6.3, §10.2)', () => {
     expect(records).toHaveLength(1);
   });
 
-  it('I1: NaN, Infinity and lone surrogates anywhere in the context fail closed (§4.4)', async () => {
+  it('I1: NaN, Infinity and lone surrogates anywhere in the context fail closed', async () => {
     const intercept = vi.fn(() => ALLOW);
     const e = new InterceptionEmitter({ interceptors: [intercept], identityProvider: null });
     for (const poison of [{ x: Number.NaN }, { x: Number.POSITIVE_INFINITY }, { x: 'bad\ud800' }]) {
@@ -35,7 +35,7 @@ describe('I1: envelope validation before dispatch (§4, §6.3, §10.2)', () => {
     expect(intercept).not.toHaveBeenCalled();
   });
 
-  it('I1: a context nested past the depth bound is denied, not crashed on (§12.3)', async () => {
+  it('I1: a context nested past the depth bound is denied, not crashed on', async () => {
     let deep: unknown = 1;
     for (let i = 0; i < 200; i++) deep = { d: deep };
     const e = new InterceptionEmitter({ interceptors: [() => ALLOW] });
@@ -43,7 +43,7 @@ describe('I1: envelope validation before dispatch (§4, §6.3, §10.2)', () => {
     expect(r.verdict.reason).toBe('host_error:context_invalid');
   });
 
-  it('I1: a failing custom identity provider denies before any interceptor runs (§10.1)', async () => {
+  it('I1: a failing custom identity provider denies before any interceptor runs', async () => {
     const intercept = vi.fn(() => ALLOW);
     for (const compute of [
       () => {
@@ -60,7 +60,7 @@ describe('I1: envelope validation before dispatch (§4, §6.3, §10.2)', () => {
   });
 });
 
-describe('I1: timeouts (§7, §9)', () => {
+describe('I1: timeouts', () => {
   it('I1: an interceptor past its timeout denies interceptor_timeout in its slot, and its signal is aborted', async () => {
     let seen: AbortSignal | undefined;
     const slow = async (_ctx: AgentContext, { signal }: { signal: AbortSignal }) => {
@@ -99,7 +99,7 @@ describe('I1: timeouts (§7, §9)', () => {
     expect((await e.emitUnchecked(toolCtx())).verdict.reason).toBe('slow-but-fine');
   });
 
-  it('I1: a resolver past its timeout denies approval_resolver_failed (§9)', async () => {
+  it('I1: a resolver past its timeout denies approval_resolver_failed', async () => {
     const e = new InterceptionEmitter({
       interceptors: [() => Verdict.escalate('needs-human')],
       resolver: () => new Promise(() => {}),
@@ -116,7 +116,7 @@ describe('I1: timeouts (§7, §9)', () => {
   });
 });
 
-describe('I1: cancellation (§10.3 exactly one record per emission)', () => {
+describe('I1: cancellation (exactly one record per emission)', () => {
   it('I1: aborting the caller signal records a fail-closed deny and rejects with the abort reason', async () => {
     const records: InterceptionRecord[] = [];
     let interceptorSignal: AbortSignal | undefined;
@@ -142,7 +142,7 @@ describe('I1: cancellation (§10.3 exactly one record per emission)', () => {
   });
 });
 
-describe('I1: record sink (§10.3)', () => {
+describe('I1: record sink', () => {
   it('I1: sink throws and rejections never change control flow but are counted', async () => {
     let calls = 0;
     const e = new InterceptionEmitter({
@@ -182,7 +182,7 @@ describe('I1: record sink (§10.3)', () => {
   });
 });
 
-describe('I1: sequence (§3.1.6, §12.2.3)', () => {
+describe('I1: sequence', () => {
   it('I1: 100 concurrent emissions for one session get unique, strictly increasing sequences in call order', async () => {
     const records: InterceptionRecord[] = [];
     const e = new InterceptionEmitter({
@@ -216,7 +216,7 @@ describe('I1: sequence (§3.1.6, §12.2.3)', () => {
   });
 });
 
-describe('I1: enforcement of the combined verdict (§4.3, §6, §8)', () => {
+describe('I1: enforcement of the combined verdict', () => {
   it('I1: emit returns the post-transform target and writes it back into the aliased field', async () => {
     const e = new InterceptionEmitter({ interceptors: [() => Verdict.transform('$target.url', 'https://safe')] });
     const ctx = toolCtx();
@@ -252,19 +252,19 @@ describe('I1: enforcement of the combined verdict (§4.3, §6, §8)', () => {
     expect(e.records[0].input_identity).toBe(e.records[0].enforced_identity);
   });
 
-  it('I1: enforce with zero interceptors denies no_interceptor (§7)', async () => {
+  it('I1: enforce with zero interceptors denies no_interceptor', async () => {
     const e = new InterceptionEmitter();
     await expect(e.emit(toolCtx())).rejects.toMatchObject({ record: { verdict: { reason: 'host_error:no_interceptor' }, interceptors_registered: 0 } });
   });
 
-  it('I1: a transform that leaves the I-JSON domain fails closed at finalize with a null enforced identity (§10.2)', async () => {
+  it('I1: a transform that leaves the I-JSON domain fails closed at finalize with a null enforced identity', async () => {
     const e = new InterceptionEmitter({ interceptors: [() => Verdict.transform('$target.url', 2 ** 53)] });
     const err = (await e.emit(toolCtx()).catch((x: unknown) => x)) as InterceptionBlocked;
     expect(err.record).toMatchObject({ verdict: { reason: 'host_error:context_invalid' }, enforced_identity: null, decided_by: null });
     expect(err.record.input_identity).toMatch(/^sha256:/);
   });
 
-  it('I1: each interceptor gets its own deep copy (§7)', async () => {
+  it('I1: each interceptor gets its own deep copy', async () => {
     const seen: unknown[] = [];
     const e = new InterceptionEmitter({
       interceptors: [(ctx) => (((ctx.target as Record<string, unknown>).url = 'MUTATED'), ALLOW), (ctx) => (seen.push(structuredClone(ctx.target)), ALLOW)],
@@ -282,7 +282,7 @@ describe('I1: enforcement of the combined verdict (§4.3, §6, §8)', () => {
     expect(r.verdict.warnings).toEqual([{ reason: 'odd', message: 'looks odd' }]);
   });
 
-  it('I1: a host projection failure is recorded with the fail-closed shape (§10.3)', async () => {
+  it('I1: a host projection failure is recorded with the fail-closed shape', async () => {
     const e = new InterceptionEmitter({ interceptors: [() => ALLOW] });
     const r = await e.recordHostFailure({ interceptionPoint: 'pre_tool_call', sessionId: 's', sequence: 7, message: 'TypeError at tool_call.args' });
     expect(r).toMatchObject({

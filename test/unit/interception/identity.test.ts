@@ -35,7 +35,7 @@ function toolCtx(args: Record<string, unknown>): AgentContext {
   return { ...base, tool_call: { id: 'tc', name: 't', args }, target: args } as unknown as AgentContext;
 }
 
-describe('I1: jcs-sha256 golden identity vectors (§10.2)', () => {
+describe('I1: jcs-sha256 golden identity vectors', () => {
   const positives = golden.fixtures.filter((f) => f.expect.canonical_json !== undefined);
   const negatives = golden.fixtures.filter((f) => f.expect.error !== undefined);
 
@@ -45,7 +45,7 @@ describe('I1: jcs-sha256 golden identity vectors (§10.2)', () => {
   });
 
   for (const f of positives) {
-    it(`I1: ${f.id} reproduces the canonical bytes and the identity (§10.2)`, () => {
+    it(`I1: ${f.id} reproduces the canonical bytes and the identity`, () => {
       // canonical_json pins the RFC 8785 bytes of the whole fixture; the identity hashes its ctx_rc projection.
       expect(canonicalizeJcs(f.ctx)).toBe(f.expect.canonical_json);
       expect(jcsSha256Identity(f.ctx)).toBe(f.expect.context_identity);
@@ -53,19 +53,19 @@ describe('I1: jcs-sha256 golden identity vectors (§10.2)', () => {
   }
 
   for (const f of negatives) {
-    it(`I1: ${f.id} is rejected as ${f.expect.error} (§10.2)`, () => {
+    it(`I1: ${f.id} is rejected as ${f.expect.error}`, () => {
       expect(reasonOf(() => jcsSha256Identity(f.ctx))).toBe(f.expect.error);
     });
   }
 
-  it('I1: optional and namespaced members never perturb the identity (G-05 = G-05b, §10.2)', () => {
+  it('I1: optional and namespaced members never perturb the identity (G-05 = G-05b)', () => {
     const g05 = golden.fixtures.find((f) => f.id.startsWith('G-05-'));
     const g05b = golden.fixtures.find((f) => f.id.startsWith('G-05b'));
     expect(g05?.expect.context_identity).toBe(g05b?.expect.context_identity);
   });
 });
 
-describe('I1: RFC 8785 canonical JSON (§10.2)', () => {
+describe('I1: RFC 8785 canonical JSON', () => {
   it('I1: sorts members by UTF-16 code units, not code points', () => {
     expect(canonicalizeJcs({ '\ue000': 1, '\u{10000}': 2, a: 3, '': 4 })).toBe('{"":4,"a":3,"\u{10000}":2,"\ue000":1}');
   });
@@ -84,21 +84,21 @@ describe('I1: RFC 8785 canonical JSON (§10.2)', () => {
     expect(reasonOf(() => canonicalizeJcs({ id: -(2 ** 53) }))).toBe('host_error:context_invalid');
   });
 
-  it('I1: NaN and ±Infinity are rejected, never rewritten to null (§4.4)', () => {
+  it('I1: NaN and ±Infinity are rejected, never rewritten to null', () => {
     for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
       expect(reasonOf(() => canonicalizeJcs({ x: [bad] }))).toBe('host_error:context_invalid');
       expect(reasonOf(() => jcsSha256Identity(toolCtx({ x: bad })))).toBe('host_error:context_invalid');
     }
   });
 
-  it('I1: lone surrogates in values or member names are rejected (§4.4)', () => {
+  it('I1: lone surrogates in values or member names are rejected', () => {
     expect(reasonOf(() => canonicalizeJcs({ s: 'a\ud800' }))).toBe('host_error:context_invalid');
     expect(reasonOf(() => canonicalizeJcs({ s: '\udc00b' }))).toBe('host_error:context_invalid');
     expect(reasonOf(() => canonicalizeJcs({ 'k\ud83d': 1 }))).toBe('host_error:context_invalid');
     expect(canonicalizeJcs({ s: '\ud83d\ude00' })).toBe('{"s":"😀"}');
   });
 
-  it('I1: nesting deeper than 128 levels fails closed instead of overflowing (§12.3)', () => {
+  it('I1: nesting deeper than 128 levels fails closed instead of overflowing', () => {
     let deep: unknown = 'leaf';
     for (let i = 0; i < 127; i++) deep = [deep];
     expect(() => canonicalizeJcs(deep)).not.toThrow(); // 128 levels: at the bound
@@ -115,7 +115,7 @@ describe('I1: RFC 8785 canonical JSON (§10.2)', () => {
   });
 });
 
-describe('I1: identity providers (§10.1)', () => {
+describe('I1: identity providers', () => {
   it('I1: the identity is a function of ctx_rc only and changes when the target changes', () => {
     const a = jcsSha256Identity(toolCtx({ url: 'x' }));
     const withOptional = { ...toolCtx({ url: 'x' }), trace: { trace_id: 'abc' }, extensions: { acme: { k: 1 } } } as AgentContext;
@@ -124,7 +124,7 @@ describe('I1: identity providers (§10.1)', () => {
     expect(a).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
-  it('I1: refuses a guessed preimage — unknown or missing interception_point (§10.2)', () => {
+  it('I1: refuses a guessed preimage — unknown or missing interception_point', () => {
     expect(reasonOf(() => jcsSha256Identity({ ...toolCtx({}), interception_point: 'pre_anything' }))).toBe('host_error:context_invalid');
   });
 
@@ -136,7 +136,7 @@ describe('I1: identity providers (§10.1)', () => {
   });
 });
 
-describe('I1: ctx_rc projection (§10.2)', () => {
+describe('I1: ctx_rc projection', () => {
   it('I1: G-05 hashes exactly the canonical bytes of its projection, which equal G-05b', () => {
     const g05 = golden.fixtures.find((f) => f.id.startsWith('G-05-')) as Fixture;
     const g05b = golden.fixtures.find((f) => f.id.startsWith('G-05b')) as Fixture;

@@ -6,7 +6,7 @@ function reason(raw: unknown): string | undefined {
   return r.ok ? undefined : r.reason;
 }
 
-describe('I1: the §5 verdict gate (parseWireVerdict)', () => {
+describe('I1: the verdict gate (parseWireVerdict)', () => {
   it('I1: accepts the three wire decisions and folds null members into absence', () => {
     expect(parseWireVerdict({ decision: 'allow', reason: null, warnings: null })).toEqual({ ok: true, verdict: { decision: 'allow' } });
     expect(parseWireVerdict({ decision: 'deny', approval: {} })).toEqual({ ok: true, verdict: { decision: 'deny', approval: {} } });
@@ -16,12 +16,12 @@ describe('I1: the §5 verdict gate (parseWireVerdict)', () => {
     });
   });
 
-  it('I1: "warn" and "escalate" on the wire are verdict_invalid (§5.1)', () => {
+  it('I1: "warn" and "escalate" on the wire are verdict_invalid', () => {
     expect(reason({ decision: 'warn' })).toBe('host_error:verdict_invalid');
     expect(reason({ decision: 'escalate' })).toBe('host_error:verdict_invalid');
   });
 
-  it('I1: every §5 violation maps to verdict_invalid', () => {
+  it('I1: every verdict-gate violation maps to verdict_invalid', () => {
     for (const bad of [
       null,
       'allow',
@@ -46,12 +46,12 @@ describe('I1: the §5 verdict gate (parseWireVerdict)', () => {
     expect(reason({ decision: 'allow', evidence: { artefact: 'x'.repeat(10225) } })).toBeUndefined();
   });
 
-  it('I1: a non-JSON value returned by an interceptor is interceptor_failed (§11)', () => {
+  it('I1: a non-JSON value returned by an interceptor is interceptor_failed', () => {
     expect(reason({ decision: 'transform', transform: { path: '$target', value: Number.NaN } })).toBe('host_error:interceptor_failed');
     expect(reason({ decision: 'allow', reason: () => 1 })).toBe('host_error:interceptor_failed');
   });
 
-  it('I1: path roots outside $target are transform_target_forbidden; grammar errors transform_invalid (§5.2)', () => {
+  it('I1: path roots outside $target are transform_target_forbidden; grammar errors transform_invalid', () => {
     const t = (path: string) => reason({ decision: 'transform', transform: { path, value: 1 } });
     expect(t('$snapshot.x')).toBe('host_error:transform_target_forbidden');
     expect(t('target.x')).toBe('host_error:transform_target_forbidden');
@@ -71,7 +71,7 @@ describe('I1: the §5 verdict gate (parseWireVerdict)', () => {
   });
 });
 
-describe('I1: transform application (§5.2)', () => {
+describe('I1: transform application', () => {
   const apply = (target: unknown, path: string, value: unknown) => {
     const p = parseTransformPath(path);
     if (!p.ok) return p.reason;
@@ -90,7 +90,7 @@ describe('I1: transform application (§5.2)', () => {
   });
 });
 
-describe('I1: composition declaration (§7.2)', () => {
+describe('I1: composition declaration', () => {
   it('I1: knob defaults are the normative fail-closed values and unconsulted knobs are dropped', () => {
     expect(resolveComposition(undefined)).toEqual({ profile: 'sequential/first_deny', on_approval: 'stop' });
     expect(resolveComposition({ profile: 'sequential/run_all', on_approval: 'resume' })).toEqual({ profile: 'sequential/run_all' });

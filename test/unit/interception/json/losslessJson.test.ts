@@ -1,8 +1,8 @@
-/** §4.4 at the trust boundaries: JSON read without losing integer precision (vectors 090/091/095). */
+/** I1: lossless JSON at the trust boundaries — read without losing integer precision (vectors 090/091/095). */
 import { describe, expect, it } from 'vitest';
 import { canonicalizeJcs, parseJsonLossless, parseWireVerdict, validateEnvelope, AgentContextBuilder } from '../../../../src/intercept/index.ts';
 
-describe('§4.4: lossless JSON at the trust boundaries', () => {
+describe('I1: lossless JSON at the trust boundaries', () => {
   it('an integer beyond 2^53 stays exact (a bigint) where JSON.parse rounds it', () => {
     const text = '{"a":9007199254740993,"b":18446744073709551616,"c":9007199254740991,"d":1.5,"e":-0,"f":1e3}';
     expect((JSON.parse(text) as { a: number }).a).toBe(9007199254740992); // the silent rounding this prevents

@@ -146,7 +146,7 @@ describe('run adapter: the eight points (seed 003)', () => {
     });
     expect(argsSeen).toEqual([{ q: 'weather safe:on' }]);
     expect(outcome).toMatchObject({ status: 'completed', args: { q: 'weather safe:on' }, result: { forecast: 'scrubbed' }, content: { forecast: 'scrubbed' } });
-    // post_tool_call echoes the args as sent (§4.2).
+    // post_tool_call echoes the args as sent.
     expect(b.seen.find((s) => s.point === 'post_tool_call')?.target).toEqual({ forecast: 'RAW-TOOL-OUTPUT' });
     const second = await run.modelCall([{ role: 'user', content: 'again' }], () => ({ content: 'raw model text' }));
     expect(second.content).toBe('model says: sunny');
@@ -208,7 +208,7 @@ describe('run adapter: the eight points (seed 003)', () => {
     await run.end();
   });
 
-  it('an input deny blocks before any model call; a startup deny is followed only by agent_shutdown(error) (§6.1a)', async () => {
+  it('an input deny blocks before any model call; a startup deny is followed only by agent_shutdown(error)', async () => {
     const denyInput = bundle((ctx) => (ctx.interception_point === 'input' ? Verdict.deny('policy.input') : Verdict.allow()));
     const run = denyInput.hooks.startRun({ input: 'bad' });
     await expect(run.ready).rejects.toBeInstanceOf(InterceptionBlocked);
@@ -263,7 +263,7 @@ describe('run adapter: the eight points (seed 003)', () => {
   });
 });
 
-describe('run adapter: buffered streaming (§12.1)', () => {
+describe('run adapter: buffered streaming', () => {
   it('a streamed answer reaches the caller only after post_model_call and output permitted it, as the original chunks', async () => {
     const released: string[] = [];
     const order: string[] = [];
@@ -310,7 +310,7 @@ describe('run adapter: buffered streaming (§12.1)', () => {
   });
 });
 
-describe('run adapter: incremental streaming (§12.1 exception, opt-in)', () => {
+describe('run adapter: incremental streaming (the exception to buffering, opt-in)', () => {
   it('segments are released under covering verdicts; a deny withholds the denied segment and everything behind it and stops the stream', async () => {
     const released: string[] = [];
     let consumed = 0;
