@@ -144,7 +144,7 @@ function assertInterceptions(expect: JsonObj, recorded: readonly JsonObj[], vali
     const ip = String(e.interception_point);
     if (e.context_must_validate !== false) {
       const err = validate(r);
-      if (err !== null) out.push(`${ip}: context fails §4 validation: ${err}`);
+      if (err !== null) out.push(`${ip}: context fails envelope validation: ${err}`);
     }
     if (isObj(e.context)) {
       for (const [path, want] of Object.entries(e.context)) {
