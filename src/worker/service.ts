@@ -5,7 +5,6 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Queue, Worker } from 'bullmq';
-import { sql } from 'drizzle-orm';
 import { resolveLoadedConfig, type LoadedConfig } from '../config/resolveConfig.ts';
 import { SettingsError } from '../config/errors.ts';
 import { withDefined } from '../util/withDefined.ts';
@@ -19,7 +18,7 @@ import type { Logger } from '../observability/logger.ts';
 import { opsAccessPolicy } from '../observability/opsAccess.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/metrics.ts';
 import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../notify/buildPayload.ts';
-import type { Store } from '../store/db.ts';
+import { pingStore, type Store } from '../store/db.ts';
 import { ledgerStats } from '../admin/ledgerStats.ts';
 import { createEndpointGate } from '../isolation/endpointGate.ts';
 import { createPolicyAcknowledger } from '../isolation/policyAcks.ts';
@@ -301,7 +300,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const readiness = {
     redis: async () => redisReady() && (await connection.ping()) === 'PONG',
     postgres: async () => {
-      await store.db.execute(sql`select 1`);
+      await pingStore(store.db);
       return true;
     },
   };
