@@ -36,7 +36,6 @@ import { createRedisReplayGuard, type ReplayRedis } from './qstash/callbackRepla
 import { createReconciler, type Reconciler } from './sweeps/reconciler.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
 import { createRetention, type Retention } from './sweeps/retention.ts';
-import { QUEUE_STREAMS } from '../queue/jobs.ts';
 import { openDeliveryQueue } from '../queue/queueConnection.ts';
 import { createSpoolReader, type SpoolSummary } from '../queue/spoolSummary.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
@@ -108,7 +107,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const redisReady = () => connection.status === 'ready';
 
   // One owner of the queue's connection, prefix and keys (queueConnection.ts).
-  const deliveryQueue = openDeliveryQueue({ name: settings.HOOKRELAY_QUEUE, prefix, redis: connection, streams: QUEUE_STREAMS });
+  const deliveryQueue = openDeliveryQueue({ name: settings.HOOKRELAY_QUEUE, prefix, redis: connection });
   const { queue, keys } = deliveryQueue;
   queue.on('error', (err: Error) => logger.debug({ err: err }, 'queue error'));
   // F1: the spools producers on this host keep while Postgres is away (the gauges and /readyz show them).
@@ -139,8 +138,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   isolationRedis?.on('error', (err: Error) => logger.debug({ err: err }, 'endpoint isolation redis connection error'));
   if (isolationConfig.enabled && isolationRedis) {
     isolation = createEndpointIsolation({
-      gate: createEndpointGate(isolationRedis, { keyPrefix: keys.base, policy: isolationConfig.policy }),
-      acks: createPolicyAcknowledger(isolationRedis, keys.base),
+      gate: createEndpointGate(isolationRedis, { keyPrefix: keys.endpointPrefix, policy: isolationConfig.policy }),
+      acks: createPolicyAcknowledger(isolationRedis, keys.endpointPrefix),
       db: store.db,
       defaultCap: isolationConfig.defaultCap,
       logger,
@@ -261,8 +260,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     }
   };
   worker = createDeliveryWorker({
-    queueName: settings.HOOKRELAY_QUEUE,
-    prefix,
+    queueName: deliveryQueue.name,
+    prefix: deliveryQueue.prefix,
     connection,
     concurrency: settings.HOOKRELAY_CONCURRENCY + waitAllowance,
     lockDurationMs: settings.HOOKRELAY_LOCK_DURATION_MS,
