@@ -88,7 +88,8 @@ export function openOperatorQueue(config: LoadedConfig | Settings): OperatorQueu
       clearTimeout(timer);
     }
   };
-  const gate = async (): Promise<EndpointGate> => createEndpointGate(await ready(), { keyPrefix: keys.base, policy: isolationSettings(settings).policy });
+  const gate = async (): Promise<EndpointGate> =>
+    createEndpointGate(await ready(), { keyPrefix: keys.endpointPrefix, policy: isolationSettings(settings).policy });
   return {
     queuePrefix: prefix,
     keys,

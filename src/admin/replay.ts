@@ -12,9 +12,7 @@ import { ReplayStatusError } from './errors.ts';
 import type { Db } from '../store/db.ts';
 import { getDeliveryRow, listDeliveries, type DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { scopedEndpointKey } from '../contract/endpoint.ts';
-import { claimForReplay, replayableStatuses, traceContextsOf } from '../store/replayRepo.ts';
-import { sql } from 'drizzle-orm';
-import { rowsOf } from '../store/db.ts';
+import { claimForReplay, replayableStatuses, sequencedIdsInOrder, traceContextsOf } from '../store/replayRepo.ts';
 import { activeTracer, inSpan, parseTraceContext, ROOT_CONTEXT, serializeTraceContext, SpanKind } from '../observability/tracing.ts';
 import { addDeliveryJobs } from '../queue/jobs.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
@@ -176,10 +174,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export async function orderForReplay(db: Db, candidates: readonly string[]): Promise<string[]> {
   if (candidates.length === 0) return [];
-  const result = await db.execute(sql`
-    SELECT id FROM deliveries WHERE id = ANY(${sql.param([...candidates])}::text[]) AND sequence IS NOT NULL
-     ORDER BY operation_id, hook_id, sequence`);
-  const ordered = rowsOf<{ id: string }>(result).map((r) => r.id);
+  const ordered = await sequencedIdsInOrder(db, candidates);
   if (ordered.length === 0) return [...candidates];
   const isOrdered = new Set(ordered);
   let next = 0;

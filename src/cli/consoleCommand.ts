@@ -49,7 +49,7 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
         { createLogger },
         { createCredentialGuard },
         { opsAccessPolicy },
-        { sql },
+        { pingStore },
       ] = await Promise.all([
         import('../config/settings.ts'),
         import('../config/resolveConfig.ts'),
@@ -60,7 +60,7 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
         import('../observability/logger.ts'),
         import('../observability/credentialGuard.ts'),
         import('../observability/opsAccess.ts'),
-        import('drizzle-orm'),
+        import('../store/db.ts'),
       ]);
       // Read and resolved once, at the console's start; its queue and sessions use this prefix.
       const config = resolveLoadedConfig(loadSettings());
@@ -89,7 +89,7 @@ export function registerConsoleCommand(program: Command, parsePort: (v: string, 
         opsBearer: { token, guard },
         readiness: {
           postgres: async () => {
-            await store.db.execute(sql`select 1`);
+            await pingStore(store.db);
             return true;
           },
         },

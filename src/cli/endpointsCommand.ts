@@ -228,7 +228,7 @@ async function disableEndpointCommand(
   const policy = await getEndpointPolicy(ctx.store.db, splitScopedKey(key));
   const held = policy?.hold === true;
   const timeoutMs = waitSeconds === undefined ? DEFAULT_CONFIRM_TIMEOUT_MS : waitSeconds * 1000;
-  const confirmed = changed || hold ? await confirmEndpointChange(ctx.operator, ctx.settings, timeoutMs) : undefined;
+  const confirmed = changed || hold ? await confirmEndpointChange(ctx.operator, timeoutMs) : undefined;
   const code = (changed || hold) && (confirmed === undefined || confirmed.pending.length > 0) ? EXIT.partial : EXIT.ok;
   const workers = confirmed ? { applied: confirmed.applied.length, pending: confirmed.pending } : null;
   const d = described(key);

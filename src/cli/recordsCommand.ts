@@ -11,18 +11,9 @@ export function registerRecordsCommand(program: Command, parsePositiveInt: (v: s
     .option('--json', 'a JSON array of records, one per line ([] when none match)')
     .addHelpText('after', '\nExample:\n  hookrelay records list --session op_123 --json')
     .action(async (flags: { session?: string; limit?: number; json?: boolean }) => {
-      const [{ withContext }, { desc, eq }, { interceptionRecords }] = await Promise.all([
-        import('./context.ts'),
-        import('drizzle-orm'),
-        import('../store/schema.ts'),
-      ]);
+      const [{ withContext }, { listInterceptionRecords }] = await Promise.all([import('./context.ts'), import('../store/interceptionRecordsRepo.ts')]);
       await withContext(async (ctx) => {
-        const rows = await ctx.store.db
-          .select()
-          .from(interceptionRecords)
-          .where(flags.session ? eq(interceptionRecords.sessionId, flags.session) : undefined)
-          .orderBy(desc(interceptionRecords.id))
-          .limit(flags.limit ?? 50);
+        const rows = await listInterceptionRecords(ctx.store.db, { ...(flags.session ? { sessionId: flags.session } : {}), limit: flags.limit ?? 50 });
         if (flags.json) return printJsonArray(rows.map((r) => r.record));
         if (rows.length === 0) {
           printText('no records match\n');

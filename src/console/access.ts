@@ -5,7 +5,6 @@
  * presented token (bearer or sign-in form) goes through the credential guard: guesses are
  * throttled per address and overall (429 with Retry-After) and each burst of them logged once.
  */
-import { deliveryQueueKeys } from '../queue/queueKeys.ts';
 import type { IncomingMessage } from 'node:http';
 import type { Settings } from '../config/settings.ts';
 import { createCredentialGuard, type CredentialGuard } from '../observability/credentialGuard.ts';
@@ -59,7 +58,7 @@ export function createConsoleAccess(p: {
     createSessionStore({
       redis: async () => (await p.operator.redis()) as unknown as SessionRedis,
       // Next to the queue the console reads: the prefix its operator queue was opened with.
-      keyPrefix: deliveryQueueKeys(p.operator.queuePrefix, settings.HOOKRELAY_QUEUE).consoleSessions,
+      keyPrefix: p.operator.keys.consoleSessions,
       token,
       timeouts: { idleSeconds: settings.HOOKRELAY_CONSOLE_IDLE_TIMEOUT, maxAgeSeconds: settings.HOOKRELAY_CONSOLE_SESSION_MAX_AGE },
     });

@@ -357,7 +357,7 @@ export function isolationSettings(settings: IsolationSettings): { enabled: boole
   };
 }
 
-/** Where a queue's endpoint state lives in Redis: under its prefix and name, like BullMQ's own keys. */
+/** Where a queue's endpoint state lives in Redis, for a caller that has no queue handle (queueKeys.ts owns it). */
 export function endpointKeyPrefix(prefix: string, queueName: string): string {
-  return deliveryQueueKeys(prefix, queueName).base;
+  return deliveryQueueKeys(prefix, queueName).endpointPrefix;
 }

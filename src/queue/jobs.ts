@@ -6,14 +6,6 @@ import { Job, type JobsOptions, type Queue } from 'bullmq';
 import type { DeliveryQueueConnection } from './queueConnection.ts';
 import { DELIVERY_JOB_NAME, type DeliveryJobAttempt, type DeliveryJobData } from './types.ts';
 
-/**
- * BullMQ writes an event (added, active, completed, delayed…) to the queue's `events` stream
- * inside its scripts; hookrelay reads none of them (no QueueEvents: the ledger is the record).
- * They cannot be switched off, so the stream is kept short (BullMQ's default is 10,000 entries):
- * less Redis memory per queue and less trimming. Tools that watch the stream still see the latest.
- */
-export const QUEUE_STREAMS = { events: { maxLen: 1_000 } } as const;
-
 /** addBulk sends this many jobs per Redis round trip (one MULTI per chunk). */
 const ADD_BULK_CHUNK = 1000;
 

@@ -15,7 +15,6 @@ import path from 'node:path';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { storeOf, type Db, type Store } from '../store/db.ts';
 import { getDelivery } from '../store/deliveriesRepo.ts';
-import { QUEUE_STREAMS } from './jobs.ts';
 import { withTimeout } from '../util/withTimeout.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
@@ -206,7 +205,7 @@ function producerConnections(options: HookProducerOptions, logger: Logger, s: Co
       connection = ownedRedis;
     }
     availability = createRedisAvailability(connection, logger);
-    queue = openDeliveryQueue({ name: s.queueName, prefix: s.queuePrefix, redis: connection, streams: QUEUE_STREAMS });
+    queue = openDeliveryQueue({ name: s.queueName, prefix: s.queuePrefix, redis: connection });
     queue.queue.on('error', (err: Error) => logger.debug({ err: err }, 'producer queue error'));
     return queue;
   };

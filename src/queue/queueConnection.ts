@@ -4,10 +4,21 @@
  * hookrelay keeps its own: the producer, the worker, the reconciler and the operator tools reach
  * Redis through this handle, and every key it writes next to the queue comes from queueKeys.ts.
  */
-import { createIORedisClient, type IRedisTransaction, Queue, type QueueOptions, type RedisClient } from 'bullmq';
+import { createIORedisClient, type IRedisTransaction, Queue, type RedisClient } from 'bullmq';
 import { type DeliveryQueueKeys, deliveryQueueKeys } from './queueKeys.ts';
 import type { QueueRedis } from './redisConnection.ts';
 import type { DeliveryJobData } from './types.ts';
+
+/**
+ * BullMQ writes an event (added, active, completed, delayed…) to the queue's `events` stream
+ * inside its scripts; hookrelay reads none of them (no QueueEvents: the ledger is the record).
+ * They cannot be switched off, so the stream is kept short (BullMQ's default is 10,000 entries):
+ * less Redis memory per queue and less trimming. Tools that watch the stream still see the latest.
+ * Every Queue writes its trim into the queue's shared meta hash when it opens, so a Queue opened
+ * without it (the operator's, before issue 53) set the whole queue back to 10,000: applied here,
+ * not by each caller.
+ */
+export const DELIVERY_QUEUE_STREAMS = { events: { maxLen: 1_000 } } as const;
 
 export type DeliveryQueueConnection = {
   readonly name: string;
@@ -24,9 +35,10 @@ export type DeliveryQueueConnection = {
   close(): Promise<void>;
 };
 
-export function openDeliveryQueue(options: { name: string; prefix: string; redis: QueueRedis; streams?: QueueOptions['streams'] }): DeliveryQueueConnection {
+/** The one place a delivery queue's BullMQ Queue is built: the producer, the worker and the operator tools open it here. */
+export function openDeliveryQueue(options: { name: string; prefix: string; redis: QueueRedis }): DeliveryQueueConnection {
   const { name, prefix, redis } = options;
-  const queue = new Queue<DeliveryJobData>(name, { connection: redis, prefix, ...(options.streams ? { streams: options.streams } : {}) });
+  const queue = new Queue<DeliveryJobData>(name, { connection: redis, prefix, streams: DELIVERY_QUEUE_STREAMS });
   // BullMQ's adapter over ioredis: it adds `runCommand` to pipelines, which Job#addJob queues its script with.
   const bullRedis: RedisClient = createIORedisClient(redis);
   return {

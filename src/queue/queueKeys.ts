@@ -7,8 +7,10 @@
 
 /** The Redis keys of one queue. */
 export type DeliveryQueueKeys = {
-  /** `prefix:name`: BullMQ's qualified queue name; the endpoint gate's and policy acknowledgements' prefix. */
+  /** `prefix:name`: BullMQ's qualified queue name. */
   readonly base: string;
+  /** Where the queue's endpoint state lives (the endpoint gate's and policy acknowledgements' prefix): `base`, like BullMQ's own keys. */
+  readonly endpointPrefix: string;
   /** A BullMQ key of the queue (`wait`, `active`, `delayed`, `meta`, …). */
   bull(type: string): string;
   /** The hash of a job (delivery id = job id, Q1). */
@@ -23,6 +25,7 @@ export function deliveryQueueKeys(prefix: string, queueName: string): DeliveryQu
   const base = `${prefix}:${queueName}`;
   return {
     base,
+    endpointPrefix: base,
     bull: (type) => `${base}:${type}`,
     job: (id) => `${base}:${id}`,
     qstashSeen: `${base}:qstash:seen:`,

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
@@ -15,6 +16,11 @@ export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 /** Rows of a raw `db.execute(sql…)` result: node-postgres and PGlite both answer `{ rows }`. */
 export function rowsOf<T>(result: unknown): T[] {
   return ((result as { rows?: T[] }).rows ?? []) as T[];
+}
+
+/** Resolves when the database answers a query (readiness probes, the worker's Postgres gate); no table is read. */
+export async function pingStore(db: Db): Promise<void> {
+  await db.execute(sql`select 1`);
 }
 
 /**

@@ -45,3 +45,11 @@ export async function traceContextsOf(db: Db, ids: readonly string[]): Promise<s
   const result = await db.execute(sql`SELECT trace_context FROM deliveries WHERE id = ANY(${sql.param([...ids])}::text[]) AND trace_context IS NOT NULL`);
   return rowsOf<{ trace_context: string }>(result).map((r) => r.trace_context);
 }
+
+/** Those of `ids` whose rows carry a sequence (ordered deliveries), in (operation, hook, sequence) order (SEC-H7). */
+export async function sequencedIdsInOrder(db: Db, ids: readonly string[]): Promise<string[]> {
+  const result = await db.execute(sql`
+    SELECT id FROM deliveries WHERE id = ANY(${sql.param([...ids])}::text[]) AND sequence IS NOT NULL
+     ORDER BY operation_id, hook_id, sequence`);
+  return rowsOf<{ id: string }>(result).map((r) => r.id);
+}

@@ -5,8 +5,7 @@
  * its row is written. What waits is bounded by the worker's concurrency (intake is paused), and
  * `waiting()` says how many (hookrelay_ledger_writes_waiting). The caller logs the transitions.
  */
-import { sql } from 'drizzle-orm';
-import type { Db } from '../store/db.ts';
+import { pingStore, type Db } from '../store/db.ts';
 import { isStoreUnreachable as isDbUnavailable } from '../store/unreachable.ts';
 
 const PROBE_INITIAL_DELAY_MS = 100;
@@ -33,7 +32,7 @@ export function createPgGate(options: { db: Db; onDown?: (error: unknown) => voi
     timer = setTimeout(async () => {
       if (closed) return;
       try {
-        await options.db.execute(sql`select 1`);
+        await pingStore(options.db);
         down = false;
         options.onUp?.();
         for (const w of waiters.splice(0)) w.resolve();

@@ -5,7 +5,6 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Queue, Worker } from 'bullmq';
-import { sql } from 'drizzle-orm';
 import { resolveLoadedConfig, type LoadedConfig } from '../config/resolveConfig.ts';
 import { SettingsError } from '../config/errors.ts';
 import { withDefined } from '../util/withDefined.ts';
@@ -19,7 +18,7 @@ import type { Logger } from '../observability/logger.ts';
 import { opsAccessPolicy } from '../observability/opsAccess.ts';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../observability/metrics.ts';
 import { createWebhookPayloadBuilder, type WebhookPayloadBuilder } from '../notify/buildPayload.ts';
-import type { Store } from '../store/db.ts';
+import { pingStore, type Store } from '../store/db.ts';
 import { ledgerStats } from '../admin/ledgerStats.ts';
 import { createEndpointGate } from '../isolation/endpointGate.ts';
 import { createPolicyAcknowledger } from '../isolation/policyAcks.ts';
@@ -37,7 +36,6 @@ import { createRedisReplayGuard, type ReplayRedis } from './qstash/callbackRepla
 import { createReconciler, type Reconciler } from './sweeps/reconciler.ts';
 import { createQueueRedis, type QueueRedis } from '../queue/redisConnection.ts';
 import { createRetention, type Retention } from './sweeps/retention.ts';
-import { QUEUE_STREAMS } from '../queue/jobs.ts';
 import { openDeliveryQueue } from '../queue/queueConnection.ts';
 import { createSpoolReader, type SpoolSummary } from '../queue/spoolSummary.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
@@ -109,7 +107,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const redisReady = () => connection.status === 'ready';
 
   // One owner of the queue's connection, prefix and keys (queueConnection.ts).
-  const deliveryQueue = openDeliveryQueue({ name: settings.HOOKRELAY_QUEUE, prefix, redis: connection, streams: QUEUE_STREAMS });
+  const deliveryQueue = openDeliveryQueue({ name: settings.HOOKRELAY_QUEUE, prefix, redis: connection });
   const { queue, keys } = deliveryQueue;
   queue.on('error', (err: Error) => logger.debug({ err: err }, 'queue error'));
   // F1: the spools producers on this host keep while Postgres is away (the gauges and /readyz show them).
@@ -140,8 +138,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   isolationRedis?.on('error', (err: Error) => logger.debug({ err: err }, 'endpoint isolation redis connection error'));
   if (isolationConfig.enabled && isolationRedis) {
     isolation = createEndpointIsolation({
-      gate: createEndpointGate(isolationRedis, { keyPrefix: keys.base, policy: isolationConfig.policy }),
-      acks: createPolicyAcknowledger(isolationRedis, keys.base),
+      gate: createEndpointGate(isolationRedis, { keyPrefix: keys.endpointPrefix, policy: isolationConfig.policy }),
+      acks: createPolicyAcknowledger(isolationRedis, keys.endpointPrefix),
       db: store.db,
       defaultCap: isolationConfig.defaultCap,
       logger,
@@ -262,8 +260,8 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     }
   };
   worker = createDeliveryWorker({
-    queueName: settings.HOOKRELAY_QUEUE,
-    prefix,
+    queueName: deliveryQueue.name,
+    prefix: deliveryQueue.prefix,
     connection,
     concurrency: settings.HOOKRELAY_CONCURRENCY + waitAllowance,
     lockDurationMs: settings.HOOKRELAY_LOCK_DURATION_MS,
@@ -301,7 +299,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   const readiness = {
     redis: async () => redisReady() && (await connection.ping()) === 'PONG',
     postgres: async () => {
-      await store.db.execute(sql`select 1`);
+      await pingStore(store.db);
       return true;
     },
   };

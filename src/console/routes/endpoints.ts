@@ -42,7 +42,7 @@ export const disableEndpointRoute: Route<PostCall> = {
     const hold = form.get('hold') === 'yes';
     const changed = await disableEndpointByOperator(ctx.db, key, reason.slice(0, 200), hold);
     // As `hookrelay endpoints disable`: the page answers once every live worker applied it (or the bound passed).
-    const confirmed = changed || hold ? await confirmEndpointChange(ctx.operator, ctx.settings) : undefined;
+    const confirmed = changed || hold ? await confirmEndpointChange(ctx.operator) : undefined;
     const unconfirmed = (changed || hold) && (confirmed === undefined || confirmed.pending.length > 0);
     ctx.logger.info(
       { endpoint: key, changed, hold, ...(confirmed ? { applied: confirmed.applied.length, pending: confirmed.pending } : {}) },
