@@ -8,7 +8,7 @@
  * (`ReplaySkipCode`): each edge (CLI, console) words them itself.
  */
 import type { Queue } from 'bullmq';
-import { ReplayStatusError } from './errors.ts';
+import { ReplayStatusError } from '../contract/errors.ts';
 import type { Db } from '../store/db.ts';
 import { getDeliveryRow, listDeliveries, type DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { scopedEndpointKey } from '../contract/endpoint.ts';

@@ -17,7 +17,7 @@ import type { ApprovalEventType } from '../contract/hookTypes.ts';
 import type { WebhookConfigInput } from '../contract/webhook.ts';
 import { parseSerializedHooks } from '../contract/validate.ts';
 import type { Logger } from '../observability/logger.ts';
-import { IdempotencyConflictError } from '../queue/errors.ts';
+import { IdempotencyConflictError } from '../contract/errors.ts';
 import type { HookProducer } from '../queue/types.ts';
 import { markApprovalAnnounced, unannouncedApprovalRows, type ApprovalRow } from '../store/approvalsRepo.ts';
 import type { Db } from '../store/db.ts';

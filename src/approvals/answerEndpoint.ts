@@ -14,7 +14,7 @@ import { toApproval, type ApprovalRow } from '../store/approvalsRepo.ts';
 import type { Db } from '../store/db.ts';
 import { verifyAnswerToken } from './answerToken.ts';
 import { decideApproval } from './decideApproval.ts';
-import { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from './errors.ts';
+import { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../contract/errors.ts';
 
 export const APPROVAL_ANSWER_PATH = '/approvals/answer';
 /** Largest body read: a token, a reason and a name. */

@@ -9,7 +9,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { ApprovalAnswerSchema, type ApprovalAnswer } from '../contract/approval.ts';
-import { ApprovalTokenError } from './errors.ts';
+import { ApprovalTokenError } from '../contract/errors.ts';
 
 const VERSION = 'hra1';
 /** Longest token read (a button's payload; anything longer is not one of ours). */

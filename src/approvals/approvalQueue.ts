@@ -19,7 +19,7 @@ import type { HookProducer } from '../queue/types.ts';
 import { checkDecisionInput, decideApproval } from './decideApproval.ts';
 import { displayContext, type ApprovalDisplayRedactor } from './displayContext.ts';
 import { createApprovalAnnouncer } from './announce.ts';
-import { ApprovalNotFoundError, ApprovalNotPendingError } from './errors.ts';
+import { ApprovalNotFoundError, ApprovalNotPendingError } from '../contract/errors.ts';
 import { resolveApproval, type QueueResolution } from './resolveApproval.ts';
 import { requestIntervention, resumeIntervention, type InterventionDeps } from './interventions.ts';
 import type { AnswerLinks, InterventionOutcome, RequestInterventionInput, ResumeInterventionInput } from './types.ts';

@@ -7,7 +7,7 @@ import { DecidedBySchema, DecisionReasonSchema, type ApprovalAnswer, type Approv
 import { isStorableText } from '../contract/storableText.ts';
 import { decideApprovalRow, expireDueApprovals, type ApprovalRow } from '../store/approvalsRepo.ts';
 import type { Db } from '../store/db.ts';
-import { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from './errors.ts';
+import { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../contract/errors.ts';
 
 export type DecideApprovalInput = {
   id: string;

@@ -2,7 +2,7 @@ import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { APPROVAL_STATUSES, type Approval, type ApprovalAnswer } from '../contract/approval.ts';
 import { TENANT_PATTERN } from '../contract/tenant.ts';
-import { CliUsageError } from './errors.ts';
+import { CliUsageError } from '../contract/errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printError, printJson, printJsonArray, printText, shown } from './output.ts';
 
@@ -146,12 +146,7 @@ export function registerApprovalsCommand(program: Command, parsePositiveInt: (v:
 async function decide(id: string, answer: ApprovalAnswer, flags: DecideFlags): Promise<void> {
   const tenant = tenantFlag(flags.tenant);
   const [{ withContext }, { decideApproval, checkDecisionInput }, { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError }, { toApproval }] =
-    await Promise.all([
-      import('./context.ts'),
-      import('../approvals/decideApproval.ts'),
-      import('../approvals/errors.ts'),
-      import('../store/approvalsRepo.ts'),
-    ]);
+    await Promise.all([import('./context.ts'), import('../approvals/decideApproval.ts'), import('../contract/errors.ts'), import('../store/approvalsRepo.ts')]);
   let checked: { by: string; reason: string | null };
   try {
     checked = checkDecisionInput(flags.by ?? defaultDecider(), flags.reason);

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CliUsageError } from './errors.ts';
+import { CliUsageError } from '../contract/errors.ts';
 import { onStopSignals } from '../observability/stopSignals.ts';
 import { printText } from './output.ts';
 

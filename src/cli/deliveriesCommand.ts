@@ -2,9 +2,8 @@ import type { Command } from 'commander';
 import { DELIVERY_STATUSES, ORDERING_BLOCKED_REASON, type Delivery } from '../contract/delivery.ts';
 import type { DeliveryFilter } from '../store/deliveriesRepo.ts';
 import { deliveryFilterFrom } from '../store/deliveryFilterInput.ts';
-import { FilterInputError } from '../store/errors.ts';
+import { FilterInputError, CliUsageError } from '../contract/errors.ts';
 import { failureText } from '../admin/failureText.ts';
-import { CliUsageError } from './errors.ts';
 import { formatTable, iso, jsonText, printJson, printJsonArray, printLines, shown, truncated } from './output.ts';
 
 const DEFAULT_LIST_LIMIT = 50;

@@ -6,7 +6,7 @@
  */
 import type { Command } from 'commander';
 import type { CliContext } from './context.ts';
-import { CliUsageError } from './errors.ts';
+import { CliUsageError } from '../contract/errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printErrorText, printJson, printJsonArray, printText, shown } from './output.ts';
 import { runReplay } from './replayCommand.ts';

@@ -1,10 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { EventValidationError } from '../contract/errors.ts';
-import { isHookrelayError } from '../contract/hookrelayError.ts';
+import { EventValidationError, isHookrelayError, CliUsageError } from '../contract/errors.ts';
 import { HOOK_TYPES, type HookType } from '../contract/hookTypes.ts';
 import type { SerializedHook } from '../contract/hook.ts';
-import { CliUsageError } from './errors.ts';
 import { printJson, printText } from './output.ts';
 
 function readEvent(file: string, operationId: string): Record<string, unknown> {

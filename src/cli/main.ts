@@ -1,14 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import { loadSettings } from '../config/settings.ts';
-import { SettingsError } from '../config/errors.ts';
-import { RedisUnavailableError } from '../queue/errors.ts';
-import { EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreNotFoundError } from '../store/errors.ts';
+import {
+  SettingsError,
+  RedisUnavailableError,
+  EmbeddedStoreUnavailableError,
+  EmbeddedStoreUntrustedError,
+  StoreNotFoundError,
+  HookConfigError,
+  isHookrelayError,
+  CliUsageError,
+} from '../contract/errors.ts';
 import { isStoreUnreachable, storeUnavailable } from '../store/unreachable.ts';
-import { HookConfigError } from '../contract/errors.ts';
-import { isHookrelayError } from '../contract/hookrelayError.ts';
 import { COMPLETION_SHELLS, type CompletionShell, completionScript } from './completion.ts';
-import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { flushed, printError } from './output.ts';
 import { registerDeliveriesCommand } from './deliveriesCommand.ts';

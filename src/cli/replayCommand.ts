@@ -5,11 +5,10 @@
  */
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import { ReplayStatusError } from '../admin/errors.ts';
+import { ReplayStatusError, CliUsageError } from '../contract/errors.ts';
 import type { ReplayResult, ReplaySkip } from '../admin/replay.ts';
 import type { CliContext } from './context.ts';
 import { addFilterOptions, type FilterFlags, toFilter } from './deliveriesCommand.ts';
-import { CliUsageError } from './errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printErrorText, printJson, printText } from './output.ts';
 

@@ -2,7 +2,7 @@ import { ENV_HOOK_ID_PREFIX, HOOK_TYPES, isControlHookType, type HookType } from
 import { checkWebhookUrl } from '../contract/webhook.ts';
 import type { ParsedSerializedHook } from '../contract/hook.ts';
 import { parseSerializedHooks } from '../contract/validate.ts';
-import { EnvHookConfigError } from './errors.ts';
+import { EnvHookConfigError } from '../contract/errors.ts';
 
 export const ENV_HOOK_VARIABLES = {
   url: 'AGENT_HOOK_WEBHOOK_URL',

@@ -4,7 +4,7 @@ import * as D from '../contract/defaults.ts';
 import { signingSecretsProblem } from './signingSecrets.ts';
 import { approvalSecretsProblem } from './approvalSecrets.ts';
 import { DEFAULT_TEMPLATE_ENV, templateEnvPatternProblem } from '../contract/templateSources.ts';
-import { SettingsError } from './errors.ts';
+import { SettingsError } from '../contract/errors.ts';
 import { escapeTerminalText } from '../contract/terminalText.ts';
 
 /** The largest whole number a setting takes: setTimeout's ceiling in ms, and Postgres `integer`. */

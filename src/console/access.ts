@@ -12,7 +12,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { OperatorQueue } from '../admin/operatorQueue.ts';
 import { bearerToken, csrfValue, defaultConsoleOrigins, sameOrigin, sameSecret, sessionIdOf } from './auth.ts';
 import { BASE } from './pages.ts';
-import { HttpError } from './errors.ts';
+import { HttpError } from './httpError.ts';
 import { createSessionStore, type Session, type SessionRedis, type SessionStore } from './sessions.ts';
 
 /** Who is asking: the bearer token, a signed-in browser (its live session), or nobody. */

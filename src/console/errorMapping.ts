@@ -8,7 +8,8 @@
 import type { ServerResponse } from 'node:http';
 import type { Logger } from '../observability/logger.ts';
 import { BASE, messagePage } from './pages.ts';
-import { ConsoleInputError, HttpError } from './errors.ts';
+import { HttpError } from './httpError.ts';
+import { ConsoleInputError } from '../contract/errors.ts';
 import { send, sendJson } from './respond.ts';
 import { isStoreUnreachable } from '../store/unreachable.ts';
 

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpIo } from '../observability/httpServer.ts';
-import { HttpError } from './errors.ts';
+import { HttpError } from './httpError.ts';
 
 /** The largest form a signed-in operator posts (a replay confirmation lists delivery ids). */
 export const MAX_FORM_BYTES = 1024 * 1024;

@@ -4,7 +4,7 @@
  * segment with well-formed %-escapes, bounded numbers. A bad value is a ConsoleInputError,
  * which the handler answers with 400 and the message — never a 500 from deeper down.
  */
-import { ConsoleInputError } from './errors.ts';
+import { ConsoleInputError } from '../contract/errors.ts';
 
 /** Longest single query value accepted unless the caller says otherwise. */
 const MAX_QUERY_VALUE = 1_000;

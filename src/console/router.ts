@@ -12,7 +12,7 @@ import { MAX_FORM_BYTES, readForm } from './formReader.ts';
 import { BASE, loginPage } from './pages.ts';
 import { badTextProblem } from './queryInput.ts';
 import { send, sendJson } from './respond.ts';
-import { HttpError } from './errors.ts';
+import { HttpError } from './httpError.ts';
 
 type Call = { ctx: ConsoleContext; req: IncomingMessage; res: ServerResponse; io: HttpIo; url: URL; p: string; params: string[] };
 export type AuthedCall = Call & { caller: Exclude<Caller, { kind: 'anonymous' }>; csrf: string };

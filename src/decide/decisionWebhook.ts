@@ -4,7 +4,7 @@ import type { WebhookConfig } from '../contract/webhook.ts';
 import { timeoutMs } from '../contract/webhook.ts';
 import type { ToolCallDecision } from '../contract/decision.ts';
 import { resolvedTemplateValues } from '../send/attemptEvidence.ts';
-import { DeliveryConfigError } from '../send/errors.ts';
+import { DeliveryConfigError } from '../contract/errors.ts';
 import type { FetchTransport } from '../send/fetchTransport.ts';
 import { resolveHeaderTemplates } from '../send/headerTemplates.ts';
 import { resolveWebhookUrlCached } from '../send/resolveUrl.ts';

@@ -1,5 +1,5 @@
 import { assertPrintableId } from '../contract/terminalText.ts';
-import { CriticalHookDeliveryError, type DispatchReport, EventNotAcceptedError, type NotAcceptedDelivery } from '../contract/errors.ts';
+import { CriticalHookDeliveryError, type DispatchReport, EventNotAcceptedError, type NotAcceptedDelivery, AgentHooksInstallError } from '../contract/errors.ts';
 import type { EndpointGuard } from '../contract/endpoint.ts';
 import { DEFAULT_TENANT, parseTenant, TenantMismatchError } from '../contract/tenant.ts';
 import type { HookEventOf } from '../contract/events.ts';
@@ -19,7 +19,6 @@ import { activeTracer, inSpan } from '../observability/tracing.ts';
 import { evaluateControls, type ToolCallControlOutcome } from '../decide/evaluateControls.ts';
 import type { AgentHooksAttachment, AgentHooksBinding } from '../intercept/run/bundle.ts';
 import type { InterceptionEmitter } from '../intercept/emitter.ts';
-import { AgentHooksInstallError } from '../intercept/errors.ts';
 import { type ControlRunner, createControlRunner } from '../decide/controlRunner.ts';
 import type { DeliveryPort } from './deliveryPort.ts';
 import { createEnvHookSource } from './envHookSource.ts';

@@ -5,7 +5,7 @@ import type { ToolCallControlOutcome } from '../decide/evaluateControls.ts';
 import { blockedOutcome } from '../decide/evaluateControls.ts';
 import { AgentContextBuilder } from '../intercept/builder.ts';
 import type { EmitOptions, InterceptionEmitter } from '../intercept/emitter.ts';
-import { InterceptionBlockedError } from '../intercept/errors.ts';
+import { InterceptionBlockedError } from '../contract/errors.ts';
 import { HostError, isReservedReason } from '../intercept/reasons.ts';
 import { proceeds } from '../intercept/record.ts';
 import type { Logger } from '../observability/logger.ts';

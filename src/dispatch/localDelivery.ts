@@ -1,9 +1,8 @@
 import { newDeliveryId } from '../contract/deliveryId.ts';
-import { EventValidationError, type CriticalFailure, WebhookDeliveryError } from '../contract/errors.ts';
+import { EventValidationError, type CriticalFailure, WebhookDeliveryError, DeliveryConfigError } from '../contract/errors.ts';
 import { serializeEventJson } from '../contract/events.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 import { deliverNotification } from '../notify/deliver.ts';
-import { DeliveryConfigError } from '../send/errors.ts';
 import type { WebhookPayloadBuilder } from '../notify/buildPayload.ts';
 import type { DeliveryPort } from './deliveryPort.ts';
 import type { LooseHookEvent, RunnableHook } from './runnableHook.ts';

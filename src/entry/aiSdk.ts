@@ -17,5 +17,5 @@ export {
   type LifecycleDispatcher,
   type RunFinish,
 } from '../integrations/aiSdk.ts';
-export { UninterceptedToolError } from '../integrations/errors.ts';
-export { AgentHooksInstallError } from '../intercept/errors.ts';
+export { UninterceptedToolError } from '../contract/errors.ts';
+export { AgentHooksInstallError } from '../contract/errors.ts';

@@ -26,7 +26,7 @@ export * from '../intercept/index.ts';
 export { resolveHeaderTemplates } from '../send/headerTemplates.ts';
 export { createLogger, silentLogger, type Logger } from '../observability/logger.ts';
 export { loadSettings, type Settings } from '../config/settings.ts';
-export { SettingsError, EnvHookConfigError } from '../config/errors.ts';
+export { SettingsError, EnvHookConfigError } from '../contract/errors.ts';
 export type { HookDispatcherOptions, DispatchProducer, EvaluateOptions } from '../dispatch/hookDispatcher.ts';
 
 /**
@@ -52,19 +52,19 @@ export {
   type DispatchReport,
 } from '../contract/errors.ts';
 // Every error a public function throws on purpose: one base, a stable `code` on each (`HOOKRELAY_*`).
-export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from '../contract/hookrelayError.ts';
-export { DeliveryConfigError, SsrfBlockedError, AllowedCidrsError, RemoteInterceptorError } from '../send/errors.ts';
-export { PayloadTooLargeError } from '../queue/errors.ts';
-export { IdempotencyConflictError, OutcomeNotStoredError, RedisUnavailableError } from '../queue/errors.ts';
-export { ToolCallContextError } from '../notify/errors.ts';
-export { WorkerPluginError } from '../worker/errors.ts';
+export { HookrelayError, isHookrelayError, type HookrelayErrorCode } from '../contract/errors.ts';
+export { DeliveryConfigError, SsrfBlockedError, AllowedCidrsError, RemoteInterceptorError } from '../contract/errors.ts';
+export { PayloadTooLargeError } from '../contract/errors.ts';
+export { IdempotencyConflictError, OutcomeNotStoredError, RedisUnavailableError } from '../contract/errors.ts';
+export { ToolCallContextError } from '../contract/errors.ts';
+export { WorkerPluginError } from '../contract/errors.ts';
 export { parseToolCallHookResponse, MAX_DECISION_RESPONSE_BYTES, type ToolCallHookResponse } from '../decide/parseDecisionResponse.ts';
 export type { ToolCallControlOutcome } from '../decide/evaluateControls.ts';
 export { buildToolCallHookContext } from '../notify/toolCallContext.ts';
 export { createWebhookPayloadBuilder } from '../notify/buildPayload.ts';
 export { redactResultForEvents } from '../notify/redactResult.ts';
 export { loadEnvHooks } from '../config/envHooks.ts';
-export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/errors.ts';
+export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../contract/errors.ts';
 export type {
   OperationStore,
   OperationStoreOptions,
@@ -72,8 +72,8 @@ export type {
   PublishDeferredResultInput,
   PublishDeferredResultOutput,
 } from '../operations/operationStore.ts';
-export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreUnavailableError } from '../store/errors.ts';
-export { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../approvals/errors.ts';
+export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreUnavailableError } from '../contract/errors.ts';
+export { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../contract/errors.ts';
 export { createHookProducer, createOperationStore, createStoreRecordSink, startDeliveryWorker } from './lazy.ts';
 export { createRemoteInterceptor, RemoteInterceptorConfigSchema, type RemoteInterceptorConfig } from '../send/remoteInterceptor.ts';
 export { FetchTransport } from '../send/fetchTransport.ts';

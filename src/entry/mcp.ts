@@ -19,5 +19,5 @@ export {
   type LifecycleDispatcher,
   type RunFinish,
 } from '../integrations/mcp.ts';
-export { UninterceptedToolError } from '../integrations/errors.ts';
-export { AgentHooksInstallError, AgentRunStateError } from '../intercept/errors.ts';
+export { UninterceptedToolError } from '../contract/errors.ts';
+export { AgentHooksInstallError, AgentRunStateError } from '../contract/errors.ts';

@@ -15,5 +15,5 @@ export {
   type RunAgentOptions,
   type RunFinish,
 } from '../integrations/openaiAgents.ts';
-export { UninterceptedToolError } from '../integrations/errors.ts';
-export { AgentHooksInstallError } from '../intercept/errors.ts';
+export { UninterceptedToolError } from '../contract/errors.ts';
+export { AgentHooksInstallError } from '../contract/errors.ts';

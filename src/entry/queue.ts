@@ -4,7 +4,7 @@
  * loads this module on first use.
  */
 export { createHookProducer, DEFAULT_QUEUE_TIMEOUT_MS } from '../queue/producer.ts';
-export { PayloadTooLargeError } from '../queue/errors.ts';
+export { PayloadTooLargeError } from '../contract/errors.ts';
 export { EventNotAcceptedError } from '../contract/errors.ts';
 export { createEndpointGuard, GUARD_REFRESH_MS, type ClosableEndpointGuard, type EndpointGuardOptions } from '../isolation/endpointGuard.ts';
 export {

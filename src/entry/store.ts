@@ -18,8 +18,8 @@ export type {
   PublishDeferredResultOutput,
   CreateOperationInput,
 } from '../operations/operationStoreTypes.ts';
-export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../operations/errors.ts';
-export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreUnavailableError } from '../store/errors.ts';
+export { DeferredContextError, DeferredCancelledError, ApprovalNotClaimedError } from '../contract/errors.ts';
+export { PlaceholderNotFoundError, EmbeddedStoreUnavailableError, EmbeddedStoreUntrustedError, StoreUnavailableError } from '../contract/errors.ts';
 export { createStoreRecordSink, type StoreRecordSink } from '../store/interceptionRecordSink.ts';
 export {
   createApprovalQueue,
@@ -31,7 +31,7 @@ export {
   type ApprovalListFilter,
   type DecideOptions,
 } from '../approvals/approvalQueue.ts';
-export { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../approvals/errors.ts';
+export { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../contract/errors.ts';
 export type { AnswerLinks, InterventionTool, InterventionOutcome, RequestInterventionInput, ResumeInterventionInput } from '../approvals/types.ts';
 export { APPROVAL_REASONS } from '../approvals/reasons.ts';
 export type { Approval, ApprovalStatus, ApprovalKind, ApprovalOutcome, PendingApproval } from '../contract/approval.ts';

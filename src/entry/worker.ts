@@ -11,4 +11,4 @@ export {
 } from '../worker/startDeliveryWorker.ts';
 export { runDeliveryWorkerUntilSignal } from '../worker/runUntilSignal.ts';
 export { loadWorkerPlugin, type WorkerPlugin } from '../worker/plugin.ts';
-export { WorkerPluginError } from '../worker/errors.ts';
+export { WorkerPluginError } from '../contract/errors.ts';

@@ -1,8 +1,7 @@
 import type { LanguageModelMiddleware, ToolSet } from 'ai';
-import { InterceptionBlocked, InterceptionBlockedError } from '../intercept/errors.ts';
+import { InterceptionBlocked, InterceptionBlockedError, ToolCallDeniedError } from '../contract/errors.ts';
 import { type AiSdkMiddlewareOptions, AiSdkModelRuns, type ModelRunRegistry, newModelRunRegistry, wrapRegistryTools } from './aiSdkMiddleware.ts';
 import { AiSdkRun } from './aiSdkRun.ts';
-import { ToolCallDeniedError } from './errors.ts';
 import { checkIntegrationOptions, type IntegrationOptions, type IntegrationRunOptions, RunBridge } from './runBridge.ts';
 
 /**

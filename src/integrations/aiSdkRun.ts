@@ -5,7 +5,7 @@ import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../intercep
 import type { ModelToolCall } from '../intercept/run/modelStream.ts';
 import { type ContentPart, isClientToolCall, judgedNonText, membersOf, parseArgs, type StreamPart } from './aiSdkParts.ts';
 import { judgeModelCall, refuseUnseen, registerTools, type ToolNames } from './aiSdkSeam.ts';
-import { ToolCallDeniedError } from './errors.ts';
+import { ToolCallDeniedError } from '../contract/errors.ts';
 import type { RunBridge, RunFinish } from './runBridge.ts';
 import type { PendingApproval } from '../contract/approval.ts';
 import { withDefined } from '../util/withDefined.ts';

@@ -1,7 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModelMiddleware, ToolSet } from 'ai';
-import { AgentHooksInstallError } from '../intercept/errors.ts';
-import { UninterceptedToolError } from './errors.ts';
+import { AgentHooksInstallError, UninterceptedToolError } from '../contract/errors.ts';
 
 /**
  * What the AI SDK middleware can see of the tools, at the one call every step passes (the model

@@ -1,5 +1,5 @@
 import type { AdmittedInput, AgentRun, RunEnd } from '../intercept/run/agentRun.ts';
-import { InterceptionBlocked, InterceptionBlockedError } from '../intercept/errors.ts';
+import { InterceptionBlocked, InterceptionBlockedError } from '../contract/errors.ts';
 import { guardTransport, McpSeam } from './mcpGuard.ts';
 import { checkIntegrationOptions, type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 

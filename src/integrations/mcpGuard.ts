@@ -1,7 +1,6 @@
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
-import { AgentHooksInstallError, AgentRunStateError, ToolError } from '../intercept/errors.ts';
+import { AgentHooksInstallError, AgentRunStateError, ToolError, UninterceptedToolError } from '../contract/errors.ts';
 import { jsonEqual } from '../intercept/json/jsonEqual.ts';
-import { UninterceptedToolError } from './errors.ts';
 import {
   classify,
   createdTaskId,

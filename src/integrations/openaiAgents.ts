@@ -23,7 +23,7 @@ import type {
 } from '@openai/agents';
 import type { JsonValue } from '../contract/agentHooks.ts';
 import type { AdmittedInput, AgentRun, RunEnd } from '../intercept/run/agentRun.ts';
-import { InterceptionBlocked, InterceptionBlockedError } from '../intercept/errors.ts';
+import { InterceptionBlocked, InterceptionBlockedError } from '../contract/errors.ts';
 import type { ModelToolCall } from '../intercept/run/modelStream.ts';
 import { AgentGraph, type AnyAgent, newClones } from './openaiAgentsGraph.ts';
 import type { PendingApproval } from '../contract/approval.ts';

@@ -1,6 +1,5 @@
 import type { Agent, Handoff, InputGuardrail, Model, ModelProvider, OutputGuardrail, Tool } from '@openai/agents';
-import { AgentHooksInstallError } from '../intercept/errors.ts';
-import { UninterceptedToolError } from './errors.ts';
+import { AgentHooksInstallError, UninterceptedToolError } from '../contract/errors.ts';
 import { agentToolSource, type loadSdk } from './openaiAgentsSdk.ts';
 import { hookClassOf, makerOf, markPrepared, registerMade, type TurnJudge } from './openaiAgentsSeam.ts';
 

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Agent, Handoff, Tool } from '@openai/agents';
-import { UninterceptedToolError } from './errors.ts';
+import { UninterceptedToolError } from '../contract/errors.ts';
 
 /**
  * Where the Agents SDK's runner takes each turn's capabilities: at every turn it asks the agent it

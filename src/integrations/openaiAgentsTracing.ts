@@ -1,5 +1,5 @@
 import type { JsonValue } from '../contract/agentHooks.ts';
-import { InterceptionBlockedError } from '../intercept/errors.ts';
+import { InterceptionBlockedError } from '../contract/errors.ts';
 import type { loadSdk } from './openaiAgentsSdk.ts';
 
 type Sdk = Awaited<ReturnType<typeof loadSdk>>;

@@ -5,7 +5,7 @@ import type { HookType } from '../contract/hookTypes.ts';
 import type { ToolCallResult } from '../contract/toolContext.ts';
 import type { AgentHooks, StartRunOptions } from '../intercept/run/bundle.ts';
 import type { AdmittedInput, AgentRun, ModelCaller, ModelCallResult, NativeMessage, RunEnd } from '../intercept/run/agentRun.ts';
-import { type ApprovalPendingError, InterceptionBlockedError, ToolError } from '../intercept/errors.ts';
+import { type ApprovalPendingError, InterceptionBlockedError, ToolError } from '../contract/errors.ts';
 import { withDefined } from '../util/withDefined.ts';
 
 /**

@@ -11,7 +11,7 @@ import {
 import type { ResolvedIdentityProvider } from './identity.ts';
 import { validateEnvelope } from './envelope.ts';
 import { HostError } from './reasons.ts';
-import { HostFailureError, EmissionCancelledError } from './errors.ts';
+import { HostFailureError, EmissionCancelledError } from '../contract/errors.ts';
 import { settleWithin } from './timeouts.ts';
 import { hostErrorVerdict, isLiftable, isPermit, parseWireVerdict } from './verdict.ts';
 

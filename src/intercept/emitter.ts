@@ -14,7 +14,7 @@ import { toResolverFunction, type ApprovalRedactor, type ApprovalResolver, type 
 import { resolveComposition, summarize } from './composition.ts';
 import { DEFAULT_MAX_DEPTH, findDomainViolation } from './json/canonicalJson.ts';
 import { validateEnvelope, type EnvelopeLimits } from './envelope.ts';
-import { ApprovalPendingError, InterceptionBlockedError, HostFailureError, EmissionCancelledError } from './errors.ts';
+import { ApprovalPendingError, InterceptionBlockedError, HostFailureError, EmissionCancelledError } from '../contract/errors.ts';
 import type { DispatchEnv, DispatchOutcome } from './fold.ts';
 import { resolveIdentityProvider, type IdentityProviderOption, type ResolvedIdentityProvider } from './identity.ts';
 import { toRegistered, type Interceptor, type RegisteredInterceptor } from './interceptor.ts';

@@ -3,7 +3,7 @@ import type { AgentContext, InterceptionPoint } from '../contract/agentHooks.ts'
 import { canonicalizeJcs } from './json/canonicalJson.ts';
 import { validateEnvelope } from './envelope.ts';
 import { HostError } from './reasons.ts';
-import { HostFailureError } from './errors.ts';
+import { HostFailureError } from '../contract/errors.ts';
 
 /** The default provider's name. */
 export const JCS_SHA256 = 'jcs-sha256';

@@ -22,7 +22,7 @@ export {
   ToolError,
   HostFailureError,
   HostErrorFailure,
-} from './errors.ts';
+} from '../contract/errors.ts';
 export {
   AgentHooks,
   createAgentHooks,

@@ -2,7 +2,7 @@ import type { AgentContext, Verdict } from '../contract/agentHooks.ts';
 import { errorTypeName } from './identity.ts';
 import { HostError } from './reasons.ts';
 import { assertTimeout, settleWithin } from './timeouts.ts';
-import { EmissionCancelledError } from './errors.ts';
+import { EmissionCancelledError } from '../contract/errors.ts';
 import { hostErrorVerdict, parseWireVerdict } from './verdict.ts';
 import { withDefined } from '../util/withDefined.ts';
 

@@ -1,4 +1,4 @@
-import { InterceptionTimeoutError } from './errors.ts';
+import { InterceptionTimeoutError } from '../contract/errors.ts';
 
 /** AGENT-HOOKS-0.1's recommended default for each interceptor call and each resolver call. */
 export const DEFAULT_TIMEOUT_MS = 5000;

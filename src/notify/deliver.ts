@@ -10,7 +10,7 @@ import type { WebhookConfig } from '../contract/webhook.ts';
 import { SEQUENCE_HEADER, timeoutMs } from '../contract/webhook.ts';
 import type { Logger } from '../observability/logger.ts';
 import { resolvedTemplateValues, sentHeadersAsConfigured } from '../send/attemptEvidence.ts';
-import { DeliveryConfigError, SSRF_BLOCKED_HINT } from '../send/errors.ts';
+import { DeliveryConfigError, SSRF_BLOCKED_HINT } from '../contract/errors.ts';
 import type { FetchTransport, SendOutcome } from '../send/fetchTransport.ts';
 import { resolveHeaderTemplates } from '../send/headerTemplates.ts';
 import { resolveWebhookUrlCached } from '../send/resolveUrl.ts';

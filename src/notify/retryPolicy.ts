@@ -1,6 +1,6 @@
 /** Q3: retry schedule, jitter, Retry-After and permanent statuses. Pure functions. */
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../contract/defaults.ts';
-import { RetryScheduleError } from '../send/errors.ts';
+import { RetryScheduleError } from '../contract/errors.ts';
 
 /** Delays (seconds) after the first immediate attempt: 8 attempts over ~27.5 h. */
 export { DEFAULT_RETRY_SCHEDULE_SECONDS };

@@ -1,5 +1,5 @@
 import { ToolCallHookContextSchema, type ToolCallHookContext } from '../contract/index.ts';
-import { ToolCallContextError } from './errors.ts';
+import { ToolCallContextError } from '../contract/errors.ts';
 
 /** The tool call as the model emitted it; `arguments` may still be the raw JSON string. */
 type ToolCallInput = {

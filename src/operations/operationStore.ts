@@ -1,6 +1,15 @@
 import { assertPrintableId } from '../contract/terminalText.ts';
 import { isControlHook, type ParsedSerializedHook, type SerializedHook } from '../contract/hook.ts';
-import { ApprovalNotClaimedError, DeferredCancelledError, DeferredContextError } from './errors.ts';
+import {
+  ApprovalNotClaimedError,
+  DeferredCancelledError,
+  DeferredContextError,
+  ToolCallContextError,
+  CriticalHookDeliveryError,
+  type CriticalFailure,
+  type DispatchReport,
+  type NotAcceptedDelivery,
+} from '../contract/errors.ts';
 import { serializeHook } from '../contract/hook.ts';
 import { blockedAfterResult, HOOK_CONTROL_ERROR } from '../decide/blockedResult.ts';
 import { withReadableError } from '../util/errorMessage.ts';
@@ -8,10 +17,8 @@ import { withoutEnvHookIds } from '../contract/hookTypes.ts';
 import { assertTemplateSources, parseHookBatch, parseSerializedHooks } from '../contract/validate.ts';
 import { assertStorableEvent } from '../contract/storableText.ts';
 import type { ToolCallHookContext, ToolCallResult } from '../contract/toolContext.ts';
-import { ToolCallContextError } from '../notify/errors.ts';
 import { parseToolCallHookContext } from '../notify/toolCallContext.ts';
 import { handedTemplateEnv, resolveConfig } from '../config/resolveConfig.ts';
-import { CriticalHookDeliveryError, type CriticalFailure, type DispatchReport, type NotAcceptedDelivery } from '../contract/errors.ts';
 import { storeOf, type Store } from '../store/db.ts';
 import { openConfiguredStore } from '../store/openConfigured.ts';
 import { createOperationWithHooks, finishOperation, getOperation, loadOperationHooks } from '../store/operationsRepo.ts';

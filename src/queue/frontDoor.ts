@@ -9,11 +9,10 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { EventNotAcceptedError, type NotAcceptedReason } from '../contract/errors.ts';
+import { EventNotAcceptedError, type NotAcceptedReason, StoreUnavailableError, SpoolWriteError } from '../contract/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Db } from '../store/db.ts';
 import { ledgerAnswers } from '../store/deliveriesRepo.ts';
-import { StoreUnavailableError } from '../store/errors.ts';
 import { storeUnavailable } from '../store/unreachable.ts';
 import { type CallOutcome, settleCall } from './answerCalls.ts';
 import { addDeliveryJobs } from './jobs.ts';
@@ -21,7 +20,6 @@ import { withTimeout } from '../util/withTimeout.ts';
 import type { PreparedItem } from './prepareEnqueue.ts';
 import type { DeliveryQueueConnection } from './queueConnection.ts';
 import type { RedisAvailability } from './redisAvailability.ts';
-import { SpoolWriteError } from './errors.ts';
 import { createSpool, type Spool } from './spool.ts';
 import { drainSpoolSegment } from './spoolDrain.ts';
 import { createStoreAvailability, isStoreUnusable, type StoreAvailability } from './storeAvailability.ts';

@@ -1,5 +1,5 @@
 /** Q8: the payload cap, checked at enqueue before anything is stored. */
-import { PayloadTooLargeError } from './errors.ts';
+import { PayloadTooLargeError } from '../contract/errors.ts';
 
 /** The event's serialized size in UTF-8 bytes; throws PayloadTooLargeError over the cap. */
 export function assertPayloadWithinCap(serialized: string, capBytes: number): number {

@@ -3,7 +3,7 @@ import { ensurePrivateDir } from '../store/privateFiles.ts';
 import path from 'node:path';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
-import { RedisUnavailableError } from './errors.ts';
+import { RedisUnavailableError } from '../contract/errors.ts';
 
 /** A queue connection: one Redis, or a Redis Cluster reached through one of its nodes. */
 export type QueueRedis = Redis | Cluster;

@@ -22,7 +22,7 @@ import { type FileHandle, mkdir, open, readdir, readFile, rename, stat, unlink, 
 import path from 'node:path';
 import type { Logger } from '../observability/logger.ts';
 import type { PreparedRow } from './prepareEnqueue.ts';
-import { SpoolWriteError } from './errors.ts';
+import { SpoolWriteError } from '../contract/errors.ts';
 import type { SpoolStatus } from './types.ts';
 import { countSpoolLines, encodeSpoolRecord, SPOOL_SEGMENT_SUFFIX } from './spoolFormat.ts';
 

@@ -3,12 +3,11 @@
  * transaction when they are keyed (Q1a), ordered (SEC-H7) or many. Nothing is stored for a call
  * unless all of it is.
  */
-import { TenantMismatchError } from '../contract/errors.ts';
+import { TenantMismatchError, IdempotencyConflictError } from '../contract/errors.ts';
 import { isRowDataError, storageCall } from '../contract/storageError.ts';
 import type { Db } from '../store/db.ts';
 import { insertDeliveries, insertNumberedDeliveries, matchIdempotentDeliveries } from '../store/deliveriesRepo.ts';
 import { assignSequences } from '../store/orderingRepo.ts';
-import { IdempotencyConflictError } from './errors.ts';
 import type { PreparedItem, PreparedRow } from './prepareEnqueue.ts';
 
 /** Rows per INSERT statement (one JSON parameter each; large groups are cut into a transaction of several). */

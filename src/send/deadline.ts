@@ -4,7 +4,7 @@
  * bundle of closures: it is created on every request (the hot path).
  */
 
-import { DeadlineAbortError, type DeadlineCause } from './errors.ts';
+import { DeadlineAbortError, type DeadlineCause } from '../contract/errors.ts';
 
 export class Deadline {
   readonly #endsAt: number;

@@ -10,7 +10,7 @@ import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import { discardBody, readCapped } from './bodyReader.ts';
 import { startDeadline, type Deadline } from './deadline.ts';
 import { dispatchDiscarding, type DiscardLimits, type ResponseHeaders } from './discardExchange.ts';
-import { describeError, isSsrfBlockedError, SSRF_BLOCKED_HINT } from './errors.ts';
+import { describeError, isSsrfBlockedError, SSRF_BLOCKED_HINT } from '../contract/errors.ts';
 import { createGuardedConnector, createTrustedConnector } from './guardedConnector.ts';
 import { checkDestination, ipLiteralHost, isAddressAllowed, parseAllowedCidrs, type Cidr, type DestinationCheck, type ResolveHost } from './ssrfGuard.ts';
 import type { TransportErrorClass } from './types.ts';

@@ -5,7 +5,7 @@
  * pinning: no second lookup that could answer differently). TLS still verifies the name.
  */
 import { buildConnector } from 'undici';
-import { SsrfBlockedError } from './errors.ts';
+import { SsrfBlockedError } from '../contract/errors.ts';
 import { ipLiteralHost, isAddressAllowed, resolveAllowedAddresses, type Cidr, type ResolvedAddress, type ResolveHost } from './ssrfGuard.ts';
 
 /** How many of a name's validated addresses are tried, in order, before giving up. */

@@ -16,7 +16,7 @@ import {
   UNSAFE_HEADER_VALUE_MESSAGE,
 } from '../contract/webhook.ts';
 import { templateSourceProblem, type TemplateEnvPattern } from '../contract/templateSources.ts';
-import { DeliveryConfigError } from './errors.ts';
+import { DeliveryConfigError } from '../contract/errors.ts';
 
 const TEMPLATE_START = '${';
 const CONTENT_TYPE = 'content-type';

@@ -15,14 +15,13 @@ import {
 } from '../contract/webhook.ts';
 import type { Interceptor } from '../intercept/interceptor.ts';
 import { DEFAULT_TIMEOUT_MS } from '../intercept/timeouts.ts';
-import { DeliveryConfigError, RemoteInterceptorError } from './errors.ts';
+import { DeliveryConfigError, RemoteInterceptorError, HookConfigError } from '../contract/errors.ts';
 import { FetchTransport } from './fetchTransport.ts';
 import { resolvedTemplateValues } from './attemptEvidence.ts';
 import { resolveHeaderTemplates } from './headerTemplates.ts';
 import { redactSecretsDeep } from './secretRedaction.ts';
 import { resolveWebhookUrl } from './resolveUrl.ts';
 import { parseSigningSecrets, signatureHeaders } from './signing.ts';
-import { HookConfigError } from '../contract/errors.ts';
 import { parseJsonLossless } from '../intercept/json/losslessJson.ts';
 
 /** I3: the response cap of a remote verdict, as for decision webhooks. */

@@ -3,7 +3,7 @@
  * a path `/…` is appended to the application base URL (APP_URL / appUrl), which the operator
  * configured, so it is trusted. A relative URL with no base is a configuration error.
  */
-import { DeliveryConfigError } from './errors.ts';
+import { DeliveryConfigError } from '../contract/errors.ts';
 
 export type ResolvedUrl = { url: string; trusted: boolean };
 

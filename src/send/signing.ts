@@ -5,7 +5,7 @@
  */
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { decodeSigningSecrets } from '../config/signingSecrets.ts';
-import { DeliveryConfigError } from './errors.ts';
+import { DeliveryConfigError } from '../contract/errors.ts';
 const SIGNATURE_VERSION = 'v1';
 
 export type SignatureInput = { id: string; timestampSeconds: number; body: string; secrets: readonly string[] };

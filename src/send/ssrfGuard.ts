@@ -10,7 +10,7 @@
 import dns from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { SsrfBlockedError, AllowedCidrsError } from './errors.ts';
+import { SsrfBlockedError, AllowedCidrsError } from '../contract/errors.ts';
 
 type IPv4 = ipaddr.IPv4;
 type IPv6 = ipaddr.IPv6;

@@ -3,7 +3,7 @@
  * `hookrelay deliveries list`, `hookrelay replay` and the console accept exactly the same input.
  * A bad field throws FilterInputError naming it (`label` is how the caller spells it).
  */
-import { FilterInputError, type FilterField } from './errors.ts';
+import { FilterInputError, type FilterField } from '../contract/errors.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../contract/delivery.ts';
 import { isDeliveryEventType } from '../contract/hookTypes.ts';
 import { canonicalEndpoint } from '../contract/endpoint.ts';

@@ -3,7 +3,7 @@
  * peer dependencies: imported only when the embedded store is opened or served, and a missing one
  * is an error saying what to install — or to set DATABASE_URL instead.
  */
-import { EmbeddedStoreUnavailableError } from './errors.ts';
+import { EmbeddedStoreUnavailableError } from '../contract/errors.ts';
 
 export async function importEmbedded<M extends '@electric-sql/pglite' | '@electric-sql/pglite-socket'>(
   name: M,

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { DEFAULT_DATA_DIR } from '../contract/defaults.ts';
 import { openStore, type Store } from './db.ts';
 import { lookupEmbeddedSocket } from './embedded.ts';
-import { EmbeddedStoreUntrustedError, StoreNotFoundError } from './errors.ts';
+import { EmbeddedStoreUntrustedError, StoreNotFoundError } from '../contract/errors.ts';
 import { migrateStore } from './migrate.ts';
 import { withDefined } from '../util/withDefined.ts';
 

@@ -6,7 +6,7 @@ import type { StoredPlaceholder } from './types.ts';
 
 export type { StoredPlaceholder };
 
-import { PlaceholderNotFoundError } from './errors.ts';
+import { PlaceholderNotFoundError } from '../contract/errors.ts';
 
 export { PlaceholderNotFoundError };
 

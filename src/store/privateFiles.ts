@@ -5,7 +5,7 @@
  * by group or others. Each check answers with the reason a file is refused, for the message.
  */
 import { chmodSync, lstatSync, mkdirSync, type Stats, statSync } from 'node:fs';
-import { EmbeddedStoreUntrustedError } from './errors.ts';
+import { EmbeddedStoreUntrustedError } from '../contract/errors.ts';
 
 const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;

@@ -3,7 +3,7 @@
  * worker's pg gate waits such errors out; the producer, the CLI and the console turn them into a
  * StoreUnavailableError that names the store instead of a driver message or a stack.
  */
-import { StoreUnavailableError } from './errors.ts';
+import { StoreUnavailableError } from '../contract/errors.ts';
 
 /** SQLSTATE classes that mean "no usable connection": 08 connection, 57 operator intervention, 53 resources. */
 const UNAVAILABLE_SQLSTATE = /^(08|57|53)/;

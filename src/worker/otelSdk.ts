@@ -7,7 +7,7 @@
  * pino (OTEL_METRICS_EXPORTER / OTEL_LOGS_EXPORTER default to `none` unless you set them).
  * The library never loads it: an application registers its own SDK.
  */
-import { SettingsError } from '../config/errors.ts';
+import { SettingsError } from '../contract/errors.ts';
 import type { Logger } from '../observability/logger.ts';
 
 const OTEL_SDK_PACKAGE = '@opentelemetry/sdk-node';

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { EmailLookup } from '../notify/emailCache.ts';
-import { WorkerPluginError } from './errors.ts';
+import { WorkerPluginError } from '../contract/errors.ts';
 
 export type WorkerPlugin = { emailLookup: EmailLookup };
 

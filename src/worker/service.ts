@@ -6,7 +6,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Queue, Worker } from 'bullmq';
 import { resolveLoadedConfig, type LoadedConfig } from '../config/resolveConfig.ts';
-import { SettingsError } from '../config/errors.ts';
+import { SettingsError } from '../contract/errors.ts';
 import { withDefined } from '../util/withDefined.ts';
 import { signingSecrets, type Settings } from '../config/settings.ts';
 import { FetchTransport } from '../send/fetchTransport.ts';

@@ -4,12 +4,12 @@
  * approve|reject` makes; the worker's sweep announces approval.resolved.
  */
 import { decideApproval } from '../../approvals/decideApproval.ts';
-import { ApprovalNotFoundError, ApprovalNotPendingError } from '../../approvals/errors.ts';
+import { ApprovalNotFoundError, ApprovalNotPendingError } from '../../contract/errors.ts';
 import { APPROVAL_STATUSES, type ApprovalStatus } from '../../contract/approval.ts';
 import { TENANT_PATTERN } from '../../contract/tenant.ts';
 import { expireDueApprovals, getApprovalRow, listApprovalRows, toApproval } from '../../store/approvalsRepo.ts';
 import { approvalPage, approvalsPage } from '../approvalPages.ts';
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../httpError.ts';
 import { noticeFor, noticeQuery } from '../notices.ts';
 import { BASE, messagePage } from '../pages.ts';
 import { textParam } from '../queryInput.ts';

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { send } from '../respond.ts';
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../httpError.ts';
 import { type PublicRoute, underBase } from '../router.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));

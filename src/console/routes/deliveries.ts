@@ -2,7 +2,7 @@
 import { ledgerStats } from '../../admin/ledgerStats.ts';
 import { listDeliveries, type DeliveryFilter } from '../../store/deliveriesRepo.ts';
 import { deliveryFilterFrom } from '../../store/deliveryFilterInput.ts';
-import { FilterInputError } from '../../store/errors.ts';
+import { FilterInputError } from '../../contract/errors.ts';
 import { filterFields, filterProblem, toFilterFields } from '../filterForm.ts';
 import { BASE, deliveriesPage } from '../pages.ts';
 import { textParam } from '../queryInput.ts';

@@ -5,7 +5,7 @@ import type { Db } from '../../store/db.ts';
 import { type DeliveryDetail, deliveryPage, messagePage } from '../pages.ts';
 import { parseDeliveryIdSegment, textParam } from '../queryInput.ts';
 import { send } from '../respond.ts';
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../httpError.ts';
 import { type AuthedCall, type Route, underBase } from '../router.ts';
 
 async function deliveryDetail(db: Db, id: string): Promise<DeliveryDetail | undefined> {

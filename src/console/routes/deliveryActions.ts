@@ -5,7 +5,7 @@ import { runReplay } from '../context.ts';
 import { BASE, messagePage, skipText } from '../pages.ts';
 import { parseDeliveryIdSegment } from '../queryInput.ts';
 import { redirect, send } from '../respond.ts';
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../httpError.ts';
 import { type PostCall, type Route, underBase } from '../router.ts';
 
 function idOf(segment: string): string {

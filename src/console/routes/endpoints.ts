@@ -10,7 +10,7 @@ import { BASE, endpointsPage } from '../pages.ts';
 import { type NoticeCode, noticeFor, noticeQuery } from '../notices.ts';
 import { textParam } from '../queryInput.ts';
 import { redirect, send } from '../respond.ts';
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../httpError.ts';
 import { ALL_TENANTS, canonicalEndpoint, scopedEndpointKey, splitScopedKey } from '../../contract/endpoint.ts';
 import type { AuthedCall, PostCall, Route } from '../router.ts';
 

@@ -4,7 +4,7 @@ import type { ConsoleContext } from '../context.ts';
 import { BASE, overviewPage } from '../pages.ts';
 import { parseOverviewHours } from '../queryInput.ts';
 import { send, sendJson } from '../respond.ts';
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../httpError.ts';
 import type { AuthedCall, Route } from '../router.ts';
 
 const OVERVIEW_HOURS = 3;

@@ -3,14 +3,13 @@
  * POST replays exactly the previewed ids once the operator ticked the confirmation.
  */
 import { previewReplay, replayCandidatesByFilter, replayCandidatesByIds, type ReplayResult } from '../../admin/replay.ts';
-import { ReplayStatusError } from '../../admin/errors.ts';
+import { ReplayStatusError, FilterInputError } from '../../contract/errors.ts';
 import { deliveryFilterFrom } from '../../store/deliveryFilterInput.ts';
-import { FilterInputError } from '../../store/errors.ts';
 import { runReplay } from '../context.ts';
 import { filterFields, filterProblem, toFilterFields } from '../filterForm.ts';
 import { BASE, messagePage, replayPreviewPage, replayResultPage } from '../pages.ts';
 import { send } from '../respond.ts';
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../httpError.ts';
 import type { AuthedCall, PostCall, Route } from '../router.ts';
 
 /** A filtered replay from the console covers at most this many deliveries; more is `hookrelay replay`'s job (it shows progress, paces with --rate). */

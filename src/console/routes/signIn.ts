@@ -5,7 +5,7 @@ import { declaredLength } from '../../observability/requestBody.ts';
 import { readForm } from '../formReader.ts';
 import { BASE, loginPage } from '../pages.ts';
 import { redirect, send } from '../respond.ts';
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../httpError.ts';
 import type { PostCall, PublicRoute, Route } from '../router.ts';
 
 /**

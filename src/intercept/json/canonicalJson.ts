@@ -1,5 +1,5 @@
 import { HostError } from '../reasons.ts';
-import { HostFailureError } from '../errors.ts';
+import { HostFailureError } from '../../contract/errors.ts';
 
 /**
  * RFC 8785 (JCS) canonical JSON for the `jcs-sha256` identity and the evidence

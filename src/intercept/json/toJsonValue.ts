@@ -1,5 +1,5 @@
 import type { JsonValue } from '../../contract/agentHooks.ts';
-import { ProjectionError } from '../errors.ts';
+import { ProjectionError } from '../../contract/errors.ts';
 
 const MAX_DEPTH = 256; // beyond the envelope's nesting bound (128): the envelope check names that limit, this only stops runaway recursion
 

@@ -2,7 +2,14 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AgentContext, InterceptionPoint, JsonObject, JsonValue } from '../../contract/agentHooks.ts';
 import type { AgentContextBuilder, Message } from '../builder.ts';
 import type { InterceptionEmitter } from '../emitter.ts';
-import { AgentHooksInstallError, AgentRunStateError, ApprovalPendingError, InterceptionBlockedError, ToolError, ProjectionError } from '../errors.ts';
+import {
+  AgentHooksInstallError,
+  AgentRunStateError,
+  ApprovalPendingError,
+  InterceptionBlockedError,
+  ToolError,
+  ProjectionError,
+} from '../../contract/errors.ts';
 import type { PendingApproval } from '../../contract/approval.ts';
 import {
   isAsyncIterable,

@@ -3,7 +3,7 @@ import type { JsonValue } from '../../contract/agentHooks.ts';
 import { activeRun, AgentRun, type AdmittedInput, type Persistence, type PersistEntry, type Streaming, type ToolSeamHostError } from './agentRun.ts';
 import { AgentContextBuilder } from '../builder.ts';
 import { InterceptionEmitter, type InterceptionEmitterOptions } from '../emitter.ts';
-import { AgentHooksInstallError, AgentRunStateError } from '../errors.ts';
+import { AgentHooksInstallError, AgentRunStateError } from '../../contract/errors.ts';
 import type { Interceptor } from '../interceptor.ts';
 
 /**

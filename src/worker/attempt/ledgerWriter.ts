@@ -10,7 +10,7 @@
  * (bounded: never an endless re-send) and its caller gets an OutcomeNotStoredError.
  */
 import { isRowDataError } from '../../contract/storageError.ts';
-import { StorageError } from '../../contract/errors.ts';
+import { StorageError, OutcomeNotStoredError } from '../../contract/errors.ts';
 import { type Logger, silentLogger } from '../../observability/logger.ts';
 import type { Db } from '../../store/db.ts';
 import {
@@ -24,7 +24,6 @@ import {
   type InFlightMark,
 } from '../../store/deliveriesRepo.ts';
 import { BatchItemFailure, createBatcher } from '../../queue/batcher.ts';
-import { OutcomeNotStoredError } from '../../queue/errors.ts';
 
 /** Rows per flush. */
 const LEDGER_BATCH_ROWS = 500;

@@ -7,7 +7,7 @@
 import type { DeliveryAttempt } from '../../contract/delivery.ts';
 import { nextDelayMs } from '../../notify/retryPolicy.ts';
 import type { NotificationResult } from '../../notify/deliver.ts';
-import { SSRF_BLOCKED_HINT } from '../../send/errors.ts';
+import { SSRF_BLOCKED_HINT } from '../../contract/errors.ts';
 import { CRITICAL_ERROR_CLASS, type AttemptOutcome, type ClaimedDelivery } from '../../store/deliveriesRepo.ts';
 import { withDefined } from '../../util/withDefined.ts';
 

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApprovalQueue, type ApprovalQueue } from '../../../src/approvals/approvalQueue.ts';
-import { ApprovalNotFoundError, ApprovalNotPendingError } from '../../../src/approvals/errors.ts';
+import { ApprovalNotFoundError, ApprovalNotPendingError } from '../../../src/contract/errors.ts';
 import { AgentContextBuilder, ALLOW, ApprovalPendingError, InterceptionBlockedError, InterceptionEmitter, Verdict } from '../../../src/intercept/index.ts';
 import type { InterceptionRecord, JsonObject } from '../../../src/contract/agentHooks.ts';
 import { openPendingApproval, decideApprovalRow } from '../../../src/store/approvalsRepo.ts';

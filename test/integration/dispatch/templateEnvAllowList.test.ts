@@ -11,7 +11,7 @@ import { FetchTransport } from '../../../src/send/fetchTransport.ts';
 import { MAX_ENV_VAR_NAME_LENGTH, parseTemplateEnvPattern, templateEnvAllows, templateSourceProblem } from '../../../src/contract/templateSources.ts';
 import { WebhookConfigSchema } from '../../../src/contract/webhook.ts';
 import { loadSettings } from '../../../src/config/settings.ts';
-import { SettingsError } from '../../../src/config/errors.ts';
+import { SettingsError } from '../../../src/contract/errors.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { captureLogger } from '../../unit/dispatch/helpers.ts';
 

@@ -9,7 +9,7 @@ import type { AgentContext, InterceptionRecord } from '../../../src/contract/age
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
 import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
-import { InterceptionBlocked } from '../../../src/intercept/errors.ts';
+import { InterceptionBlocked } from '../../../src/contract/errors.ts';
 import { Verdict } from '../../../src/intercept/verdict.ts';
 import type { Interceptor } from '../../../src/intercept/interceptor.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';

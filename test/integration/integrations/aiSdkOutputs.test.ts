@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
 import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
-import { InterceptionBlocked } from '../../../src/intercept/errors.ts';
+import { InterceptionBlocked } from '../../../src/contract/errors.ts';
 import type { Interceptor } from '../../../src/intercept/interceptor.ts';
 import { Verdict } from '../../../src/intercept/verdict.ts';
 import { mockModel, type StreamPart, usage } from '../../support/aiSdkMock.ts';

@@ -9,8 +9,7 @@ import { generateText, jsonSchema, stepCountIs, streamText, tool, wrapLanguageMo
 import { describe, expect, it } from 'vitest';
 import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
-import { UninterceptedToolError } from '../../../src/integrations/errors.ts';
-import { AgentHooksInstallError } from '../../../src/intercept/errors.ts';
+import { UninterceptedToolError, AgentHooksInstallError } from '../../../src/contract/errors.ts';
 import type { Interceptor } from '../../../src/intercept/interceptor.ts';
 import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
 import { Verdict } from '../../../src/intercept/verdict.ts';

@@ -16,7 +16,7 @@ import type { AgentContext } from '../../../src/contract/agentHooks.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createAiSdkHooks } from '../../../src/integrations/aiSdk.ts';
 import { createMcpHooks } from '../../../src/integrations/mcp.ts';
-import { InterceptionBlocked } from '../../../src/intercept/errors.ts';
+import { InterceptionBlocked } from '../../../src/contract/errors.ts';
 import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
 import type { Interceptor } from '../../../src/intercept/interceptor.ts';
 import { Verdict } from '../../../src/intercept/verdict.ts';

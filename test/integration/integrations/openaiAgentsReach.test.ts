@@ -26,9 +26,8 @@ import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-co
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AgentContext, InterceptionRecord } from '../../../src/contract/agentHooks.ts';
-import { HookrelayError } from '../../../src/contract/hookrelayError.ts';
+import { HookrelayError, UninterceptedToolError } from '../../../src/contract/errors.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
-import { UninterceptedToolError } from '../../../src/integrations/errors.ts';
 import { startStdioFilesServer } from './fixtures/agentsMcpServer.ts';
 import { createOpenAIAgentsHooks, InterceptionBlocked } from '../../../src/integrations/openaiAgents.ts';
 import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';

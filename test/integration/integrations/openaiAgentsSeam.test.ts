@@ -11,9 +11,8 @@ import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents-co
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { AgentContext } from '../../../src/contract/agentHooks.ts';
-import { UninterceptedToolError } from '../../../src/integrations/errors.ts';
+import { UninterceptedToolError, AgentHooksInstallError } from '../../../src/contract/errors.ts';
 import { createOpenAIAgentsHooks } from '../../../src/integrations/openaiAgents.ts';
-import { AgentHooksInstallError } from '../../../src/intercept/errors.ts';
 import type { Interceptor } from '../../../src/intercept/interceptor.ts';
 import { createAgentHooks } from '../../../src/intercept/run/bundle.ts';
 import { Verdict } from '../../../src/intercept/verdict.ts';

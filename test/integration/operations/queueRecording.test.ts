@@ -6,8 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOperationStore, type OperationStore } from '../../../src/operations/operationStore.ts';
-import { CriticalHookDeliveryError } from '../../../src/contract/errors.ts';
-import { HookConfigError } from '../../../src/contract/errors.ts';
+import { CriticalHookDeliveryError, HookConfigError } from '../../../src/contract/errors.ts';
 import type { AgentHook } from '../../../src/contract/hook.ts';
 import type { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { createTestStore, type TestStore } from '../../support/db.ts';

@@ -1,9 +1,8 @@
 import net from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EventValidationError, HookConfigError } from '../../../src/contract/errors.ts';
+import { EventValidationError, HookConfigError, PayloadTooLargeError } from '../../../src/contract/errors.ts';
 import { MAX_EVENT_DEPTH } from '../../../src/contract/events.ts';
-import { PayloadTooLargeError } from '../../../src/queue/errors.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import { startReceiver, type Receiver } from '../../support/receiver.ts';
 import { createStack, fetchHook, waitFor, type Stack } from './harness.ts';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSettings } from '../../../src/config/settings.ts';
-import { SettingsError } from '../../../src/config/errors.ts';
+import { SettingsError } from '../../../src/contract/errors.ts';
 import { silentLogger } from '../../../src/observability/logger.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import { startDeliveryService } from '../../../src/worker/service.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { signAnswerToken, verifyAnswerToken } from '../../../src/approvals/answerToken.ts';
-import { ApprovalTokenError } from '../../../src/approvals/errors.ts';
+import { ApprovalTokenError } from '../../../src/contract/errors.ts';
 import { approvalSecretsProblem } from '../../../src/config/approvalSecrets.ts';
 
 const A = 'a'.repeat(32);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { handedTemplateEnv, loadedConfigOf, resolveConfig, resolveLoadedConfig, withTemplateEnvResolved } from '../../../src/config/resolveConfig.ts';
 import { loadSettings } from '../../../src/config/settings.ts';
 import { parseTemplateEnvPattern } from '../../../src/contract/templateSources.ts';
-import { SettingsError } from '../../../src/config/errors.ts';
+import { SettingsError } from '../../../src/contract/errors.ts';
 
 const SRC = path.resolve(import.meta.dirname, '../../../src');
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadSettings, readSettings, SETTING_NAMES, signingSecrets } from '../../../src/config/settings.ts';
-import { SettingsError } from '../../../src/config/errors.ts';
+import { SettingsError } from '../../../src/contract/errors.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 
 function settingsError(env: Record<string, string | undefined>): SettingsError {

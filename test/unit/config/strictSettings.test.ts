@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { loadSettings, readSettings, unknownSettingWarnings } from '../../../src/config/settings.ts';
-import { SettingsError } from '../../../src/config/errors.ts';
+import { SettingsError } from '../../../src/contract/errors.ts';
 
 function refusal(env: Record<string, string>): SettingsError {
   try {

@@ -1,12 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CliUsageError } from '../../../src/cli/errors.ts';
-import { ConsoleInputError } from '../../../src/console/errors.ts';
-import { HookrelayError } from '../../../src/contract/hookrelayError.ts';
-import { DeadlineAbortError } from '../../../src/send/errors.ts';
-import { ToolCallDeniedError, UninterceptedToolError } from '../../../src/integrations/errors.ts';
-import { ProjectionError, EmissionCancelledError } from '../../../src/intercept/errors.ts';
+import {
+  CliUsageError,
+  ConsoleInputError,
+  HookrelayError,
+  DeadlineAbortError,
+  ToolCallDeniedError,
+  UninterceptedToolError,
+  ProjectionError,
+  EmissionCancelledError,
+} from '../../../src/contract/errors.ts';
 import { type AnyErrorClass, DEPRECATED_ALIAS, samples } from './errorSamples.ts';
 
 const root = path.resolve(import.meta.dirname, '../../..');
@@ -151,17 +155,20 @@ describe('the error catalogue: every exported error, its code, and docs/errors.m
   });
 });
 
-/** Where error classes may be declared: one errors.ts per folder of src/, and the base's own file. */
-const ERRORS_FILE = /^src\/[^/]+\/errors\.ts$/;
-const BASE_FILE = 'src/contract/hookrelayError.ts';
-/** Error classes of an errors.ts without a `HOOKRELAY_*` code, each with the reason. */
+/** Where error classes are declared: every one in this file (as undici's errors.js). */
+const ERRORS_FILE = 'src/contract/errors.ts';
+/** Error classes declared elsewhere, each with the reason. */
+const OUTSIDE: Record<string, string> = {
+  HttpError:
+    "the console's answer (an HTTP status and the line a visitor reads), not an error of the library: errorMapping.ts turns it into the response, it never leaves the console",
+};
+/** Error classes of errors.ts without a `HOOKRELAY_*` code, each with the reason. */
 const WITHOUT_CODE: Record<string, string> = {
-  HttpError: "the console's refusal: its HTTP status is what the handler answers with; it never leaves the console",
   InterceptionTimeoutError:
     'the abort reason settleWithin gives a callee it stopped waiting for (a TimeoutError, as the platform names it); never thrown to a caller',
 };
 
-type ErrorClassDeclaration = { file: string; name: string; base: string; codes: string[] };
+type ErrorClassDeclaration = { file: string; name: string; base: string; codes: string[]; brandKey: string | undefined };
 
 /** Source text with comments blanked (a comment may quote `class … extends …`). */
 function withoutComments(text: string): string {
@@ -187,7 +194,8 @@ function errorClassDeclarations(): ErrorClassDeclaration[] {
             file: path.relative(root, full),
             name: m[1] ?? '(anonymous)',
             base: m[2]!,
-            codes: [...body.matchAll(/'(HOOKRELAY_[A-Z_]+)'/g)].map((c) => c[1]!),
+            codes: [...new Set([...body.matchAll(/'(HOOKRELAY_[A-Z_]+)'/g)].map((c) => c[1]!))],
+            brandKey: /\bbrand\(this, '([\w]+)'\)/.exec(body)?.[1],
           });
         }
       }
@@ -207,31 +215,60 @@ function errorClassDeclarations(): ErrorClassDeclaration[] {
   return all.filter(isError);
 }
 
-describe('ARCH-errors: one errors.ts per folder', () => {
+describe('ARCH-errors: every error class in src/contract/errors.ts', () => {
   const declarations = errorClassDeclarations();
 
-  it('ARCH-errors: no file under src/ but a folder’s errors.ts (and the base class file) declares an error class', () => {
+  it('ARCH-errors: no file under src/ but src/contract/errors.ts declares an error class (HttpError, the console’s answer, aside)', () => {
     expect(declarations.length, 'the scan finds the error classes').toBeGreaterThanOrEqual(
       Object.keys(CATALOGUE).length - Object.keys(DEPRECATED_ALIAS).length,
     );
-    const outside = declarations.filter((c) => !ERRORS_FILE.test(c.file) && c.file !== BASE_FILE).map((c) => `${c.file}: ${c.name} extends ${c.base}`);
+    const outside = declarations.filter((c) => c.file !== ERRORS_FILE && OUTSIDE[c.name] === undefined).map((c) => `${c.file}: ${c.name} extends ${c.base}`);
     expect(outside).toEqual([]);
+    for (const name of Object.keys(OUTSIDE))
+      expect(
+        declarations.some((c) => c.name === name && c.file !== ERRORS_FILE),
+        `${name} (OUTSIDE) still exists`,
+      ).toBe(true);
   });
 
-  it('ARCH-errors: every error class an entry exports is declared in an errors.ts', () => {
+  it('ARCH-errors: every error class an entry exports is declared in src/contract/errors.ts', () => {
     const fileOf = new Map(declarations.map((c) => [c.name, c.file]));
-    for (const [name, { cls }] of exported) expect(fileOf.get(cls.name), `${name} (class ${cls.name})`).toMatch(ERRORS_FILE);
+    for (const [name, { cls }] of exported) expect(fileOf.get(cls.name), `${name} (class ${cls.name})`).toBe(ERRORS_FILE);
   });
 
-  it('ARCH-errors: every error class of an errors.ts has a HOOKRELAY_* code (inherited counts), each in docs/errors.md', () => {
+  it('ARCH-errors: every error class of src/contract/errors.ts has a HOOKRELAY_* code (inherited counts), each in docs/errors.md', () => {
     const byName = new Map(declarations.map((c) => [c.name, c]));
     const codesOf = (c: ErrorClassDeclaration | undefined): string[] => (c === undefined ? [] : c.codes.length > 0 ? c.codes : codesOf(byName.get(c.base)));
-    for (const c of declarations.filter((d) => ERRORS_FILE.test(d.file))) {
+    for (const c of declarations.filter((d) => d.file === ERRORS_FILE && d.name !== 'HookrelayError')) {
       if (WITHOUT_CODE[c.name] !== undefined) continue;
       const codes = codesOf(c);
       expect(codes, `${c.file}: ${c.name} has a code`).not.toEqual([]);
       for (const code of codes) expect(errorsDoc, `${c.name}'s ${code} is in docs/errors.md`).toContain(`\`${code}\``);
     }
     for (const name of Object.keys(WITHOUT_CODE)) expect(byName.has(name), `${name} (WITHOUT_CODE) still exists`).toBe(true);
+  });
+
+  it('ARCH-errors: every error class of src/contract/errors.ts has its own brand, keyed by its code (its name when it has none or two)', async () => {
+    const errors = (await import('../../../src/contract/errors.ts')) as Record<string, unknown>;
+    // The base's brand is `Symbol.for('hookrelay.error')`, the key earlier versions check.
+    expect(Object.hasOwn(errors.HookrelayError as object, Symbol.hasInstance)).toBe(true);
+    const ofFile = declarations.filter((d) => d.file === ERRORS_FILE && d.name !== 'HookrelayError');
+    const seen = new Map<string, string>();
+    for (const c of ofFile) {
+      const cls = errors[c.name] as (abstract new (...args: never[]) => Error) | undefined;
+      expect(cls, `${c.name} is exported`).toBeTypeOf('function');
+      // The key: the literal its `code` field is initialised with, else the class's name.
+      const declared = /readonly code(?::[^=\n]*)? = '(HOOKRELAY_\w+)'/.exec(
+        readFileSync(path.join(root, ERRORS_FILE), 'utf8').split(`class ${c.name} `)[1]!.split('\n}\n')[0]!,
+      )?.[1];
+      expect(c.brandKey, `${c.name}'s brand key`).toBe(declared ?? c.name);
+      expect(seen.get(c.brandKey!), `${c.name}'s brand is not another class's`).toBeUndefined();
+      seen.set(c.brandKey!, c.name);
+      expect(Object.hasOwn(cls!, Symbol.hasInstance), `${c.name} has its own Symbol.hasInstance`).toBe(true);
+      expect(Object.hasOwn(cls!.prototype, Symbol.for(`hookrelay.error.${c.brandKey}`)), `${c.name}'s prototype carries its brand`).toBe(true);
+      // Every hookrelay error carries the base's brand, under the key earlier versions check.
+      if (WITHOUT_CODE[c.name] === undefined) expect((cls!.prototype as Record<symbol, unknown>)[Symbol.for('hookrelay.error')], c.name).toBe(true);
+    }
+    expect(seen.size).toBe(ofFile.length);
   });
 });

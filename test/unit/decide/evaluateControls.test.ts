@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { evaluateControls, type ControlHook } from '../../../src/decide/evaluateControls.ts';
 import type { ToolCallWebhookResult } from '../../../src/decide/decisionWebhook.ts';
 import { blockedAfterResult, blockedBeforeResult, defaultDenyReason, HOOK_CONTROL_ERROR } from '../../../src/decide/blockedResult.ts';
-import { EnvHookConfigError } from '../../../src/config/errors.ts';
+import { EnvHookConfigError } from '../../../src/contract/errors.ts';
 import { quietLogger, toolContext } from '../dispatch/helpers.ts';
 
 const control = (

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { EventSchemas, ToolCallHookContextSchema } from '../../../src/contract/index.ts';
 import { HookDispatcher } from '../../../src/dispatch/hookDispatcher.ts';
 import { buildToolCallHookContext, type ToolCallHookContextInput } from '../../../src/notify/toolCallContext.ts';
-import { ToolCallContextError } from '../../../src/notify/errors.ts';
+import { ToolCallContextError } from '../../../src/contract/errors.ts';
 
 const input = (overrides: Partial<ToolCallHookContextInput> = {}): ToolCallHookContextInput => ({
   toolCall: { id: 'native-call-id', identifier: 'search-tool', apiName: 'search', arguments: '{"query":"original"}' },

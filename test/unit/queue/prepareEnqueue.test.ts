@@ -4,10 +4,9 @@
  * same verdicts and messages as the walk over the value it replaced.
  */
 import { describe, expect, it } from 'vitest';
-import { EventValidationError } from '../../../src/contract/errors.ts';
+import { EventValidationError, PayloadTooLargeError } from '../../../src/contract/errors.ts';
 import { assertStorableEvent } from '../../../src/contract/storableText.ts';
 import { parseTemplateEnvPattern } from '../../../src/contract/templateSources.ts';
-import { PayloadTooLargeError } from '../../../src/queue/errors.ts';
 import { prepareItems, type EnqueueRules } from '../../../src/queue/prepareEnqueue.ts';
 import type { EnqueueInput } from '../../../src/queue/types.ts';
 

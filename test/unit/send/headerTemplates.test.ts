@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DeliveryConfigError } from '../../../src/send/errors.ts';
+import { DeliveryConfigError } from '../../../src/contract/errors.ts';
 import { resolveHeaderTemplates } from '../../../src/send/headerTemplates.ts';
 import { parseTemplateEnvPattern } from '../../../src/contract/templateSources.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DeliveryConfigError } from '../../../src/send/errors.ts';
+import { DeliveryConfigError } from '../../../src/contract/errors.ts';
 import { resolveWebhookUrl } from '../../../src/send/resolveUrl.ts';
 
 describe('W1: webhook URL resolution', () => {
