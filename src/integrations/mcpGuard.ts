@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import { AgentHooksInstallError, AgentRunStateError, ToolError } from '../intercept/errors.ts';
 import { jsonEqual } from '../intercept/json/jsonEqual.ts';
+import { isObject } from '../util/isObject.ts';
 import { UninterceptedToolError } from './errors.ts';
 import {
   classify,
@@ -9,7 +10,6 @@ import {
   errorResponse,
   idKey,
   isInputRequired,
-  isObject,
   isRetryLeg,
   judgedValue,
   type McpCallToolResult,

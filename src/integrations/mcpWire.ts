@@ -1,4 +1,5 @@
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
+import { isObject } from '../util/isObject.ts';
 
 /**
  * MCP JSON-RPC messages as the connection guard (mcpGuard.ts) sees them: one snapshot per
@@ -55,10 +56,6 @@ export const PASSED_NOTIFICATIONS: ReadonlySet<string> = new Set([
 
 /** Params of a retried `tools/call` leg (2026-07-28 `input_required`): the same call, continued. */
 const RETRY_KEYS = ['inputResponses', 'requestState'] as const;
-
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /**
  * A snapshot of an outgoing message: structured-cloned once, so every getter and proxy trap

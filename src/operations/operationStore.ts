@@ -37,6 +37,7 @@ import type {
   PublishDeferredResultOutput,
 } from './operationStoreTypes.ts';
 import { withDefined } from '../util/withDefined.ts';
+import { isObject } from '../util/isObject.ts';
 
 export type {
   OperationStoreOptions,
@@ -67,7 +68,7 @@ function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string |
   const ctx: Record<string, unknown> = { operationId: input.operationId, toolCallId: input.toolCallId, executor: 'server', args: {}, ...input.context };
   // T3: the runtime account (the operation's owner) when the callback carries none.
   if ((ctx.userId === undefined || ctx.userId === '') && ownerUserId) ctx.userId = ownerUserId;
-  if (ctx.args === null || typeof ctx.args !== 'object' || Array.isArray(ctx.args)) ctx.args = {};
+  if (!isObject(ctx.args)) ctx.args = {};
   // T1: the validator every tool context passes (buildToolCallHookContext's): required ids non-empty.
   try {
     return parseToolCallHookContext(ctx);
