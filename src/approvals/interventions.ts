@@ -25,6 +25,7 @@ import { APPROVAL_REASONS } from './reasons.ts';
 import { settleDecision, type SettleScope } from './resolveApproval.ts';
 import type { Logger } from '../observability/logger.ts';
 import { isObject } from '../util/isObject.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 export type InterventionDeps = {
   db: () => Promise<Db>;
@@ -99,7 +100,7 @@ export async function requestIntervention(input: RequestInterventionInput, deps:
   }
   const event = {
     operationId: input.operationId,
-    ...(input.stepIndex !== undefined ? { stepIndex: input.stepIndex } : {}),
+    ...withDefined({ stepIndex: input.stepIndex }),
     pendingTools: input.pendingTools.map((tool, i) => ({
       toolCallId: tool.toolCallId,
       identifier: tool.identifier,

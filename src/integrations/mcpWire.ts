@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import { isObject } from '../util/isObject.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 /**
  * MCP JSON-RPC messages as the connection guard (mcpGuard.ts) sees them: one snapshot per
@@ -153,5 +154,5 @@ const HOOKRELAY_REFUSED = -32099;
 
 /** A JSON-RPC error answer hookrelay gives in the server's stead (the request never reached it, or its answer is withheld). */
 export function errorResponse(id: RequestId, message: string, data?: JsonValue): WireMessage {
-  return { jsonrpc: '2.0', id, error: { code: HOOKRELAY_REFUSED, message, ...(data === undefined ? {} : { data }) } };
+  return { jsonrpc: '2.0', id, error: { code: HOOKRELAY_REFUSED, message, ...withDefined({ data }) } };
 }

@@ -228,7 +228,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
             serializedHooks: round.hooks,
             environmentHooks: i === rounds.length - 1,
             interception: i === 0, // I4: one result, judged once (post_tool_call in the first round's session)
-            ...(input.signal ? { signal: input.signal } : {}),
+            ...withDefined({ signal: input.signal }),
           });
           if (outcome.status === 'cancelled') throw new DeferredCancelledError('result control was cancelled; nothing was written');
           if (outcome.status === 'blocked') {

@@ -8,6 +8,7 @@ import { createIORedisClient, type IRedisTransaction, Queue, type QueueOptions, 
 import { type DeliveryQueueKeys, deliveryQueueKeys } from './queueKeys.ts';
 import type { QueueRedis } from './redisConnection.ts';
 import type { DeliveryJobData } from './types.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 export type DeliveryQueueConnection = {
   readonly name: string;
@@ -26,7 +27,7 @@ export type DeliveryQueueConnection = {
 
 export function openDeliveryQueue(options: { name: string; prefix: string; redis: QueueRedis; streams?: QueueOptions['streams'] }): DeliveryQueueConnection {
   const { name, prefix, redis } = options;
-  const queue = new Queue<DeliveryJobData>(name, { connection: redis, prefix, ...(options.streams ? { streams: options.streams } : {}) });
+  const queue = new Queue<DeliveryJobData>(name, { connection: redis, prefix, ...withDefined({ streams: options.streams }) });
   // BullMQ's adapter over ioredis: it adds `runCommand` to pipelines, which Job#addJob queues its script with.
   const bullRedis: RedisClient = createIORedisClient(redis);
   return {
