@@ -6,7 +6,7 @@
  * src/entry/). `npm run lint:layers` fails on a back-arrow; CI runs it.
  */
 const LAYERS = {
-  // Helpers with no hookrelay knowledge (withDefined, withTimeout, sameSecret, errorMessage).
+  // Helpers with no hookrelay knowledge (withDefined, withTimeout, sameSecret, errorMessage, isObject).
   util: [],
   contract: ['util'],
   config: ['util', 'contract'],

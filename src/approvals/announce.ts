@@ -24,6 +24,7 @@ import type { Db } from '../store/db.ts';
 import { loadOperationHooks } from '../store/operationsRepo.ts';
 import { signAnswerToken } from './answerToken.ts';
 import type { AnswerLinks } from './types.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 export type ApprovalAnnouncer = {
   /** Announce what these rows still need (requested, then resolved); failures are logged, the sweep retries. */
@@ -71,7 +72,7 @@ function requestedEvent(row: ApprovalRow, links: AnswerLinks | undefined): Recor
   if (links !== undefined && secret !== undefined && row.answerNonce !== null) {
     const claims = { approvalId: row.id, tenant: row.tenant, nonce: row.answerNonce, expiresAt: row.expiresAt };
     event.answer = {
-      ...(links.url !== undefined ? { url: links.url } : {}),
+      ...withDefined({ url: links.url }),
       approve: signAnswerToken({ ...claims, answer: 'approve' }, secret),
       reject: signAnswerToken({ ...claims, answer: 'reject' }, secret),
     };

@@ -15,6 +15,7 @@ import type { Db } from '../store/db.ts';
 import { verifyAnswerToken } from './answerToken.ts';
 import { decideApproval } from './decideApproval.ts';
 import { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../contract/errors.ts';
+import { isObject } from '../util/isObject.ts';
 
 export const APPROVAL_ANSWER_PATH = '/approvals/answer';
 /** Largest body read: a token, a reason and a name. */
@@ -41,7 +42,7 @@ function fieldsOf(type: string, body: string): Record<string, unknown> | undefin
   if (type === 'application/x-www-form-urlencoded') return Object.fromEntries(new URLSearchParams(body));
   try {
     const parsed: unknown = JSON.parse(body);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+    return isObject(parsed) ? parsed : undefined;
   } catch {
     return undefined;
   }

@@ -23,6 +23,7 @@ import { ApprovalNotFoundError, ApprovalNotPendingError } from '../contract/erro
 import { resolveApproval, type QueueResolution } from './resolveApproval.ts';
 import { requestIntervention, resumeIntervention, type InterventionDeps } from './interventions.ts';
 import type { AnswerLinks, InterventionOutcome, RequestInterventionInput, ResumeInterventionInput } from './types.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 /** How long the resolver waits for a decision before the run ends "approval pending" (ms). */
 export const DEFAULT_APPROVAL_WAIT_MS = 1_000;
@@ -188,9 +189,7 @@ export function createApprovalQueue(options: ApprovalQueueOptions = {}): Approva
       const status = filter.status === undefined ? undefined : ApprovalStatusSchema.parse(filter.status);
       const rows = await listApprovalRows(await db(), {
         tenant,
-        ...(status !== undefined ? { status } : {}),
-        ...(filter.operationId !== undefined ? { operationId: filter.operationId } : {}),
-        ...(filter.limit !== undefined ? { limit: filter.limit } : {}),
+        ...withDefined({ status, operationId: filter.operationId, limit: filter.limit }),
       });
       return rows.map(toApproval);
     },

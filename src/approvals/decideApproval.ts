@@ -8,6 +8,7 @@ import { isStorableText } from '../contract/storableText.ts';
 import { decideApprovalRow, expireDueApprovals, type ApprovalRow } from '../store/approvalsRepo.ts';
 import type { Db } from '../store/db.ts';
 import { ApprovalNotFoundError, ApprovalNotPendingError, ApprovalTokenError } from '../contract/errors.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 export type DecideApprovalInput = {
   id: string;
@@ -39,8 +40,7 @@ export async function decideApproval(db: Db, input: DecideApprovalInput): Promis
     status,
     decidedBy: by,
     reason,
-    ...(input.tenant !== undefined ? { tenant: input.tenant } : {}),
-    ...(input.nonce !== undefined ? { nonce: input.nonce } : {}),
+    ...withDefined({ tenant: input.tenant, nonce: input.nonce }),
   });
   if (result.decided) return result.row;
   const row = result.row;

@@ -24,6 +24,8 @@ import { approvalIdentity } from './approvalIdentity.ts';
 import { APPROVAL_REASONS } from './reasons.ts';
 import { settleDecision, type SettleScope } from './resolveApproval.ts';
 import type { Logger } from '../observability/logger.ts';
+import { isObject } from '../util/isObject.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 export type InterventionDeps = {
   db: () => Promise<Db>;
@@ -41,7 +43,7 @@ function callContext(operationId: string, tool: InterventionTool): AgentContext 
     throw new TypeError('pendingTools[]: each needs a non-empty toolCallId, identifier, apiName and args object');
   if (typeof tool.identifier !== 'string' || typeof tool.apiName !== 'string') throw new TypeError('pendingTools[]: identifier and apiName must be strings');
   const args = tool.args ?? {};
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new TypeError('pendingTools[]: args must be an object');
+  if (!isObject(args)) throw new TypeError('pendingTools[]: args must be an object');
   return {
     spec: SPEC_VERSION,
     interception_point: 'pre_tool_call',
@@ -98,7 +100,7 @@ export async function requestIntervention(input: RequestInterventionInput, deps:
   }
   const event = {
     operationId: input.operationId,
-    ...(input.stepIndex !== undefined ? { stepIndex: input.stepIndex } : {}),
+    ...withDefined({ stepIndex: input.stepIndex }),
     pendingTools: input.pendingTools.map((tool, i) => ({
       toolCallId: tool.toolCallId,
       identifier: tool.identifier,

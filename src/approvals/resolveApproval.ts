@@ -30,6 +30,7 @@ import {
 import type { Db } from '../store/db.ts';
 import { approvalIdentity, operationOfSession } from './approvalIdentity.ts';
 import { APPROVAL_REASONS } from './reasons.ts';
+import { isObject } from '../util/isObject.ts';
 
 /** The resolution the queue answers: the approval seam's, plus `pending` when it left a request for an approver. */
 export type QueueResolution = ApprovalResolution & { pending?: PendingApproval };
@@ -56,7 +57,7 @@ type Scope = { tenant: string; operationId: string; point: string; contextIdenti
 
 function toolCallOf(context: AgentContext): { id: string; name: string } | null {
   const call = context.tool_call;
-  if (call === null || typeof call !== 'object' || Array.isArray(call)) return null;
+  if (!isObject(call)) return null;
   const { id, name } = call as { id?: unknown; name?: unknown };
   return typeof id === 'string' && typeof name === 'string' ? { id, name } : null;
 }

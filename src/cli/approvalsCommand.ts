@@ -5,6 +5,7 @@ import { TENANT_PATTERN } from '../contract/tenant.ts';
 import { CliUsageError } from '../contract/errors.ts';
 import { EXIT } from './exitCodes.ts';
 import { formatTable, iso, printError, printJson, printJsonArray, printText, shown } from './output.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 type ListFlags = { status?: string; operation?: string; tenant?: string; limit?: number; json?: boolean };
 type ShowFlags = { tenant?: string; json?: boolean };
@@ -81,11 +82,11 @@ export function registerApprovalsCommand(program: Command, parsePositiveInt: (v:
         import('../store/approvalsRepo.ts'),
       ]);
       await withContext(async (ctx) => {
-        await expireDueApprovals(ctx.store.db, tenant === undefined ? {} : { tenant }); // what is shown as pending is still decidable
+        await expireDueApprovals(ctx.store.db, withDefined({ tenant })); // what is shown as pending is still decidable
         const rows = await listApprovalRows(ctx.store.db, {
-          ...(tenant !== undefined ? { tenant } : {}),
+          ...withDefined({ tenant }),
           ...(status !== 'all' ? { status: status as Approval['status'] } : {}),
-          ...(flags.operation !== undefined ? { operationId: flags.operation } : {}),
+          ...withDefined({ operationId: flags.operation }),
           limit: flags.limit ?? 50,
         });
         const list = rows.map(toApproval);

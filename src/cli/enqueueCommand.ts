@@ -4,6 +4,7 @@ import { EventValidationError, isHookrelayError, CliUsageError } from '../contra
 import { HOOK_TYPES, type HookType } from '../contract/hookTypes.ts';
 import type { SerializedHook } from '../contract/hook.ts';
 import { printJson, printText } from './output.ts';
+import { isObject } from '../util/isObject.ts';
 
 function readEvent(file: string, operationId: string): Record<string, unknown> {
   let text: string;
@@ -18,7 +19,7 @@ function readEvent(file: string, operationId: string): Record<string, unknown> {
   } catch {
     throw new CliUsageError(`--file ${file} is not JSON`);
   }
-  if (event === null || typeof event !== 'object' || Array.isArray(event)) throw new CliUsageError(`--file ${file} must hold a JSON object (the event)`);
+  if (!isObject(event)) throw new CliUsageError(`--file ${file} must hold a JSON object (the event)`);
   return { operationId, ...(event as Record<string, unknown>) };
 }
 

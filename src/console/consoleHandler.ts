@@ -31,6 +31,7 @@ import { createQueueSampler } from './queueSampler.ts';
 import { routeRequest } from './router.ts';
 import { CONSOLE_ROUTES } from './routes/table.ts';
 import type { SessionStore } from './sessions.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 export type ConsoleOptions = {
   db: Db;
@@ -70,9 +71,7 @@ export function createConsole(options: ConsoleOptions): Console {
       operator,
       token,
       logger,
-      ...(options.listening ? { listening: options.listening } : {}),
-      ...(options.sessions ? { sessions: options.sessions } : {}),
-      ...(options.guard ? { guard: options.guard } : {}),
+      ...withDefined({ listening: options.listening, sessions: options.sessions, guard: options.guard }),
     }),
     sampler: createQueueSampler(operator, options.sampleQueue !== false),
   };

@@ -1,6 +1,7 @@
 import type { ToolCallDecision } from '../contract/decision.ts';
 import { sanitizeStorableText } from '../contract/storableText.ts';
 import { hasDuplicateJsonKey } from './duplicateJsonKeys.ts';
+import { isObject } from '../util/isObject.ts';
 
 /** R5: a decision body over this many bytes (whitespace included) is `response_too_large`. */
 export const MAX_DECISION_RESPONSE_BYTES = 65_536;
@@ -34,7 +35,7 @@ export function parseToolCallHookResponse(body: Uint8Array | string): ToolCallHo
   } catch {
     return IGNORED; // R4: invalid JSON (an empty body included) is a notification
   }
-  if (json === null || typeof json !== 'object' || Array.isArray(json) || !Object.hasOwn(json, 'decision')) return IGNORED;
+  if (!isObject(json) || !Object.hasOwn(json, 'decision')) return IGNORED;
   // Ambiguous JSON (a key given twice, at any depth): parsers disagree on which value counts.
   if (hasDuplicateJsonKey(text)) return INVALID;
   return checkDecision(json as Record<string, unknown>);

@@ -34,6 +34,7 @@ import { SendContext } from '../notify/sendContext.ts';
 import { shutdownReasonFor } from './shutdownReason.ts';
 import type { ToolSeam } from './toolSeam.ts';
 import { withDefined } from '../util/withDefined.ts';
+import { isObject } from '../util/isObject.ts';
 
 export type { DispatchProducer } from './queueDelivery.ts';
 /** What the package entry injects (not options a caller sets). */
@@ -328,7 +329,7 @@ export class HookDispatcher {
   ): Promise<DispatchReport> {
     if (!isHookType(type)) throw new TypeError(`unknown hook type "${String(type)}"`);
     // onError: a readable errorMessage from whatever error shape the runtime had (errorMessage.ts).
-    if (type === 'onError' && event !== null && typeof event === 'object' && !Array.isArray(event)) {
+    if (type === 'onError' && isObject(event)) {
       event = withReadableError(event as Record<string, unknown>) as HookEventOf<T>;
     }
     if (typeof operationId === 'string') assertStorableEvent(operationId, 'dispatch', 'operationId');

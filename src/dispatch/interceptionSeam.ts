@@ -12,6 +12,7 @@ import type { Logger } from '../observability/logger.ts';
 import { refuseArgs, refuseResult, resultFromTarget } from './seamTransforms.ts';
 import type { ShutdownReason } from './shutdownReason.ts';
 import type { ToolSeam } from './toolSeam.ts';
+import { isObject } from '../util/isObject.ts';
 
 /** I4: what an infrastructure `host_error:*` deny does to the run; policy denies always continue. */
 export type InterceptionPosture = 'terminate' | 'continue';
@@ -68,10 +69,6 @@ function notRun(outcome: ToolCallControlOutcome): ToolCallResult {
 /** JSON-safe copy (drops undefined and functions) so the envelope sees plain JSON. */
 function toJson<T extends JsonValue>(value: unknown): T {
   return JSON.parse(JSON.stringify(value ?? null)) as T;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /** I4: a startup that did not permit the session (policy deny or host error) closes it to every later point. */

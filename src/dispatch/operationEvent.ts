@@ -1,4 +1,5 @@
 import { OperationIdMismatchError } from '../contract/errors.ts';
+import { isObject } from '../util/isObject.ts';
 
 /**
  * The tool-call methods take the operation id from their first argument when the event (or tool
@@ -9,7 +10,7 @@ import { OperationIdMismatchError } from '../contract/errors.ts';
  */
 export function withOperationId<T extends object>(operationId: string, event: T, opts: { allowOther?: boolean } = {}): T & { operationId: string } {
   if (typeof operationId !== 'string' || operationId === '') throw new TypeError('operationId must be a non-empty string');
-  if (event === null || typeof event !== 'object' || Array.isArray(event)) throw new TypeError('event must be an object');
+  if (!isObject(event)) throw new TypeError('event must be an object');
   const given = (event as { operationId?: unknown }).operationId;
   if (given === undefined) return { ...event, operationId };
   if (given !== operationId && !(opts.allowOther === true && typeof given === 'string' && given !== '')) throw new OperationIdMismatchError(operationId, given);

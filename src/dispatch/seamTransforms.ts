@@ -1,5 +1,6 @@
 import type { JsonValue } from '../contract/agentHooks.ts';
 import { ToolCallResultSchema, type ToolCallResult } from '../contract/toolContext.ts';
+import { isObject } from '../util/isObject.ts';
 
 /**
  * What a transform may leave as the tool seam's `target` (I4). The seam carries only what the
@@ -10,10 +11,6 @@ import { ToolCallResultSchema, type ToolCallResult } from '../contract/toolConte
 /** Payload-free refusal details: they name the constraint, never the value. */
 export const ARGS_NOT_OBJECT = 'pre_tool_call target must stay a JSON object (the tool arguments)';
 export const RESULT_NOT_CARRIABLE = 'post_tool_call target must be a tool result object ({content, success}), a string or an array';
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /** pre_tool_call: the tool takes an arguments object; nothing else can be passed to it. */
 export function refuseArgs(target: JsonValue): string | undefined {

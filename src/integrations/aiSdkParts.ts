@@ -1,6 +1,8 @@
 import type { LanguageModelMiddleware } from 'ai';
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import { jsonEqual } from '../intercept/json/jsonEqual.ts';
+import { isObject } from '../util/isObject.ts';
+import { parseArgs } from './runBridge.ts';
 
 /**
  * The AI SDK model output beside text and client tool calls — reasoning, files, sources and the
@@ -23,20 +25,6 @@ type ToolResultPart = Extract<Part, { type: 'tool-result' }>;
 
 /** Parts that only frame the response (never model content): kept whatever the verdict. */
 const FRAMING = new Set(['stream-start', 'response-metadata', 'ping']);
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-export function parseArgs(input: string): JsonObject {
-  if (input.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(input);
-    return isObject(parsed) ? (parsed as JsonObject) : { input: parsed as JsonValue };
-  } catch {
-    return { input };
-  }
-}
 
 function base64(data: Uint8Array | string): string {
   return typeof data === 'string' ? data : Buffer.from(data).toString('base64');

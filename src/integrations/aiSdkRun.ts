@@ -1,14 +1,14 @@
 import { type LanguageModel, type LanguageModelMiddleware, type ModelMessage, type ToolSet, wrapLanguageModel } from 'ai';
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import { jsonEqual } from '../intercept/json/jsonEqual.ts';
-import type { AdmittedInput, AgentRun, NativeMessage, RunEnd } from '../intercept/run/agentRun.ts';
+import type { AdmittedInput, NativeMessage } from '../intercept/run/agentRun.ts';
 import type { ModelToolCall } from '../intercept/run/modelStream.ts';
-import { type ContentPart, isClientToolCall, judgedNonText, membersOf, parseArgs, type StreamPart } from './aiSdkParts.ts';
+import { type ContentPart, isClientToolCall, judgedNonText, membersOf, type StreamPart } from './aiSdkParts.ts';
 import { judgeModelCall, refuseUnseen, registerTools, type ToolNames } from './aiSdkSeam.ts';
 import { ToolCallDeniedError } from '../contract/errors.ts';
-import type { RunBridge, RunFinish } from './runBridge.ts';
-import type { PendingApproval } from '../contract/approval.ts';
+import { ModelBridgedRun, parseArgs, type RunBridge } from './runBridge.ts';
 import { withDefined } from '../util/withDefined.ts';
+import { isObject } from '../util/isObject.ts';
 
 /**
  * One run of the AI SDK integration (`hookrelay/ai-sdk`) under AGENT-HOOKS-0.1 and the operation's lifecycle
@@ -50,10 +50,6 @@ type AiSdkToolApprovalStatus = 'not-applicable' | { type: 'user-approval'; reaso
 type AiSdkStepEnd = { stepNumber: number; text: string; toolCalls: readonly unknown[]; toolResults: readonly unknown[]; usage?: unknown };
 
 const FINISH = new Set(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'interrupted', 'other']);
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 type ClientToolCall = Extract<ContentPart, { type: 'tool-call' }>;
 type Judged = { content: JsonValue; toolCalls: readonly ModelToolCall[]; finishReason: string; members?: JsonObject };
@@ -210,7 +206,7 @@ function streamOf(parts: readonly StreamPart[]): ReadableStream<StreamPart> {
 }
 
 /** One AI SDK run: see `createAiSdkHooks`. */
-export class AiSdkRun {
+export class AiSdkRun extends ModelBridgedRun {
   readonly #bridge: RunBridge;
   /** The tools this run wrapped (their calls are judged; `toolApproval` answers for them only). */
   readonly #judgedTools = new Set<string>();
@@ -227,6 +223,7 @@ export class AiSdkRun {
   readonly middleware: LanguageModelMiddleware;
 
   constructor(bridge: RunBridge) {
+    super(bridge);
     this.#bridge = bridge;
     const seen = (params: CallOptions) => refuseUnseen(params, this.#names, this.#asked, this.#claimed);
     this.middleware = {
@@ -256,29 +253,6 @@ export class AiSdkRun {
 
   #noteAsked(calls: readonly ModelToolCall[]): void {
     for (const c of calls) if (c.id !== undefined) this.#asked.add(c.id);
-  }
-
-  get operationId(): string {
-    return this.#bridge.operationId;
-  }
-
-  get sessionId(): string {
-    return this.#bridge.sessionId;
-  }
-
-  /** The underlying run adapter run (records, `released`, `blocked`). */
-  get run(): AgentRun {
-    return this.#bridge.run;
-  }
-
-  /** `agent_startup` + `input` permitted: the input as admitted (a transform applied). */
-  get ready(): Promise<AdmittedInput> {
-    return this.#bridge.ready;
-  }
-
-  /** The final answer as `output` left it (once judged). */
-  get output(): JsonValue | undefined {
-    return this.#bridge.output;
   }
 
   wrapModel(model: LanguageModel): LanguageModel {
@@ -380,11 +354,6 @@ export class AiSdkRun {
     };
   }
 
-  /** The durable approval this run waits for (it ends `approval_pending`), if a call escalated to a person. */
-  get pendingApproval(): PendingApproval | undefined {
-    return this.#bridge.pendingApproval?.approval;
-  }
-
   /**
    * The framework call finished: `output` over `text` unless the final response was judged already
    * (a step limit can end the loop on tool calls), then the run ends `completed`. Returns the final
@@ -410,11 +379,6 @@ export class AiSdkRun {
     }
     await this.end({ status: 'completed' });
     return this.#bridge.output ?? null;
-  }
-
-  /** End the run (idempotent; the first ending wins): agent_shutdown, onError, onComplete. */
-  end(how: RunFinish): Promise<RunEnd> {
-    return this.#bridge.finish(how);
   }
 
   /**

@@ -1,7 +1,7 @@
-import type { AdmittedInput, AgentRun, RunEnd } from '../intercept/run/agentRun.ts';
+import type { RunEnd } from '../intercept/run/agentRun.ts';
 import { InterceptionBlocked, InterceptionBlockedError } from '../contract/errors.ts';
 import { guardTransport, McpSeam } from './mcpGuard.ts';
-import { checkIntegrationOptions, type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
+import { BridgedRun, checkIntegrationOptions, type IntegrationOptions, type IntegrationRunOptions, RunBridge, type RunFinish } from './runBridge.ts';
 
 /**
  * `hookrelay/mcp`: the tools of an MCP server under AGENT-HOOKS-0.1, whatever runtime calls them.
@@ -57,30 +57,13 @@ function followConnection(client: object, seam: McpSeam): void {
 }
 
 /** One run whose MCP tool calls are judged: see `createMcpHooks`. */
-export class McpRun {
+export class McpRun extends BridgedRun {
   readonly #bridge: RunBridge;
   readonly #seams = new Set<McpSeam>();
 
   constructor(bridge: RunBridge) {
+    super(bridge);
     this.#bridge = bridge;
-  }
-
-  get operationId(): string {
-    return this.#bridge.operationId;
-  }
-
-  get sessionId(): string {
-    return this.#bridge.sessionId;
-  }
-
-  /** The underlying run adapter run (records, `blocked`). */
-  get run(): AgentRun {
-    return this.#bridge.run;
-  }
-
-  /** `agent_startup` + `input` permitted: the input as admitted. Tool calls wait for it. */
-  get ready(): Promise<AdmittedInput> {
-    return this.#bridge.ready;
   }
 
   /**
@@ -112,9 +95,9 @@ export class McpRun {
   }
 
   /** End the run (idempotent; the first ending wins): calls in flight settle, then agent_shutdown, onError, onComplete. */
-  async end(how: RunFinish = { status: 'completed' }): Promise<RunEnd> {
+  override async end(how: RunFinish = { status: 'completed' }): Promise<RunEnd> {
     await Promise.all([...this.#seams].map((s) => s.release(this.#bridge)));
-    return this.#bridge.finish(how);
+    return super.end(how);
   }
 }
 

@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import { AgentHooksInstallError, AgentRunStateError, ToolError, UninterceptedToolError } from '../contract/errors.ts';
 import { jsonEqual } from '../intercept/json/jsonEqual.ts';
+import { isObject } from '../util/isObject.ts';
 import {
   classify,
   createdTaskId,
@@ -8,7 +9,6 @@ import {
   errorResponse,
   idKey,
   isInputRequired,
-  isObject,
   isRetryLeg,
   judgedValue,
   type McpCallToolResult,

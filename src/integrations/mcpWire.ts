@@ -1,4 +1,6 @@
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
+import { isObject } from '../util/isObject.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 /**
  * MCP JSON-RPC messages as the connection guard (mcpGuard.ts) sees them: one snapshot per
@@ -55,10 +57,6 @@ export const PASSED_NOTIFICATIONS: ReadonlySet<string> = new Set([
 
 /** Params of a retried `tools/call` leg (2026-07-28 `input_required`): the same call, continued. */
 const RETRY_KEYS = ['inputResponses', 'requestState'] as const;
-
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /**
  * A snapshot of an outgoing message: structured-cloned once, so every getter and proxy trap
@@ -156,5 +154,5 @@ const HOOKRELAY_REFUSED = -32099;
 
 /** A JSON-RPC error answer hookrelay gives in the server's stead (the request never reached it, or its answer is withheld). */
 export function errorResponse(id: RequestId, message: string, data?: JsonValue): WireMessage {
-  return { jsonrpc: '2.0', id, error: { code: HOOKRELAY_REFUSED, message, ...(data === undefined ? {} : { data }) } };
+  return { jsonrpc: '2.0', id, error: { code: HOOKRELAY_REFUSED, message, ...withDefined({ data }) } };
 }

@@ -22,12 +22,10 @@ import type {
   Tool,
 } from '@openai/agents';
 import type { JsonValue } from '../contract/agentHooks.ts';
-import type { AdmittedInput, AgentRun, RunEnd } from '../intercept/run/agentRun.ts';
 import { InterceptionBlocked, InterceptionBlockedError } from '../contract/errors.ts';
 import type { ModelToolCall } from '../intercept/run/modelStream.ts';
 import { AgentGraph, type AnyAgent, newClones } from './openaiAgentsGraph.ts';
-import type { PendingApproval } from '../contract/approval.ts';
-import { messagesOf, parseArgs, rebuiltOutput, requestOf, responseOf, type StreamEvent, withDeniedHandoffs } from './openaiAgentsItems.ts';
+import { messagesOf, rebuiltOutput, requestOf, responseOf, type StreamEvent, withDeniedHandoffs } from './openaiAgentsItems.ts';
 import { defaultModelProvider, loadSdk } from './openaiAgentsSdk.ts';
 import { inHookrelaySpan } from './openaiAgentsTracing.ts';
 import { installTurnSeam, type TurnJudge, withinRun } from './openaiAgentsSeam.ts';
@@ -36,10 +34,12 @@ import {
   checkIntegrationOptions,
   type IntegrationOptions,
   type IntegrationRunOptions,
+  ModelBridgedRun,
+  parseArgs,
   RunBridge,
-  type RunFinish,
 } from './runBridge.ts';
 import { withDefined } from '../util/withDefined.ts';
+import { isObject } from '../util/isObject.ts';
 
 /**
  * `hookrelay/openai-agents`: the OpenAI Agents SDK under AGENT-HOOKS-0.1 and the operation's
@@ -117,7 +117,7 @@ function tripwire(blocked: InterceptionBlockedError) {
 }
 
 /** One Agents SDK run: see `createOpenAIAgentsHooks`. */
-export class OpenAIAgentsRun implements TurnJudge {
+export class OpenAIAgentsRun extends ModelBridgedRun implements TurnJudge {
   readonly #bridge: RunBridge;
   #step = 0;
   #outputBlocked: InterceptionBlockedError | undefined;
@@ -142,6 +142,7 @@ export class OpenAIAgentsRun implements TurnJudge {
   readonly outputGuardrail: OutputGuardrail;
 
   constructor(bridge: RunBridge) {
+    super(bridge);
     this.#bridge = bridge;
     this.inputGuardrail = {
       name: 'hookrelay-input',
@@ -171,27 +172,6 @@ export class OpenAIAgentsRun implements TurnJudge {
         return { tripwireTriggered: false, outputInfo: { interceptionPoint: 'output' } };
       },
     };
-  }
-
-  get operationId(): string {
-    return this.#bridge.operationId;
-  }
-
-  get sessionId(): string {
-    return this.#bridge.sessionId;
-  }
-
-  get run(): AgentRun {
-    return this.#bridge.run;
-  }
-
-  get ready(): Promise<AdmittedInput> {
-    return this.#bridge.ready;
-  }
-
-  /** The final answer as `output` left it (once judged). */
-  get output(): JsonValue | undefined {
-    return this.#bridge.output;
   }
 
   /**
@@ -405,7 +385,7 @@ export class OpenAIAgentsRun implements TurnJudge {
     const needsApproval = async (ctx: unknown, input: unknown, callId?: string): Promise<boolean> => {
       if (typeof own === 'function' ? await own(ctx, input, callId) : own === true) return true;
       if (typeof callId !== 'string') return false;
-      const args = typeof input === 'string' ? parseArgs(input) : input !== null && typeof input === 'object' && !Array.isArray(input) ? input : {};
+      const args = typeof input === 'string' ? parseArgs(input) : isObject(input) ? input : {};
       return this.#bridge.awaitsApproval({ id: callId, name: fn.name, args: args as Record<string, unknown> });
     };
     const wrapped = { ...t, invoke, needsApproval } as T;
@@ -593,16 +573,6 @@ export class OpenAIAgentsRun implements TurnJudge {
     }
     await this.end({ status: 'completed' });
     return result;
-  }
-
-  /** The durable approval this run waits for (it ends `approval_pending`; `result.interruptions` holds the SDK's item), if any. */
-  get pendingApproval(): PendingApproval | undefined {
-    return this.#bridge.pendingApproval?.approval;
-  }
-
-  /** End the run (idempotent): agent_shutdown, onError, onComplete. */
-  end(how: RunFinish): Promise<RunEnd> {
-    return this.#bridge.finish(how);
   }
 }
 

@@ -2,6 +2,8 @@ import type { AgentInputItem, Model, ModelRequest, ModelResponse } from '@openai
 import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
 import type { NativeMessage } from '../intercept/run/agentRun.ts';
 import type { ModelToolCall } from '../intercept/run/modelStream.ts';
+import { isObject } from '../util/isObject.ts';
+import { parseArgs } from './runBridge.ts';
 
 /**
  * The Agents SDK's model items translated to and from the run adapter's shapes: the request's
@@ -21,20 +23,6 @@ const OTHER_CALLS: Record<string, (item: Record<string, unknown>) => JsonObject>
   shell_call: (i) => ({ action: (i.action ?? null) as JsonValue }),
   apply_patch_call: (i) => ({ operation: (i.operation ?? null) as JsonValue }),
 };
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-export function parseArgs(input: string): JsonObject {
-  if (input.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(input);
-    return isObject(parsed) ? (parsed as JsonObject) : { input: parsed as JsonValue };
-  } catch {
-    return { input };
-  }
-}
 
 function isAssistantMessage(item: OutputItem): item is AssistantMessage {
   return (item as { role?: string }).role === 'assistant' && ((item as { type?: string }).type ?? 'message') === 'message';

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { JsonValue } from '../contract/agentHooks.ts';
+import type { JsonObject, JsonValue } from '../contract/agentHooks.ts';
+import type { PendingApproval } from '../contract/approval.ts';
 import type { HookEventOf } from '../contract/events.ts';
 import type { HookType } from '../contract/hookTypes.ts';
 import type { ToolCallResult } from '../contract/toolContext.ts';
 import type { AgentHooks, StartRunOptions } from '../intercept/run/bundle.ts';
 import type { AdmittedInput, AgentRun, ModelCaller, ModelCallResult, NativeMessage, RunEnd } from '../intercept/run/agentRun.ts';
 import { type ApprovalPendingError, InterceptionBlockedError, ToolError } from '../contract/errors.ts';
+import { isObject } from '../util/isObject.ts';
 import { withDefined } from '../util/withDefined.ts';
 
 /**
@@ -85,13 +87,13 @@ function errorText(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-/** One framework run under AGENT-HOOKS-0.1, with the operation's lifecycle events. */
 /** Every integration's factory refuses options without an AGENT-HOOKS-0.1 bundle, naming itself. */
 export function checkIntegrationOptions(options: IntegrationOptions, caller: string): void {
   if (options === null || typeof options !== 'object' || typeof options.hooks?.startRun !== 'function')
     throw new TypeError(`${caller === 'options' ? 'options.hooks' : `${caller}({ hooks }): hooks`} must be an AGENT-HOOKS-0.1 bundle (createAgentHooks)`);
 }
 
+/** One framework run under AGENT-HOOKS-0.1, with the operation's lifecycle events. */
 export class RunBridge {
   readonly operationId: string;
   readonly run: AgentRun;
@@ -346,5 +348,72 @@ export class RunBridge {
 
   async #dispatch<T extends HookType>(type: T, event: HookEventOf<T>): Promise<void> {
     if (this.#dispatcher !== undefined) await this.#dispatcher.dispatch(this.operationId, type, event);
+  }
+}
+
+/**
+ * What every integration's run (AI SDK, Agents SDK, MCP) shows of its bridge alike: the ids, the
+ * run adapter run, the admitted input, and its end. The bridge itself stays off the public type
+ * (a subclass keeps its own reference).
+ */
+export class BridgedRun {
+  readonly #bridge: RunBridge;
+
+  constructor(bridge: RunBridge) {
+    this.#bridge = bridge;
+  }
+
+  get operationId(): string {
+    return this.#bridge.operationId;
+  }
+
+  get sessionId(): string {
+    return this.#bridge.sessionId;
+  }
+
+  /** The underlying run adapter run (records, `released`, `blocked`). */
+  get run(): AgentRun {
+    return this.#bridge.run;
+  }
+
+  /** `agent_startup` + `input` permitted: the input as admitted (a transform applied). */
+  get ready(): Promise<AdmittedInput> {
+    return this.#bridge.ready;
+  }
+
+  /** End the run (idempotent; the first ending wins): agent_shutdown, onError, onComplete. */
+  end(how: RunFinish): Promise<RunEnd> {
+    return this.#bridge.finish(how);
+  }
+}
+
+/** A run whose model calls the bridge judges (AI SDK, Agents SDK): it has a final answer and may wait for an approval. */
+export class ModelBridgedRun extends BridgedRun {
+  readonly #bridge: RunBridge;
+
+  constructor(bridge: RunBridge) {
+    super(bridge);
+    this.#bridge = bridge;
+  }
+
+  /** The final answer as `output` left it (once judged). */
+  get output(): JsonValue | undefined {
+    return this.#bridge.output;
+  }
+
+  /** The durable approval this run waits for (it ends `approval_pending`), if a call escalated to a person. */
+  get pendingApproval(): PendingApproval | undefined {
+    return this.#bridge.pendingApproval?.approval;
+  }
+}
+
+/** A tool call's argument text as the JSON object the interceptors judge: `{}` when empty, `{ input }` when it is not an object (or not JSON). */
+export function parseArgs(input: string): JsonObject {
+  if (input.trim() === '') return {};
+  try {
+    const parsed: unknown = JSON.parse(input);
+    return isObject(parsed) ? (parsed as JsonObject) : { input: parsed as JsonValue };
+  } catch {
+    return { input };
   }
 }

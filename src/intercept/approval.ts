@@ -14,6 +14,7 @@ import { HostError } from './reasons.ts';
 import { HostFailureError, EmissionCancelledError } from '../contract/errors.ts';
 import { settleWithin } from './timeouts.ts';
 import { hostErrorVerdict, isLiftable, isPermit, parseWireVerdict } from './verdict.ts';
+import { isObject } from '../util/isObject.ts';
 
 export type ApprovalResolverFunction = (request: ApprovalRequest, options: { signal: AbortSignal }) => ApprovalResolution | Promise<ApprovalResolution>;
 
@@ -94,7 +95,7 @@ export async function consultApproval(ctx: AgentContext, verdict: Verdict, seam:
   if (settled.kind === 'error') return failed(HostError.ApprovalResolverFailed, 'approval resolver raised');
 
   const res: unknown = settled.value;
-  if (res === null || typeof res !== 'object' || Array.isArray(res)) {
+  if (!isObject(res)) {
     return failed(HostError.ApprovalResolverFailed, 'resolution must be an object');
   }
   // 1. Echo rule: byte for byte, null echoes as null.

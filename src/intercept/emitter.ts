@@ -28,6 +28,7 @@ import { dispatchFirstDeny, dispatchRunAll } from './sequential.ts';
 import { SessionSequencer, type SequenceProvider } from './sequence.ts';
 import { assertTimeout, DEFAULT_TIMEOUT_MS } from './timeouts.ts';
 import { hostErrorVerdict, isPermit } from './verdict.ts';
+import { isObject } from '../util/isObject.ts';
 
 /** Receives exactly one record per emission. Its failures are counted, never propagated. */
 export type RecordSink = (record: InterceptionRecord) => void | Promise<void>;
@@ -421,10 +422,6 @@ export class InterceptionEmitter {
 
 function rejected(detail: string): DispatchOutcome {
   return { combined: hostErrorVerdict(HostError.ContextInvalid, detail), decidedBy: null, verdicts: [] };
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function sessionIdOf(ctx: Record<string, unknown>): string {

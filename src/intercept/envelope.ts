@@ -1,5 +1,6 @@
 import { AgentContextCoreSchema, ConditionalSchemas, type AgentContext } from '../contract/agentHooks.ts';
 import { DEFAULT_MAX_DEPTH, findDomainViolation } from './json/canonicalJson.ts';
+import { isObject } from '../util/isObject.ts';
 
 /** AGENT-HOOKS-0.1's recommended serialized-size bound. */
 export const DEFAULT_MAX_CONTEXT_BYTES = 5 * 1024 * 1024;
@@ -22,7 +23,7 @@ function describe(issue: Issue | undefined): string {
  * members (presence and JSON type). Details name paths, never values.
  */
 export function validateEnvelope(ctx: unknown, limits: EnvelopeLimits = {}): EnvelopeCheck {
-  if (ctx === null || typeof ctx !== 'object' || Array.isArray(ctx)) return { ok: false, detail: '$: context must be a JSON object' };
+  if (!isObject(ctx)) return { ok: false, detail: '$: context must be a JSON object' };
   const violation = findDomainViolation(ctx, limits.maxDepth ?? DEFAULT_MAX_DEPTH);
   if (violation !== null) return { ok: false, detail: violation };
   const maxBytes = limits.maxContextBytes ?? DEFAULT_MAX_CONTEXT_BYTES;

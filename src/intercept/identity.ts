@@ -4,6 +4,7 @@ import { canonicalizeJcs } from './json/canonicalJson.ts';
 import { validateEnvelope } from './envelope.ts';
 import { HostError } from './reasons.ts';
 import { HostFailureError } from '../contract/errors.ts';
+import { isObject } from '../util/isObject.ts';
 
 /** The default provider's name. */
 export const JCS_SHA256 = 'jcs-sha256';
@@ -48,7 +49,7 @@ export function projectIdentityPreimage(ctx: AgentContext): Record<string, unkno
   for (const [key, sub] of [...REQUIRED, ...CONDITIONAL[ctx.interception_point]]) {
     const v: unknown = ctx[key];
     if (v === undefined) continue;
-    if (sub === null || v === null || typeof v !== 'object' || Array.isArray(v)) {
+    if (sub === null || !isObject(v)) {
       out[key] = v;
       continue;
     }

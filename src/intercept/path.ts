@@ -1,4 +1,5 @@
 import type { HostErrorReason, JsonValue } from '../contract/agentHooks.ts';
+import { isObject } from '../util/isObject.ts';
 import { HostError } from './reasons.ts';
 
 /** One step of a transform path: a member name or an array index. */
@@ -33,10 +34,6 @@ export function parseTransformPath(path: string): ParsedPath {
     rest = rest.slice(m[0].length);
   }
   return { ok: true, segments };
-}
-
-function isObject(v: JsonValue): v is { [key: string]: JsonValue } {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /**

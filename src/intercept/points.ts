@@ -1,4 +1,5 @@
 import { InterceptionPointSchema, type AgentContext, type InterceptionPoint, type JsonValue } from '../contract/agentHooks.ts';
+import { isObject } from '../util/isObject.ts';
 
 export const INTERCEPTION_POINTS: readonly InterceptionPoint[] = InterceptionPointSchema.options;
 
@@ -32,7 +33,7 @@ export function writeTarget(ctx: AgentContext, target: JsonValue): void {
     return;
   }
   const holder = ctx[alias[0]];
-  if (holder !== null && typeof holder === 'object' && !Array.isArray(holder)) {
+  if (isObject(holder)) {
     (holder as Record<string, unknown>)[alias[1]] = structuredClone(target);
   }
 }

@@ -11,6 +11,7 @@ import { sanitizeStorableValue } from '../contract/storableText.ts';
 import { isSequential } from './composition.ts';
 import { projectVerdict } from './projection.ts';
 import { isPermit } from './verdict.ts';
+import { isObject } from '../util/isObject.ts';
 
 export type RecordParts = {
   point: InterceptionPoint;
@@ -62,7 +63,7 @@ export function buildRecord(p: RecordParts): InterceptionRecord {
 
 function traceOf(ctx: Partial<AgentContext> | undefined): InterceptionRecord['trace'] {
   const t: unknown = ctx?.trace;
-  if (t === null || typeof t !== 'object' || Array.isArray(t)) return undefined;
+  if (!isObject(t)) return undefined;
   const out: { trace_id?: string; span_id?: string } = {};
   const { trace_id, span_id } = t as Record<string, unknown>;
   if (typeof trace_id === 'string') out.trace_id = trace_id;

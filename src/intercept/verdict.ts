@@ -3,6 +3,7 @@ import { canonicalizeJcs, findDomainViolation } from './json/canonicalJson.ts';
 import { parseTransformPath } from './path.ts';
 import { HostError, isReservedReason } from './reasons.ts';
 import { withDefined } from '../util/withDefined.ts';
+import { isObject } from '../util/isObject.ts';
 
 /** Cap on the UTF-8 length of the canonical `evidence` member. */
 export const EVIDENCE_MAX_BYTES = 10240;
@@ -107,7 +108,7 @@ function invalid(detail: string, reason: HostErrorReason = HostError.VerdictInva
  * `transform_invalid`, and every other violation is `verdict_invalid`.
  */
 export function parseWireVerdict(raw: unknown): WireVerdictResult {
-  if (raw === undefined || raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+  if (!isObject(raw)) {
     return invalid('verdict must be a JSON object');
   }
   const domain = findDomainViolation(raw, undefined, 'json');

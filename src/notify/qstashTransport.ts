@@ -26,6 +26,7 @@ import { canonicalQStashDestination } from '../contract/qstashDestination.ts';
 import { startDeadline } from '../send/deadline.ts';
 import type { QStashPublisher, QStashPublishRequest, QStashPublishResult } from '../send/types.ts';
 import { withDefined } from '../util/withDefined.ts';
+import { isObject } from '../util/isObject.ts';
 
 export type { QStashPublisher, QStashPublishRequest, QStashPublishResult } from '../send/types.ts';
 
@@ -139,7 +140,7 @@ function prepare(req: QStashPublishRequest, defaultRetries: number, baseUrl: str
 }
 
 function toSuccess(response: unknown): QStashPublishResult {
-  if (typeof response === 'object' && response !== null && !Array.isArray(response)) {
+  if (isObject(response)) {
     const { messageId, deduplicated } = response as { messageId?: unknown; deduplicated?: unknown };
     if (typeof messageId === 'string' && messageId !== '') {
       return { ok: true, messageId, deduplicated: deduplicated === true };

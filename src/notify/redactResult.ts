@@ -5,20 +5,16 @@
  * references and are kept as they are.
  */
 
-type UnknownRecord = Record<string, unknown>;
-
-function isRecord(value: unknown): value is UnknownRecord {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+import { isObject } from '../util/isObject.ts';
 
 /**
  * Returns a copy of `result` whose skill `workRegistration` has no `args` and `data: null`;
  * any other value is returned as is (same reference). The input is never mutated.
  */
 export function redactResultForEvents<T>(result: T): T {
-  if (!isRecord(result)) return result;
+  if (!isObject(result)) return result;
   const work = result.workRegistration;
-  if (!isRecord(work) || work.type !== 'skill') return result;
+  if (!isObject(work) || work.type !== 'skill') return result;
   const { args: _args, ...kept } = work;
   return { ...result, workRegistration: { ...kept, data: null } } as T;
 }

@@ -1,4 +1,5 @@
 import { ToolCallHookContextSchema, type ToolCallHookContext } from '../contract/index.ts';
+import { isObject } from '../util/isObject.ts';
 import { ToolCallContextError } from '../contract/errors.ts';
 
 /** The tool call as the model emitted it; `arguments` may still be the raw JSON string. */
@@ -71,10 +72,6 @@ const CORRELATION_KEYS = [
   'parentOperationId',
 ] as const satisfies readonly (keyof ToolCallCorrelation)[];
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** Models send `""` for a call without arguments; anything else must be a JSON object. */
 function effectiveArgs(input: ToolCallHookContextInput): Record<string, unknown> {
   if (input.args !== undefined) return input.args;
@@ -87,7 +84,7 @@ function effectiveArgs(input: ToolCallHookContextInput): Record<string, unknown>
   } catch {
     throw new ToolCallContextError(['args'], 'args: toolCall.arguments is not valid JSON (pass the effective args as `args`)');
   }
-  if (!isRecord(parsed)) throw new ToolCallContextError(['args'], 'args: toolCall.arguments must encode a JSON object');
+  if (!isObject(parsed)) throw new ToolCallContextError(['args'], 'args: toolCall.arguments must encode a JSON object');
   return parsed;
 }
 
@@ -124,7 +121,7 @@ export function buildToolCallHookContext(input: ToolCallHookContextInput | FlatT
 }
 
 function isStructured(input: ToolCallHookContextInput | FlatToolCallHookContextInput): input is ToolCallHookContextInput {
-  return isRecord((input as { toolCall?: unknown }).toolCall);
+  return isObject((input as { toolCall?: unknown }).toolCall);
 }
 
 function buildFromFlat(input: FlatToolCallHookContextInput): ToolCallHookContext {

@@ -44,6 +44,7 @@ import type {
   PublishDeferredResultOutput,
 } from './operationStoreTypes.ts';
 import { withDefined } from '../util/withDefined.ts';
+import { isObject } from '../util/isObject.ts';
 
 export type {
   OperationStoreOptions,
@@ -74,7 +75,7 @@ function rebuildContext(input: PublishDeferredResultInput, ownerUserId: string |
   const ctx: Record<string, unknown> = { operationId: input.operationId, toolCallId: input.toolCallId, executor: 'server', args: {}, ...input.context };
   // T3: the runtime account (the operation's owner) when the callback carries none.
   if ((ctx.userId === undefined || ctx.userId === '') && ownerUserId) ctx.userId = ownerUserId;
-  if (ctx.args === null || typeof ctx.args !== 'object' || Array.isArray(ctx.args)) ctx.args = {};
+  if (!isObject(ctx.args)) ctx.args = {};
   // T1: the validator every tool context passes (buildToolCallHookContext's): required ids non-empty.
   try {
     return parseToolCallHookContext(ctx);
@@ -234,7 +235,7 @@ export function createOperationStore(options: OperationStoreOptions = {}): Opera
             serializedHooks: round.hooks,
             environmentHooks: i === rounds.length - 1,
             interception: i === 0, // I4: one result, judged once (post_tool_call in the first round's session)
-            ...(input.signal ? { signal: input.signal } : {}),
+            ...withDefined({ signal: input.signal }),
           });
           if (outcome.status === 'cancelled') throw new DeferredCancelledError('result control was cancelled; nothing was written');
           if (outcome.status === 'blocked') {

@@ -19,6 +19,7 @@ import { assertTemplateSources, parseSerializedHooks } from '../contract/validat
 import { newDeliveryId, type NewDelivery } from '../store/deliveriesRepo.ts';
 import { assertPayloadWithinCap } from './payloadCap.ts';
 import type { DeliveryJobAttempt, EnqueueInput } from './types.ts';
+import { isObject } from '../util/isObject.ts';
 
 /** What a producer checks every item against (resolved once, when it is created). */
 export type EnqueueRules = {
@@ -161,7 +162,7 @@ function isIndex(value: unknown): boolean {
 /** D10: any object with a string operationId (taken from the input when the event has none). */
 function normalizeEvent(input: EnqueueInput): Record<string, unknown> {
   const raw: unknown = input.event;
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new EventValidationError('enqueue: event must be an object');
+  if (!isObject(raw)) throw new EventValidationError('enqueue: event must be an object');
   const given = (raw as Record<string, unknown>).operationId;
   // D10: the event is stored under input.operationId; an event naming another operation
   // would tell the receiver the other id. A caller bug, refused, never guessed between.

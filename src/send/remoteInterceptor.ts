@@ -23,6 +23,7 @@ import { redactSecretsDeep } from './secretRedaction.ts';
 import { resolveWebhookUrl } from './resolveUrl.ts';
 import { parseSigningSecrets, signatureHeaders } from './signing.ts';
 import { parseJsonLossless } from '../intercept/json/losslessJson.ts';
+import { isObject } from '../util/isObject.ts';
 
 /** I3: the response cap of a remote verdict, as for decision webhooks. */
 const MAX_VERDICT_RESPONSE_BYTES = 65_536;
@@ -166,7 +167,7 @@ export function createRemoteInterceptor(config: RemoteInterceptorConfig, options
  * `transform.value` is target content (never recorded) and is passed on as the interceptor sent it.
  */
 function withoutSecrets(verdict: Verdict, secrets: readonly string[]): Verdict {
-  if (secrets.length === 0 || verdict === null || typeof verdict !== 'object' || Array.isArray(verdict)) return verdict;
+  if (secrets.length === 0 || !isObject(verdict)) return verdict;
   const { transform, ...rest } = verdict;
   const out = redactSecretsDeep(rest, secrets) as Verdict;
   if (transform !== undefined) out.transform = transform;

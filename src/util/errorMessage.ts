@@ -19,6 +19,8 @@
  * `MAX_ERROR_MESSAGE_CHARS` characters.
  */
 
+import { isObject } from './isObject.ts';
+
 export const MAX_ERROR_MESSAGE_CHARS = 2_000;
 const MAX_LEVELS = 4;
 const MAX_DETAIL_DEPTH = 16;
@@ -29,12 +31,8 @@ export const UNKNOWN_ERROR_MESSAGE = 'Unknown error';
 /** A JSON value (the shape `errorDetail` takes). */
 export type ErrorDetail = null | boolean | number | string | ErrorDetail[] | { [key: string]: ErrorDetail };
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 function read(v: unknown, key: string): unknown {
-  if (!isRecord(v) && !(v instanceof Error)) return undefined;
+  if (!isObject(v) && !(v instanceof Error)) return undefined;
   try {
     return (v as Record<string, unknown>)[key]; // a getter may throw: then there is nothing to read
   } catch {
@@ -63,7 +61,7 @@ function jsonObjectIn(s: string): Record<string, unknown> | undefined {
   if (!s.startsWith('{') || s.length > 65_536) return undefined;
   try {
     const parsed: unknown = JSON.parse(s);
-    return isRecord(parsed) ? parsed : undefined;
+    return isObject(parsed) ? parsed : undefined;
   } catch {
     return undefined;
   }
@@ -75,7 +73,7 @@ function messageOf(v: unknown, level: number): string | undefined {
     const inner = jsonObjectIn(v.trim());
     return (inner && messageOf(inner, level + 1)) ?? text(v);
   }
-  if (!isRecord(v) && !(v instanceof Error)) return undefined;
+  if (!isObject(v) && !(v instanceof Error)) return undefined;
   const body = read(v, 'body');
   const nested = read(v, 'error');
   const candidates: unknown[] = [read(read(body, 'error'), 'message'), read(body, 'message'), read(body, 'error'), read(nested, 'message'), nested];

@@ -214,7 +214,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   // HOOKRELAY_CONCURRENCY attempts at once; BullMQ runs as many again, which wait in
   // memory (for a slot of the worker or of their endpoint) instead of a moveToDelayed round trip.
   const waitAllowance = deliveryWaitAllowance(settings.HOOKRELAY_CONCURRENCY);
-  const admission = createAdmission({ concurrency: settings.HOOKRELAY_CONCURRENCY, waitAllowance, ...(isolation ? { isolation } : {}) });
+  const admission = createAdmission({ concurrency: settings.HOOKRELAY_CONCURRENCY, waitAllowance, ...withDefined({ isolation }) });
   // Ordered delivery (SEC-H7): with the queue, a settled one wakes the next one at once; with the wait
   // allowance, a successor of a delivery running here waits for it in memory instead of parking.
   const ordering = createOrderingGate({
@@ -232,7 +232,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     gate,
     payloadBuilder: options.payloadBuilder ?? createWebhookPayloadBuilder({ logger }),
     fetchTransport,
-    ...(qstash ? { qstash } : {}),
+    ...withDefined({ qstash }),
     env: config.env,
     templateEnv: config.templateEnv,
     ...withDefined({ appUrl: settings.APP_URL, publicUrl: settings.HOOKRELAY_PUBLIC_URL }),
@@ -244,7 +244,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
     signal: abandon.signal,
     inFlight,
     leaseMarginMs: settings.HOOKRELAY_LOCK_DURATION_MS,
-    ...(isolation ? { isolation } : {}),
+    ...withDefined({ isolation }),
     admission,
     ordering,
   });
@@ -342,7 +342,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
       }),
       ...(consoleToken ? { opsBearer: { token: consoleToken, guard: options.credentialGuard ?? createCredentialGuard({ logger }) } } : {}),
       onRefused: (reason) => metrics.httpRefused.inc({ reason }),
-      ...(options.httpHandlers ? { handlers: options.httpHandlers } : {}),
+      ...withDefined({ handlers: options.httpHandlers }),
     });
   }
 

@@ -17,6 +17,7 @@ import { openStore } from '../store/db.ts';
 import type { StoreHandle } from '../store/types.ts';
 import { serveEmbeddedStore } from '../store/embedded.ts';
 import { migrateStore } from '../store/migrate.ts';
+import { withDefined } from '../util/withDefined.ts';
 
 /** Postgres `application_name` of the worker's connections (operators can tell them apart). */
 export const WORKER_APPLICATION_NAME = 'hookrelay-worker';
@@ -214,7 +215,7 @@ export async function startDeliveryWorker(options: StartDeliveryWorkerOptions = 
       store,
       logger,
       // One builder per worker: its email cache (B4) is shared by this worker's deliveries only.
-      payloadBuilder: createWebhookPayloadBuilder({ logger, ...(options.emailLookup ? { emailLookup: options.emailLookup } : {}) }),
+      payloadBuilder: createWebhookPayloadBuilder({ logger, ...withDefined({ emailLookup: options.emailLookup }) }),
       ...(consoleHandler ? { httpHandlers: [consoleHandler] } : {}),
       credentialGuard,
     });

@@ -25,6 +25,7 @@ import { refuseArgs, refuseInput, refuseMessages, refuseOutput, refuseResponse, 
 import { toJsonValue } from '../json/toJsonValue.ts';
 import { withDefined } from '../../util/withDefined.ts';
 import { startExecuteToolSpan, type GenAiToolType } from '../genAiSpans.ts';
+import { isObject } from '../../util/isObject.ts';
 
 /** The run's input after the `input` verdict (a transform may have rewritten it). */
 export type AdmittedInput = { content: JsonValue; role: 'user' | 'system' | 'external' };
@@ -113,10 +114,6 @@ export const activeRun = new AsyncLocalStorage<AgentRun>();
 
 /** Reserved reasons that are policy outcomes, not infrastructure failures (agent-framework #7561). */
 const POLICY_REASONS = new Set<string>([HostError.TransformConflict, HostError.CompositionDisagreement]);
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /**
  * One agent run under AGENT-HOOKS-0.1 (I1): the loop wraps its model and tool calls, the

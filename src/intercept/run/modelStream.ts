@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from '../../contract/agentHooks.ts';
 import type { ModelToolCall } from '../builder.ts';
+import { isObject } from '../../util/isObject.ts';
 
 /**
  * The model side of a run, in the shapes agent loops already use: a whole response (as
@@ -44,10 +45,6 @@ export type StreamEvent =
 
 export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return value !== null && typeof value === 'object' && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /** The finish reason a response without one gets. */

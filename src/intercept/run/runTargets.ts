@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from '../../contract/agentHooks.ts';
 import { jsonEqual } from '../json/jsonEqual.ts';
 import { membersOf, type ModelResponse, type ModelToolCall } from './modelStream.ts';
+import { isObject } from '../../util/isObject.ts';
 
 /**
  * What a transform may leave as each point's `target` so the run can still use it (the
@@ -8,10 +9,6 @@ import { membersOf, type ModelResponse, type ModelToolCall } from './modelStream
  * value) that the emitter turns into `host_error:transform_invalid`: the run fails closed
  * instead of going on with the original. Pure.
  */
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 const ROLES = new Set(['user', 'system', 'external']);
 

@@ -21,6 +21,7 @@ import type { HookCache } from './hookCache.ts';
 import type { LedgerWriter } from './ledgerWriter.ts';
 import type { PgGate } from '../pgGate.ts';
 import type { OrderedTarget } from './ordering.ts';
+import { isObject } from '../../util/isObject.ts';
 
 /** One attempt's subject, from the job (hot path) or from the ledger row. */
 export type AttemptTarget = {
@@ -95,7 +96,7 @@ async function targetFromLedger(source: TargetSource, id: string): Promise<Attem
 
 function targetFromRow(row: ClaimedDelivery, hooks: HookCache): AttemptTarget {
   const hook = hooks.parseValue(row.hook);
-  const event = row.payload !== null && typeof row.payload === 'object' && !Array.isArray(row.payload) ? (row.payload as Record<string, unknown>) : undefined;
+  const event = isObject(row.payload) ? row.payload : undefined;
   const built = hook && event ? buildDeliveryBody({ hook, event, deliveryId: row.id, occurredAt: row.occurredAt, sequence: row.sequence }) : undefined;
   return {
     id: row.id,

@@ -20,6 +20,7 @@ import { Receiver } from '@upstash/qstash';
 import { jwtVerify } from 'jose';
 import { sanitizeStorableText } from '../../contract/storableText.ts';
 import { withDefined } from '../../util/withDefined.ts';
+import { isObject } from '../../util/isObject.ts';
 
 /** What a verified callback tells about the source message's delivery attempt. */
 export type QStashCallback = {
@@ -148,7 +149,7 @@ export function parseQStashCallbackBody(body: string): QStashCallbackResult {
   } catch {
     return { valid: false, reason: 'invalid_body' };
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { valid: false, reason: 'invalid_body' };
+  if (!isObject(parsed)) return { valid: false, reason: 'invalid_body' };
   const record = parsed as Record<string, unknown>;
 
   const sourceMessageId = nonEmptyString(record.sourceMessageId) ?? nonEmptyString(record.sourceMessasgeId);
