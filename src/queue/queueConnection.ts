@@ -8,7 +8,6 @@ import { createIORedisClient, type IRedisTransaction, Queue, type RedisClient } 
 import { type DeliveryQueueKeys, deliveryQueueKeys } from './queueKeys.ts';
 import type { QueueRedis } from './redisConnection.ts';
 import type { DeliveryJobData } from './types.ts';
-import { withDefined } from '../util/withDefined.ts';
 
 /**
  * BullMQ writes an event (added, active, completed, delayed…) to the queue's `events` stream
