@@ -11,13 +11,13 @@ import { SEQUENCE_HEADER, timeoutMs } from '../contract/webhook.ts';
 import type { Logger } from '../observability/logger.ts';
 import { resolvedTemplateValues, sentHeadersAsConfigured } from '../send/attemptEvidence.ts';
 import { DeliveryConfigError, SSRF_BLOCKED_HINT } from '../contract/errors.ts';
-import type { FetchTransport, SendOutcome } from '../send/fetchTransport.ts';
+import type { FetchTransport, SendOutcome, SendRequest } from '../send/fetchTransport.ts';
 import { resolveHeaderTemplates } from '../send/headerTemplates.ts';
-import { resolveWebhookUrlCached } from '../send/resolveUrl.ts';
+import { type ResolvedUrl, resolveWebhookUrlCached } from '../send/resolveUrl.ts';
 import { isPermanentStatus, parseRetryAfter } from './retryPolicy.ts';
 import { redactSecrets } from '../send/secretRedaction.ts';
 import { addSignatureHeaders } from '../send/signing.ts';
-import type { QStashPublisher, QStashPublishResult, TransportErrorClass } from '../send/types.ts';
+import type { QStashPublisher, QStashPublishRequest, QStashPublishResult, TransportErrorClass } from '../send/types.ts';
 
 const MS_PER_SECOND = 1000;
 /** Response excerpts are decoded with one decoder (U+FFFD for invalid UTF-8), not one per attempt. */
@@ -105,99 +105,122 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
   const { webhook } = input;
   const critical = webhook.fallback === 'none';
   const now = input.nowMs ?? Date.now;
-
-  let url: string;
-  let trusted: boolean;
+  let target: Readonly<ResolvedUrl>;
   let headers: Record<string, string>;
   try {
-    const resolved = resolveWebhookUrlCached(webhook.url, input.appUrl);
-    url = resolved.url;
-    trusted = input.trusted === true || resolved.trusted;
-    // A fresh object per call: the request's headers are added to it below.
-    headers = resolveHeaderTemplates(webhook.headers, webhook.allowedEnvVars, input.env, {
-      templateEnv: input.templateEnv,
-      environmentHook: input.environmentHook === true,
-    });
+    target = resolveWebhookUrlCached(webhook.url, input.appUrl);
+    headers = templatedHeaders(input);
   } catch (error) {
     if (!(error instanceof DeliveryConfigError)) throw error;
-    return {
-      ok: false,
-      errorClass: 'configuration',
-      permanent: true,
-      critical,
-      transport: webhook.delivery,
-      fellBack: false,
-      detail: error.message,
-      durationMs: performance.now() - startedAt,
-    };
+    return configurationFailure(webhook.delivery, error.message, critical, startedAt);
   }
+  const trusted = input.trusted === true || target.trusted;
   const attemptTimeoutMs = timeoutMs(webhook);
 
+  // The awaits stay here, the steps around them are plain functions: no promise per step on the hot path.
   if (webhook.delivery === 'qstash') {
-    // Q5/Q7: re-checked on every attempt (job data and ledger rows are not trusted to have passed
-    // registration): the raw URL, then the resolved one as the SDK will paste it into
-    // /v2/publish/. A refusal is permanent and never falls back: nothing is sent anywhere.
-    const rawProblem = qstashDestinationProblem(webhook.url);
-    const destination = rawProblem !== undefined ? { ok: false as const, problem: rawProblem } : canonicalQStashDestination(url);
-    if (!destination.ok) {
-      return {
-        ok: false,
-        errorClass: 'configuration',
-        permanent: true,
-        critical,
-        transport: 'qstash',
-        fellBack: false,
-        detail: destination.problem,
-        durationMs: performance.now() - startedAt,
-      };
-    }
+    const destination = qstashDestination(webhook.url, target.url);
+    if (!destination.ok) return configurationFailure('qstash', destination.problem, critical, startedAt);
     // The SSRF check sees the normalised destination: exactly the string QStash is given.
     const check = await input.fetchTransport.checkDestination(destination.destination, trusted);
-    if (!check.ok) {
-      return {
-        ok: false,
-        errorClass: check.errorClass,
-        permanent: check.errorClass !== 'network_error',
-        critical,
-        transport: 'qstash',
-        fellBack: false,
-        ...(check.errorClass === 'ssrf_blocked' ? { detail: SSRF_BLOCKED_HINT } : {}),
-        durationMs: performance.now() - startedAt,
-      };
-    }
+    if (!check.ok) return refusedDestination(check.errorClass, critical, startedAt);
     const published: QStashPublishResult = input.qstash
-      ? await input.qstash.publish({
-          destination: destination.destination,
-          body: input.payload,
-          // A copy: a fallback fetch signs `headers` again with its own timestamp.
-          headers: requestHeaders({ ...headers }, input, now()),
-          timeoutMs: attemptTimeoutMs,
-          deduplicationId: `${input.deliveryId}-${input.generation}`,
-          ...(input.qstashRetries !== undefined ? { retries: input.qstashRetries } : {}),
-          ...(input.signal ? { signal: input.signal } : {}),
-        })
+      ? await input.qstash.publish(publishRequest(input, destination.destination, headers, attemptTimeoutMs, now()))
       : { ok: false, errorClass: 'configuration' };
-    if (published.ok) return { ok: true, transport: 'qstash', messageId: published.messageId, fellBack: false, durationMs: performance.now() - startedAt };
-    input.logger.warn(
-      { hookId: input.hookId, deliveryId: input.deliveryId, errorClass: published.errorClass, httpStatus: published.httpStatus, fallback: webhook.fallback },
-      critical ? 'qstash publish failed; fallback disabled' : 'qstash publish failed; falling back to one direct fetch',
-    );
-    if (critical) {
-      return {
-        ok: false,
-        errorClass: published.errorClass,
-        ...(published.httpStatus !== undefined ? { httpStatus: published.httpStatus } : {}),
-        permanent: published.errorClass === 'configuration' || (published.httpStatus !== undefined && isPermanentStatus(published.httpStatus)),
-        critical,
-        transport: 'qstash',
-        fellBack: false,
-        durationMs: performance.now() - startedAt,
-      };
-    }
+    const answered = qstashAnswer(input, published, critical, startedAt);
+    if (answered !== undefined) return answered;
   }
 
   const sent = requestHeaders(headers, input, now());
-  const outcome = await input.fetchTransport.send({
+  const outcome = await input.fetchTransport.send(fetchRequest(input, target.url, trusted, sent, attemptTimeoutMs));
+  const evidence: EvidenceSource = { configured: webhook.headers, sent, env: input.env };
+  return fromOutcome(outcome, critical, webhook.delivery === 'qstash', now(), performance.now() - startedAt, evidence);
+}
+
+/** The hook's headers with their templates resolved (W2): a fresh object per call, the request's headers are added to it. */
+function templatedHeaders(input: DeliverNotificationInput): Record<string, string> {
+  const { webhook } = input;
+  return resolveHeaderTemplates(webhook.headers, webhook.allowedEnvVars, input.env, {
+    templateEnv: input.templateEnv,
+    environmentHook: input.environmentHook === true,
+  });
+}
+
+/** A refusal before anything is sent (D7, Q5): permanent, and never a fallback. */
+function configurationFailure(transport: NotificationTransport, detail: string, critical: boolean, startedAt: number): NotificationFailure {
+  return { ok: false, errorClass: 'configuration', permanent: true, critical, transport, fellBack: false, detail, durationMs: performance.now() - startedAt };
+}
+
+/**
+ * Q5/Q7: re-checked on every attempt (job data and ledger rows are not trusted to have passed
+ * registration): the raw URL, then the resolved one as the SDK will paste it into /v2/publish/.
+ */
+function qstashDestination(rawUrl: string, url: string): { ok: true; destination: string } | { ok: false; problem: string } {
+  const rawProblem = qstashDestinationProblem(rawUrl);
+  return rawProblem !== undefined ? { ok: false, problem: rawProblem } : canonicalQStashDestination(url);
+}
+
+/** The SSRF guard refused QStash's destination (or could not resolve it): nothing is sent anywhere. */
+function refusedDestination(errorClass: 'ssrf_blocked' | 'network_error' | 'configuration', critical: boolean, startedAt: number): NotificationFailure {
+  return {
+    ok: false,
+    errorClass,
+    permanent: errorClass !== 'network_error',
+    critical,
+    transport: 'qstash',
+    fellBack: false,
+    ...(errorClass === 'ssrf_blocked' ? { detail: SSRF_BLOCKED_HINT } : {}),
+    durationMs: performance.now() - startedAt,
+  };
+}
+
+function publishRequest(
+  input: DeliverNotificationInput,
+  destination: string,
+  headers: Record<string, string>,
+  attemptTimeoutMs: number,
+  nowMs: number,
+): QStashPublishRequest {
+  return {
+    destination,
+    body: input.payload,
+    // A copy: a fallback fetch signs `headers` again with its own timestamp.
+    headers: requestHeaders({ ...headers }, input, nowMs),
+    timeoutMs: attemptTimeoutMs,
+    deduplicationId: `${input.deliveryId}-${input.generation}`,
+    ...(input.qstashRetries !== undefined ? { retries: input.qstashRetries } : {}),
+    ...(input.signal ? { signal: input.signal } : {}),
+  };
+}
+
+/** QStash's answer as the result: accepted, or refused with the fallback off (D6); undefined: fall back to one direct fetch (D7). */
+function qstashAnswer(input: DeliverNotificationInput, published: QStashPublishResult, critical: boolean, startedAt: number): NotificationResult | undefined {
+  if (published.ok) return { ok: true, transport: 'qstash', messageId: published.messageId, fellBack: false, durationMs: performance.now() - startedAt };
+  input.logger.warn(
+    {
+      hookId: input.hookId,
+      deliveryId: input.deliveryId,
+      errorClass: published.errorClass,
+      httpStatus: published.httpStatus,
+      fallback: input.webhook.fallback,
+    },
+    critical ? 'qstash publish failed; fallback disabled' : 'qstash publish failed; falling back to one direct fetch',
+  );
+  if (!critical) return undefined;
+  return {
+    ok: false,
+    errorClass: published.errorClass,
+    ...(published.httpStatus !== undefined ? { httpStatus: published.httpStatus } : {}),
+    permanent: published.errorClass === 'configuration' || (published.httpStatus !== undefined && isPermanentStatus(published.httpStatus)),
+    critical,
+    transport: 'qstash',
+    fellBack: false,
+    durationMs: performance.now() - startedAt,
+  };
+}
+
+function fetchRequest(input: DeliverNotificationInput, url: string, trusted: boolean, sent: Record<string, string>, attemptTimeoutMs: number): SendRequest {
+  return {
     url,
     body: input.payload,
     headers: sent,
@@ -206,9 +229,7 @@ export async function deliverNotification(input: DeliverNotificationInput): Prom
     read: 'discard',
     excerptBytes: input.excerptBytes,
     signal: input.signal,
-  });
-  const evidence: EvidenceSource = { configured: webhook.headers, sent, env: input.env };
-  return fromOutcome(outcome, critical, webhook.delivery === 'qstash', now(), performance.now() - startedAt, evidence);
+  };
 }
 
 /**
