@@ -36,7 +36,7 @@ type Row = { label: string; deliveries: number; perSecond: number; p50: number; 
 /**
  * `rounds`: event k of every operation, then k+1 (an agent's steps arriving over time); `bursts`:
  * one operation's 20 events at once, operation after operation — nearly every event reaches a
- * worker while its predecessor is still pending (the ordering gate's waiting path).
+ * worker while its predecessor is still pending (the turn keeper's waiting path).
  */
 type Shape = 'rounds' | 'bursts';
 

@@ -170,7 +170,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * Replay keeps order (Q10, SEC-H7). The ordered candidates are claimed in (operation, hook,
  * sequence) order (SEC-H7: an order is one hook's) — they take the places ordered candidates had, unordered ones keep theirs — so
- * sequence n is queued again no later than n+1 and the worker's ordering gate holds n+1 behind it.
+ * sequence n is queued again no later than n+1 and the worker's turn keeper holds n+1 behind it.
  */
 export async function orderForReplay(db: Db, candidates: readonly string[]): Promise<string[]> {
   if (candidates.length === 0) return [];

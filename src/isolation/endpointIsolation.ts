@@ -170,7 +170,7 @@ export function createEndpointIsolation(options: EndpointIsolationOptions): Endp
           undefined,
         );
     } catch (error) {
-      // Postgres away: keep the last known policies (the pg gate pauses the worker meanwhile).
+      // Postgres away: keep the last known policies (the worker's Postgres wait pauses it meanwhile).
       options.logger.debug({ err: error }, 'could not refresh endpoint policies');
     }
   };

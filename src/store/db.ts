@@ -18,7 +18,7 @@ export function rowsOf<T>(result: unknown): T[] {
   return ((result as { rows?: T[] }).rows ?? []) as T[];
 }
 
-/** Resolves when the database answers a query (readiness probes, the worker's Postgres gate); no table is read. */
+/** Resolves when the database answers a query (readiness probes, the worker's Postgres wait); no table is read. */
 export async function pingStore(db: Db): Promise<void> {
   await db.execute(sql`select 1`);
 }

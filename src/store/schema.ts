@@ -118,7 +118,7 @@ export const deliveries = pgTable(
     // SEC-H7, N2: one sequence number per (tenant, operation, hook) (a bug never sends two deliveries as one place).
     uniqueIndex('deliveries_sequence_uq').on(t.tenant, t.operationId, t.hookId, t.sequence).where(sql`${t.sequence} IS NOT NULL`),
     // The ordered rows that still hold back later ones of their hook (unfinished, or failed under onFailure 'block').
-    // The worker's ordering gate reads only this index; the predicate is ORDERING_OPEN_SQL (orderingRepo.ts), word for word.
+    // The worker's turn keeper reads only this index; the predicate is ORDERING_OPEN_SQL (orderingRepo.ts), word for word.
     index('deliveries_ordering_open_idx')
       .on(t.tenant, t.operationId, t.hookId, t.sequence)
       .where(

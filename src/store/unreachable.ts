@@ -1,6 +1,6 @@
 /**
  * Is an error Postgres (or the path to it) being away, rather than a bad statement (Q13)? The
- * worker's pg gate waits such errors out; the producer, the CLI and the console turn them into a
+ * worker's Postgres wait (postgresWait.ts) waits such errors out; the producer, the CLI and the console turn them into a
  * StoreUnavailableError that names the store instead of a driver message or a stack.
  */
 import { StoreUnavailableError } from '../contract/errors.ts';

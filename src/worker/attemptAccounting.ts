@@ -9,7 +9,7 @@ import type { Db } from '../store/db.ts';
 import { createInFlightTracker, type InFlightTracker } from './attempt/inFlightTracker.ts';
 import { createLedgerWriter, type LedgerWriter } from './attempt/ledgerWriter.ts';
 import type { DeliveryProcessor } from './attempt/processor.ts';
-import type { PgGate } from './pgGate.ts';
+import type { PostgresWait } from './postgresWait.ts';
 
 export type AttemptAccounting = {
   ledger: LedgerWriter;
@@ -25,8 +25,8 @@ export type AttemptAccounting = {
 export function createAttemptAccounting(p: {
   db: Db;
   logger: Logger;
-  /** The Postgres gate's run; the gate is built after this (its pause needs the worker). */
-  run: PgGate['run'];
+  /** The Postgres wait's run; the gate is built after this (its pause needs the worker). */
+  run: PostgresWait['run'];
 }): AttemptAccounting {
   const ledgerWriter = createLedgerWriter(p.db, { logger: p.logger });
   // Q12: attempts still running after a second get their in_flight row, with a lease of the

@@ -1,6 +1,6 @@
 /**
  * What takes a job to its attempt: the worker's slots and in-memory endpoint waits (admission),
- * the ordering gate (SEC-H7), the processor, and the BullMQ worker that runs it.
+ * the turn keeper (SEC-H7), the processor, and the BullMQ worker that runs it.
  */
 import type { Queue, Worker } from 'bullmq';
 import type { LoadedConfig } from '../config/resolveConfig.ts';
@@ -17,11 +17,11 @@ import type { QStashPublisher } from '../send/types.ts';
 import type { Db } from '../store/db.ts';
 import { withDefined } from '../util/withDefined.ts';
 import { type Admission, createAdmission, deliveryWaitAllowance } from './attempt/admission.ts';
-import { createOrderingGate, type OrderingGate } from './attempt/ordering.ts';
+import { createTurnKeeper, type TurnKeeper } from './attempt/ordering.ts';
 import { createDeliveryProcessor } from './attempt/processor.ts';
 import type { AttemptAccounting } from './attemptAccounting.ts';
 import { createDeliveryWorker } from './bullWorker.ts';
-import type { PgGate } from './pgGate.ts';
+import type { PostgresWait } from './postgresWait.ts';
 
 export function startAttemptPipeline(p: {
   config: LoadedConfig;
@@ -29,7 +29,7 @@ export function startAttemptPipeline(p: {
   queue: Queue<DeliveryJobData>;
   connection: QueueRedis;
   redisReady: () => boolean;
-  gate: PgGate;
+  gate: PostgresWait;
   accounting: AttemptAccounting;
   fetchTransport: FetchTransport;
   qstash: QStashPublisher | undefined;
@@ -39,7 +39,7 @@ export function startAttemptPipeline(p: {
   logger: Logger;
   /** B5: aborted when the stop gives up waiting; deliveries waiting on an email look-up give up. */
   signal: AbortSignal;
-}): { worker: Worker<DeliveryJobData>; admission: Admission; ordering: OrderingGate } {
+}): { worker: Worker<DeliveryJobData>; admission: Admission; ordering: TurnKeeper } {
   const { config, db, gate, isolation, metrics, logger } = p;
   const { settings } = config;
   // HOOKRELAY_CONCURRENCY attempts at once; BullMQ runs as many again, which wait in
@@ -48,7 +48,7 @@ export function startAttemptPipeline(p: {
   const admission = createAdmission({ concurrency: settings.HOOKRELAY_CONCURRENCY, waitAllowance, ...(isolation ? { isolation } : {}) });
   // Ordered delivery (SEC-H7): with the queue, a settled one wakes the next one at once; with the wait
   // allowance, a successor of a delivery running here waits for it in memory instead of parking.
-  const ordering = createOrderingGate({
+  const ordering = createTurnKeeper({
     db,
     queue: p.queue,
     run: gate.run,

@@ -30,7 +30,7 @@ import type { Reconciler } from './sweeps/reconciler.ts';
 import type { Retention } from './sweeps/retention.ts';
 import { startSupervisor } from './supervisor.ts';
 import { createWorkerIsolation, type WorkerIsolation } from './workerIsolation.ts';
-import { createWorkerPgGate } from './workerPgGate.ts';
+import { createWorkerPostgresWait } from './workerPostgresWait.ts';
 
 export type DeliveryServiceOptions = (
   | {
@@ -117,7 +117,7 @@ export async function startDeliveryService(options: DeliveryServiceOptions): Pro
   // B5: deliveries still waiting on an email look-up when the shutdown bound is reached give up.
   const abandon = new AbortController();
   setMaxListeners(0, abandon.signal); // one listener per delivery waiting on a look-up: concurrency-many, by design
-  const gate = createWorkerPgGate({ db: store.db, health, logger });
+  const gate = createWorkerPostgresWait({ db: store.db, health, logger });
   const { worker, admission, ordering } = startAttemptPipeline({
     config,
     db: store.db,

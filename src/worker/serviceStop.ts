@@ -11,11 +11,11 @@ import type { QueueRedis } from '../queue/redisConnection.ts';
 import type { DeliveryJobData } from '../queue/types.ts';
 import type { FetchTransport } from '../send/fetchTransport.ts';
 import type { Admission } from './attempt/admission.ts';
-import type { OrderingGate } from './attempt/ordering.ts';
+import type { TurnKeeper } from './attempt/ordering.ts';
 import type { AttemptAccounting } from './attemptAccounting.ts';
 import { closeDeliveryWorker } from './bullWorker.ts';
 import type { DependencyHealth } from './dependencyHealth.ts';
-import type { PgGate } from './pgGate.ts';
+import type { PostgresWait } from './postgresWait.ts';
 import type { WorkerIsolation } from './workerIsolation.ts';
 
 /** Bound on each closing step (Redis, the HTTP server, the ledger flush) once the worker itself has stopped. */
@@ -29,12 +29,12 @@ type StoppingService = {
   logger: Logger;
   sweeps: { stop(): Promise<unknown> };
   admission: Admission;
-  ordering: OrderingGate;
+  ordering: TurnKeeper;
   worker: Worker<DeliveryJobData>;
   accounting: AttemptAccounting;
   /** B5: aborted at the bound; deliveries still waiting on an email look-up give up. */
   abandon: AbortController;
-  gate: PgGate & { stopResuming(): void };
+  gate: PostgresWait & { stopResuming(): void };
   health: DependencyHealth;
   connection: QueueRedis;
   redisReady: () => boolean;

@@ -10,7 +10,7 @@ import type { DeliveryMetrics } from '../observability/metrics.ts';
 import type { DeliveryQueueConnection } from '../queue/queueConnection.ts';
 import type { Store } from '../store/db.ts';
 import { withDefined } from '../util/withDefined.ts';
-import type { PgGate } from './pgGate.ts';
+import type { PostgresWait } from './postgresWait.ts';
 import { startApprovalWork } from './sweeps/approvalWork.ts';
 import { createReconciler, type Reconciler } from './sweeps/reconciler.ts';
 import { createRetention, type Retention } from './sweeps/retention.ts';
@@ -28,7 +28,7 @@ export function startSupervisor(p: {
   store: Store;
   config: LoadedConfig;
   deliveryQueue: DeliveryQueueConnection;
-  run: PgGate['run'];
+  run: PostgresWait['run'];
   logger: Logger;
   metrics: DeliveryMetrics;
   reconcileGraceMs: number | undefined;

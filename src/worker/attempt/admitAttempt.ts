@@ -17,7 +17,7 @@ import { holdDelivery } from '../../store/endpointsRepo.ts';
 import { splitScopedKey } from '../../contract/endpoint.ts';
 import type { Admission } from './admission.ts';
 import { type AttemptTarget, stateKeyOf } from './attemptTarget.ts';
-import type { PgGate } from '../pgGate.ts';
+import type { PostgresWait } from '../postgresWait.ts';
 
 /** A job found its endpoint enabled again while about to hold it: it runs again after this. */
 const HOLD_RECHECK_MS = 50;
@@ -28,7 +28,7 @@ const WAIT_REASONS: Record<DeferReason, WaitFailureReason> = { open: 'circuit_op
 /** What admission needs, one per worker. */
 export type AdmitDeps = {
   db: Db;
-  gate: PgGate;
+  gate: PostgresWait;
   logger: Logger;
   metrics: DeliveryMetrics | undefined;
   isolation: EndpointIsolation | undefined;

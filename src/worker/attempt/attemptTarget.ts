@@ -19,7 +19,7 @@ import type { DeliveryJobAttempt, DeliveryJobData } from '../../queue/types.ts';
 import type { ClaimedDelivery } from '../../store/deliveriesRepo.ts';
 import type { HookCache } from './hookCache.ts';
 import type { LedgerWriter } from './ledgerWriter.ts';
-import type { PgGate } from '../pgGate.ts';
+import type { PostgresWait } from '../postgresWait.ts';
 import type { OrderedTarget } from './ordering.ts';
 import { isObject } from '../../util/isObject.ts';
 
@@ -48,7 +48,7 @@ export type AttemptTarget = {
   tenant: string;
 };
 
-export type TargetSource = { ledger: LedgerWriter; gate: PgGate; hooks: HookCache };
+export type TargetSource = { ledger: LedgerWriter; gate: PostgresWait; hooks: HookCache };
 
 /** The job's target, or undefined when its row says it is finished (or unknown). */
 export async function readTarget(source: TargetSource, job: Job<DeliveryJobData>): Promise<AttemptTarget | undefined> {
@@ -116,7 +116,7 @@ function targetFromRow(row: ClaimedDelivery, hooks: HookCache): AttemptTarget {
   };
 }
 
-/** What the ordering gate needs of an ordered target. */
+/** What the turn keeper needs of an ordered target. */
 export function orderedTarget(target: AttemptTarget, hook: ParsedSerializedHook, sequence: number): OrderedTarget {
   return {
     id: target.id,

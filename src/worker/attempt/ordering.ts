@@ -1,5 +1,5 @@
 /**
- * The worker's ordering gate. An ordered delivery (a sequence n of its operation and
+ * The worker's turn keeper. An ordered delivery (a sequence n of its operation and
  * hook, SEC-H7) is attempted only when every earlier one is settled — delivered, failed (its hook's
  * `onFailure: 'continue'`), skipped by an operator, or accepted — Postgres says (orderingRepo.ts).
  * Otherwise its job is parked (BullMQ delayed): not an attempt, no retry budget spent. The job
@@ -9,7 +9,7 @@
  * lost (worker SIGKILLed, Redis flushed). Other operations and hooks never wait here.
  *
  * In memory first: when the earlier delivery it waits for is running in THIS worker (past the
- * gate, or itself waiting here), the job waits in memory instead of parking — its BullMQ job
+ * turn keeper, or itself waiting here), the job waits in memory instead of parking — its BullMQ job
  * stays active and locked (a SIGKILLed worker's jobs are re-run by stall detection), like the
  * endpoint waits of admission.ts — and asks Postgres again as soon as that one ends: no
  * moveToDelayed, no wake query, no promote, no re-fetch. Postgres still decides every `go`.
@@ -45,7 +45,7 @@ const MAX_ORDERING_MEMORY_WAIT_MS = 10_000;
 /** Jobs that may wait in memory behind one running delivery (the next few of its operation and hook). */
 const MEMORY_WAITERS_PER_PREDECESSOR = 4;
 
-/** What the gate needs to know about one ordered delivery. */
+/** What the turn keeper needs to know about one ordered delivery. */
 export type OrderedTarget = {
   id: string;
   generation: number;
@@ -70,10 +70,10 @@ type Processor = (job: Job<DeliveryJobData>, token?: string) => Promise<void>;
  */
 type OrderingAdmission = { kind: 'go'; deadlineAtMs: number | undefined } | { kind: 'expired' };
 
-export type OrderingGate = {
+export type TurnKeeper = {
   /** Otherwise (parked, or given back at stop) this throws DelayedError. */
   admit(job: Job<DeliveryJobData>, token: string | undefined, target: OrderedTarget): Promise<OrderingAdmission>;
-  /** The processor with the wake step: when a job that passed the gate ends (not parked, not retrying later), its successor is woken. */
+  /** The processor with the wake step: when a job that passed the turn keeper ends (not parked, not retrying later), its successor is woken. */
   wrap(processor: Processor): Processor;
   /** Jobs waiting in memory for their predecessor now. */
   waiting(): number;
@@ -85,7 +85,7 @@ export type OrderingOptions = {
   db: Db;
   /** Promotes parked jobs; without it, waiters wake only by their own timer. */
   queue?: Queue<DeliveryJobData>;
-  /** The worker's Postgres gate (pgGate.ts): a call while Postgres is down waits for it. */
+  /** The worker's Postgres wait (postgresWait.ts): a call while Postgres is down waits for it. */
   run?: <T>(work: () => Promise<T>) => Promise<T>;
   /** Q3: the deadline budget of a generation (deadlineBudgetMs of the schedule). */
   budgetMs: number;
@@ -100,22 +100,22 @@ export type OrderingOptions = {
 type MemoryWake = 'ended' | 'timer' | 'stop';
 /** A job waiting in memory: its delivery id and sequence, and the delivery whose end wakes it. */
 type MemoryWaiter = { id: string; sequence: number; on: string; wake(why: MemoryWake): void };
-/** A job that passed the gate: its key (whose head to wake), its id and sequence (who waits on it in memory). */
+/** A job that passed the turn keeper: its key (whose head to wake), its id and sequence (who waits on it in memory). */
 type Passed = { key: OrderingKey; id: string; sequence: number };
 
 /** One admit's wait: when it started, its deadline, and whether a wait in memory started that clock (not stored yet). */
 type AdmitWait = { startedMs: number; deadline: number | undefined; clockInMemory: boolean };
-/** How a wait for the turn ended: the gate's answer (`done`), or the answer to park with. */
+/** How a wait for the turn ended: the turn keeper's answer (`done`), or the answer to park with. */
 type TurnOutcome = { done: OrderingAdmission } | { park: Exclude<OrderingAnswer, { kind: 'go' }> };
 
-export function createOrderingGate(options: OrderingOptions): OrderingGate {
-  return new PostgresOrderingGate(options);
+export function createTurnKeeper(options: OrderingOptions): TurnKeeper {
+  return new PostgresTurnKeeper(options);
 }
 
 const keyOf = (job: Job<DeliveryJobData>, token: string | undefined) => `${job.id}:${token ?? ''}`;
 
-/** The ordering gate over Postgres (see the module comment), with its in-memory waits. */
-class PostgresOrderingGate implements OrderingGate {
+/** The turn keeper over Postgres (see the module comment), with its in-memory waits. */
+class PostgresTurnKeeper implements TurnKeeper {
   private readonly run: <T>(work: () => Promise<T>) => Promise<T>;
   private readonly parkMs: number;
   private readonly allowance: number;
@@ -123,9 +123,9 @@ class PostgresOrderingGate implements OrderingGate {
   private readonly questions: Batcher<OrderingQuestion, OrderingAnswer>;
   private readonly clocks: Batcher<DeadlineStart, Date | undefined>;
   private readonly wakes: Batcher<OrderingKey, undefined>;
-  /** Jobs that passed (or expired at) the gate and are running: whose successor to wake when they end. */
+  /** Jobs that passed (or expired at) the turn keeper and are running: whose successor to wake when they end. */
   private readonly passed = new Map<string, Passed>();
-  /** Delivery ids running here past the gate or waiting here in memory: a successor may wait for them in memory. */
+  /** Delivery ids running here past the turn keeper or waiting here in memory: a successor may wait for them in memory. */
   private readonly local = new Set<string>();
   /** Jobs waiting in memory, by the delivery id they wait for (its end wakes them to ask again). */
   private readonly memoryWaiters = new Map<string, MemoryWaiter[]>();
@@ -279,7 +279,7 @@ class PostgresOrderingGate implements OrderingGate {
     throw new DelayedError();
   }
 
-  /** Past the gate: its end wakes its successor (`settle`), and a successor may wait for it in memory. */
+  /** Past the turn keeper: its end wakes its successor (`settle`), and a successor may wait for it in memory. */
   private pass(job: Job<DeliveryJobData>, token: string | undefined, target: OrderedTarget): void {
     this.passed.set(keyOf(job, token), {
       key: { tenant: target.tenant, operationId: target.operationId, hookId: target.hookId },
@@ -295,7 +295,7 @@ class PostgresOrderingGate implements OrderingGate {
     this.ended(id);
   }
 
-  /** A job that passed the gate ended; `settledRow`: its row settled, so the next waiting head is woken. */
+  /** A job that passed the turn keeper ended; `settledRow`: its row settled, so the next waiting head is woken. */
   private async settle(k: string, settledRow: boolean): Promise<void> {
     const entry = this.passed.get(k);
     if (entry === undefined) return;

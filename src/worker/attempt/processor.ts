@@ -52,8 +52,8 @@ import { createHookCache } from './hookCache.ts';
 import type { InFlightTracker } from './inFlightTracker.ts';
 import type { LedgerWriter } from './ledgerWriter.ts';
 import { type AttemptDecision, decideOutcome } from './outcome.ts';
-import type { OrderingGate } from './ordering.ts';
-import type { PgGate } from '../pgGate.ts';
+import type { TurnKeeper } from './ordering.ts';
+import type { PostgresWait } from '../postgresWait.ts';
 import { type AttemptSender, createAttemptSender } from './sendAttempt.ts';
 import type { DeliveryJobData } from '../../queue/types.ts';
 import type { Span } from '../../observability/tracing.ts';
@@ -63,7 +63,7 @@ const MS_PER_SECOND = 1000;
 export type ProcessorDeps = {
   db: Db;
   ledger: LedgerWriter;
-  gate: PgGate;
+  gate: PostgresWait;
   payloadBuilder: WebhookPayloadBuilder;
   fetchTransport: FetchTransport;
   qstash?: QStashPublisher;
@@ -91,8 +91,8 @@ export type ProcessorDeps = {
   isolation?: EndpointIsolation;
   /** The worker's slots and the in-memory endpoint waits (admission.ts), built once by the service. */
   admission: Admission;
-  /** The ordering gate (SEC-H7), built once by the service (its wakes need the queue). */
-  ordering: OrderingGate;
+  /** The turn keeper (SEC-H7), built once by the service (its wakes need the queue). */
+  ordering: TurnKeeper;
 };
 
 export type DeliveryProcessor = (job: Job<DeliveryJobData>, token?: string) => Promise<void>;

@@ -63,7 +63,7 @@ export type ReconcilerOptions = {
    */
   flagUnreportedQStash?: boolean;
   /**
-   * The worker's Postgres gate (pgGate.ts): a periodic pass that finds Postgres away reports the
+   * The worker's Postgres wait (postgresWait.ts): a periodic pass that finds Postgres away reports the
    * outage (Q13: an idle worker's gauge and log too) and waits for it instead of failing each interval.
    */
   run?: <T>(work: () => Promise<T>) => Promise<T>;

@@ -1,5 +1,5 @@
 /**
- * Issue 30 (OD-11): the ordering gate's in-memory wait against real Postgres rows (no worker on
+ * Issue 30 (OD-11): the turn keeper's in-memory wait against real Postgres rows (no worker on
  * the queue: the test drives the gate itself). A successor waiting in memory behind a delivery
  * running in the same worker still has its deadline run (Q3): past it, it is expired, never let go.
  */
@@ -10,7 +10,7 @@ import { silentLogger } from '../../../src/observability/logger.ts';
 import { createHookProducer } from '../../../src/queue/producer.ts';
 import type { DeliveryJobData, HookProducer } from '../../../src/queue/types.ts';
 import { rowsOf } from '../../../src/store/db.ts';
-import { createOrderingGate, type OrderedTarget } from '../../../src/worker/attempt/ordering.ts';
+import { createTurnKeeper, type OrderedTarget } from '../../../src/worker/attempt/ordering.ts';
 import { createStack, TEST_REDIS_URL, waitFor, type Stack } from './harness.ts';
 
 let stack: Stack;
@@ -56,7 +56,7 @@ it('OD-11 ordering (Q3): a successor waiting in memory while its predecessor run
     ]),
   );
   // A short deadline budget; room for waiters in memory.
-  const gate = createOrderingGate({ db: stack.db.store.db, budgetMs: 300, logger: silentLogger(), waitAllowance: 4 });
+  const gate = createTurnKeeper({ db: stack.db.store.db, budgetMs: 300, logger: silentLogger(), waitAllowance: 4 });
   let release: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (release = resolve));
   const admitted: string[] = [];

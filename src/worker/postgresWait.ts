@@ -12,7 +12,7 @@ const PROBE_INITIAL_DELAY_MS = 100;
 const PROBE_MAX_DELAY_MS = 2_000;
 const PROBE_BACKOFF_FACTOR = 2;
 
-export type PgGate = {
+export type PostgresWait = {
   /** Runs `work`, waiting out Postgres outages; other errors are thrown. */
   run<T>(work: () => Promise<T>): Promise<T>;
   isDown(): boolean;
@@ -22,7 +22,7 @@ export type PgGate = {
   close(): void;
 };
 
-export function createPgGate(options: { db: Db; onDown?: (error: unknown) => void; onUp?: () => void }): PgGate {
+export function createPostgresWait(options: { db: Db; onDown?: (error: unknown) => void; onUp?: () => void }): PostgresWait {
   let down = false;
   let closed = false;
   let waiters: Array<{ resolve(): void; reject(e: Error): void }> = [];
@@ -51,7 +51,7 @@ export function createPgGate(options: { db: Db; onDown?: (error: unknown) => voi
 
   const waitUp = () =>
     new Promise<void>((resolve, reject) => {
-      if (closed) reject(new Error('pg gate closed'));
+      if (closed) reject(new Error('postgres wait closed'));
       else if (!down) resolve();
       else waiters.push({ resolve, reject });
     });
@@ -75,7 +75,7 @@ export function createPgGate(options: { db: Db; onDown?: (error: unknown) => voi
       clearTimeout(timer);
       const pending = waiters;
       waiters = [];
-      for (const w of pending) w.reject(new Error('pg gate closed'));
+      for (const w of pending) w.reject(new Error('postgres wait closed'));
     },
   };
 }
