@@ -1,4 +1,3 @@
-/** A bounded wait: the answer in time, or the fallback. */
 /** Resolves `fallback` when `work` has not settled within `timeoutMs`; the late result is dropped. */
 export async function withTimeout<T>(work: Promise<T>, timeoutMs: number, fallback: T): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -4,6 +4,7 @@
  * endpoint leases, the HTTP server, Redis and the fetch sockets — each closing step bounded, and
  * all of them together within CLOSE_BUDGET_MS past the bound. One line says how it went.
  */
+import { withTimeout } from '../util/withTimeout.ts';
 import type { Queue, Worker } from 'bullmq';
 import type { RunningHttpServer } from '../observability/httpServer.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -117,15 +118,13 @@ async function stopInOrder(s: StoppingService): Promise<boolean> {
 /** Waits for `step` at most CLOSE_STEP_TIMEOUT_MS and never past `deadline`; true when it settled without error in time. */
 async function boundedStep(step: Promise<unknown> | undefined, deadline: number): Promise<boolean> {
   if (!step) return true;
-  let timer: NodeJS.Timeout | undefined;
   const waitMs = Math.max(0, Math.min(CLOSE_STEP_TIMEOUT_MS, deadline - Date.now()));
-  const settled = await Promise.race([
+  return withTimeout(
     step.then(
       () => true,
       () => false,
     ),
-    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), waitMs))),
-  ]);
-  clearTimeout(timer);
-  return settled;
+    waitMs,
+    false,
+  );
 }
